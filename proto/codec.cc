@@ -1,0 +1,608 @@
+#include "proto/codec.h"
+
+#include <utility>
+
+
+#define MUSTER_RETURN_IF_ERROR(expr)         \
+  do {                                       \
+    if (absl::Status _status = (expr);       \
+        !_status.ok()) {                     \
+      return _status;                        \
+    }                                        \
+  } while (false)
+
+namespace muster::proto {
+namespace {
+
+// Decodes the object member `name` (when present) into *out with the matching overload.
+template <typename T>
+absl::Status decodeField(const rapidjson::Value& object, const JsonPath& path,
+                         std::string_view name, T* out) {
+  const rapidjson::Value* v = findField(object, name);
+  if (v == nullptr) return absl::OkStatus();
+  return decode(*v, path.field(name), out);
+}
+
+template <typename T>
+absl::Status decodeList(const rapidjson::Value& object, const JsonPath& path,
+                        std::string_view name, std::vector<T>* out) {
+  out->clear();
+  return forEachElement(object, path, name, [out](const rapidjson::Value& e, const JsonPath& p) {
+    return decode(e, p, &out->emplace_back());
+  });
+}
+
+// Calls fn(member, member_path) when the member `name` is present; it must be an object.
+template <typename Fn>
+absl::Status withObject(const rapidjson::Value& object, const JsonPath& path,
+                        std::string_view name, Fn&& fn) {
+  const rapidjson::Value* v = findField(object, name);
+  if (v == nullptr) return absl::OkStatus();
+  const JsonPath member_path = path.field(name);
+  MUSTER_RETURN_IF_ERROR(expectObject(*v, member_path));
+  return fn(*v, member_path);
+}
+
+// True when the member `name` is a non-empty array; an error when it is not an array at all.
+absl::Status hasElements(const rapidjson::Value& object, const JsonPath& path,
+                         std::string_view name, bool* out) {
+  const rapidjson::Value* v = findField(object, name);
+  if (v == nullptr) return absl::OkStatus();
+  if (!v->IsArray()) return typeError(path.field(name), "array");
+  *out = *out || !v->Empty();
+  return absl::OkStatus();
+}
+
+absl::Status decodePodAffinity(const rapidjson::Value& object, const JsonPath& path,
+                               std::string_view name, bool* out) {
+  return withObject(object, path, name, [out](const rapidjson::Value& v, const JsonPath& p) {
+    MUSTER_RETURN_IF_ERROR(
+        hasElements(v, p, "requiredDuringSchedulingIgnoredDuringExecution", out));
+    return hasElements(v, p, "preferredDuringSchedulingIgnoredDuringExecution", out);
+  });
+}
+
+absl::Status decodePodSpec(const rapidjson::Value& v, const JsonPath& path,
+                           const std::string& pod_name, PodSpec* out) {
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "nodeName", &out->node_name));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "schedulerName", &out->scheduler_name));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "priority", &out->priority));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "priorityClassName", &out->priority_class_name));
+  MUSTER_RETURN_IF_ERROR(decodeList(v, path, "containers", &out->containers));
+  MUSTER_RETURN_IF_ERROR(decodeList(v, path, "initContainers", &out->init_containers));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "overhead", &out->overhead));
+  MUSTER_RETURN_IF_ERROR(readStringMap(v, path, "nodeSelector", &out->node_selector));
+  if (const rapidjson::Value* affinity = findField(v, "affinity")) {
+    MUSTER_RETURN_IF_ERROR(decode(*affinity, path.field("affinity"), &out->affinity.emplace()));
+  }
+  MUSTER_RETURN_IF_ERROR(decodeList(v, path, "tolerations", &out->tolerations));
+  MUSTER_RETURN_IF_ERROR(readBool(v, path, "hostNetwork", &out->host_network));
+  MUSTER_RETURN_IF_ERROR(
+      hasElements(v, path, "topologySpreadConstraints", &out->has_topology_spread_constraints));
+  MUSTER_RETURN_IF_ERROR(forEachElement(
+      v, path, "volumes", [&](const rapidjson::Value& volume, const JsonPath& p) {
+        MUSTER_RETURN_IF_ERROR(expectObject(volume, p));
+        std::string volume_name;
+        MUSTER_RETURN_IF_ERROR(readString(volume, p, "name", &volume_name));
+        MUSTER_RETURN_IF_ERROR(withObject(
+            volume, p, "persistentVolumeClaim",
+            [&](const rapidjson::Value& pvc, const JsonPath& q) {
+              std::string claim;
+              MUSTER_RETURN_IF_ERROR(readString(pvc, q, "claimName", &claim));
+              if (!claim.empty()) out->pvc_claim_names.push_back(std::move(claim));
+              return absl::OkStatus();
+            }));
+        return withObject(volume, p, "ephemeral", [&](const rapidjson::Value&, const JsonPath&) {
+          out->pvc_claim_names.push_back(pod_name + "-" + volume_name);
+          return absl::OkStatus();
+        });
+      }));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "hostname", &out->hostname));
+  return readString(v, path, "subdomain", &out->subdomain);
+}
+
+absl::Status decodePodStatus(const rapidjson::Value& v, const JsonPath& path, PodStatus* out) {
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "phase", &out->phase));
+  MUSTER_RETURN_IF_ERROR(decodeList(v, path, "conditions", &out->conditions));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "podIP", &out->pod_ip));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "reason", &out->reason));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "message", &out->message));
+  return decodeList(v, path, "containerStatuses", &out->container_statuses);
+}
+
+void writeMeta(JsonWriter& w, const ObjectMeta& meta) {
+  w.key("metadata").beginObject();
+  w.stringFieldIfSet("name", meta.name);
+  w.stringFieldIfSet("generateName", meta.generate_name);
+  w.stringFieldIfSet("namespace", meta.namespace_);
+  w.stringFieldIfSet("uid", meta.uid);
+  w.stringFieldIfSet("resourceVersion", meta.resource_version);
+  if (meta.generation != 0) w.integerField("generation", meta.generation);
+  w.stringFieldIfSet("creationTimestamp", meta.creation_timestamp);
+  if (meta.deletion_timestamp) w.stringField("deletionTimestamp", *meta.deletion_timestamp);
+  if (!meta.labels.empty()) w.stringMapField("labels", meta.labels);
+  if (!meta.annotations.empty()) w.stringMapField("annotations", meta.annotations);
+  if (!meta.owner_references.empty()) {
+    w.key("ownerReferences").beginArray();
+    for (const OwnerReference& ref : meta.owner_references) {
+      w.beginObject()
+          .stringField("apiVersion", ref.api_version)
+          .stringField("kind", ref.kind)
+          .stringField("name", ref.name)
+          .stringField("uid", ref.uid);
+      if (ref.controller) w.booleanField("controller", true);
+      if (ref.block_owner_deletion) w.booleanField("blockOwnerDeletion", true);
+      w.endObject();
+    }
+    w.endArray();
+  }
+  if (!meta.finalizers.empty()) {
+    w.key("finalizers").beginArray();
+    for (const std::string& f : meta.finalizers) w.string(f);
+    w.endArray();
+  }
+  w.endObject();
+}
+
+void writeCondition(JsonWriter& w, const Condition& c) {
+  w.beginObject().stringField("type", c.type).stringField("status", c.status);
+  w.stringFieldIfSet("reason", c.reason);
+  w.stringFieldIfSet("message", c.message);
+  w.stringFieldIfSet("lastTransitionTime", c.last_transition_time);
+  w.endObject();
+}
+
+}  // namespace
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Quantity* out) {
+  *out = Quantity();
+  std::string text;
+  if (v.IsString()) {
+    text.assign(v.GetString(), v.GetStringLength());
+  } else if (v.IsNumber()) {
+    // RapidJSON prints the shortest text that reads back as the same number ("0.5", "1e-7").
+    text = toJson(v);
+  } else {
+    return typeError(path, "string");
+  }
+  absl::StatusOr<Quantity> q = Quantity::parse(text);
+  if (!q.ok()) return fieldError(path, std::string(q.status().message()));
+  *out = *q;
+  return absl::OkStatus();
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ResourceList* out) {
+  out->clear();
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
+    std::string name(it->name.GetString(), it->name.GetStringLength());
+    if (it->value.IsNull()) continue;
+    MUSTER_RETURN_IF_ERROR(decode(it->value, path.field(name), &(*out)[name]));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, OwnerReference* out) {
+  *out = OwnerReference{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "apiVersion", &out->api_version));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "kind", &out->kind));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "name", &out->name));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "uid", &out->uid));
+  MUSTER_RETURN_IF_ERROR(readBool(v, path, "controller", &out->controller));
+  return readBool(v, path, "blockOwnerDeletion", &out->block_owner_deletion);
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ObjectMeta* out) {
+  *out = ObjectMeta{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "name", &out->name));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "namespace", &out->namespace_));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "uid", &out->uid));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "resourceVersion", &out->resource_version));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "generateName", &out->generate_name));
+  MUSTER_RETURN_IF_ERROR(readInt64(v, path, "generation", &out->generation));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "creationTimestamp", &out->creation_timestamp));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "deletionTimestamp", &out->deletion_timestamp));
+  MUSTER_RETURN_IF_ERROR(readStringMap(v, path, "labels", &out->labels));
+  MUSTER_RETURN_IF_ERROR(readStringMap(v, path, "annotations", &out->annotations));
+  MUSTER_RETURN_IF_ERROR(decodeList(v, path, "ownerReferences", &out->owner_references));
+  return readStringList(v, path, "finalizers", &out->finalizers);
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ResourceRequirements* out) {
+  *out = ResourceRequirements{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "requests", &out->requests));
+  return decodeField(v, path, "limits", &out->limits);
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ContainerPort* out) {
+  *out = ContainerPort{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "containerPort", &out->container_port));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "hostPort", &out->host_port));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "hostIP", &out->host_ip));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "protocol", &out->protocol));
+  if (out->protocol.empty()) out->protocol = "TCP";
+  return absl::OkStatus();
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Container* out) {
+  *out = Container{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "name", &out->name));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "image", &out->image));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "resources", &out->resources));
+  return decodeList(v, path, "ports", &out->ports);
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Toleration* out) {
+  *out = Toleration{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "key", &out->key));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "operator", &out->operator_));
+  if (out->operator_.empty()) out->operator_ = "Equal";
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "value", &out->value));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "effect", &out->effect));
+  return readInt64(v, path, "tolerationSeconds", &out->toleration_seconds);
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Taint* out) {
+  *out = Taint{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "key", &out->key));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "value", &out->value));
+  return readString(v, path, "effect", &out->effect);
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Affinity* out) {
+  *out = Affinity{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(
+      withObject(v, path, "nodeAffinity", [out](const rapidjson::Value& na, const JsonPath& p) {
+        NodeAffinity& node_affinity = out->node_affinity;
+        if (const rapidjson::Value* required =
+                findField(na, "requiredDuringSchedulingIgnoredDuringExecution")) {
+          MUSTER_RETURN_IF_ERROR(decode(*required,
+                                        p.field("requiredDuringSchedulingIgnoredDuringExecution"),
+                                        &node_affinity.required.emplace()));
+        }
+        return decodeList(na, p, "preferredDuringSchedulingIgnoredDuringExecution",
+                          &node_affinity.preferred);
+      }));
+  MUSTER_RETURN_IF_ERROR(decodePodAffinity(v, path, "podAffinity", &out->has_pod_affinity));
+  return decodePodAffinity(v, path, "podAntiAffinity", &out->has_pod_anti_affinity);
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Condition* out) {
+  *out = Condition{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "type", &out->type));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "status", &out->status));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "reason", &out->reason));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "message", &out->message));
+  return readString(v, path, "lastTransitionTime", &out->last_transition_time);
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ContainerStatus* out) {
+  *out = ContainerStatus{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "name", &out->name));
+  MUSTER_RETURN_IF_ERROR(readBool(v, path, "ready", &out->ready));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "restartCount", &out->restart_count));
+  return withObject(v, path, "state", [out](const rapidjson::Value& state, const JsonPath& p) {
+    MUSTER_RETURN_IF_ERROR(
+        withObject(state, p, "waiting", [out](const rapidjson::Value& s, const JsonPath& q) {
+          out->state = "waiting";
+          return readString(s, q, "reason", &out->reason);
+        }));
+    MUSTER_RETURN_IF_ERROR(
+        withObject(state, p, "running", [out](const rapidjson::Value&, const JsonPath&) {
+          out->state = "running";
+          out->reason.clear();
+          return absl::OkStatus();
+        }));
+    return withObject(state, p, "terminated", [out](const rapidjson::Value& s, const JsonPath& q) {
+      out->state = "terminated";
+      out->reason.clear();
+      MUSTER_RETURN_IF_ERROR(readInt32(s, q, "exitCode", &out->exit_code));
+      return readString(s, q, "reason", &out->reason);
+    });
+  });
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Pod* out) {
+  *out = Pod{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
+  MUSTER_RETURN_IF_ERROR(
+      withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
+        return decodePodSpec(spec, p, out->meta.name, &out->spec);
+      }));
+  return withObject(v, path, "status", [out](const rapidjson::Value& status, const JsonPath& p) {
+    return decodePodStatus(status, p, &out->status);
+  });
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, NodeCondition* out) {
+  *out = NodeCondition{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "type", &out->type));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "status", &out->status));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "reason", &out->reason));
+  return readString(v, path, "message", &out->message);
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Node* out) {
+  *out = Node{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
+  MUSTER_RETURN_IF_ERROR(
+      withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
+        MUSTER_RETURN_IF_ERROR(readBool(spec, p, "unschedulable", &out->spec.unschedulable));
+        return decodeList(spec, p, "taints", &out->spec.taints);
+      }));
+  return withObject(v, path, "status", [out](const rapidjson::Value& status, const JsonPath& p) {
+    MUSTER_RETURN_IF_ERROR(decodeField(status, p, "capacity", &out->status.capacity));
+    MUSTER_RETURN_IF_ERROR(decodeField(status, p, "allocatable", &out->status.allocatable));
+    return decodeList(status, p, "conditions", &out->status.conditions);
+  });
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ObjectReference* out) {
+  *out = ObjectReference{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "kind", &out->kind));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "namespace", &out->namespace_));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "name", &out->name));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "uid", &out->uid));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "apiVersion", &out->api_version));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "resourceVersion", &out->resource_version));
+  return readString(v, path, "fieldPath", &out->field_path);
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Event* out) {
+  *out = Event{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "involvedObject", &out->involved_object));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "reason", &out->reason));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "message", &out->message));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "type", &out->type));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "count", &out->count));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "firstTimestamp", &out->first_timestamp));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "lastTimestamp", &out->last_timestamp));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "eventTime", &out->event_time));
+  MUSTER_RETURN_IF_ERROR(
+      withObject(v, path, "source", [out](const rapidjson::Value& source, const JsonPath& p) {
+        MUSTER_RETURN_IF_ERROR(readString(source, p, "component", &out->source_component));
+        return readString(source, p, "host", &out->source_host);
+      }));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "reportingComponent", &out->reporting_component));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "reportingInstance", &out->reporting_instance));
+  return readString(v, path, "action", &out->action);
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Lease* out) {
+  *out = Lease{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
+  return withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
+    LeaseSpec& s = out->spec;
+    MUSTER_RETURN_IF_ERROR(readString(spec, p, "holderIdentity", &s.holder_identity));
+    MUSTER_RETURN_IF_ERROR(readInt32(spec, p, "leaseDurationSeconds", &s.lease_duration_seconds));
+    MUSTER_RETURN_IF_ERROR(readString(spec, p, "acquireTime", &s.acquire_time));
+    MUSTER_RETURN_IF_ERROR(readString(spec, p, "renewTime", &s.renew_time));
+    return readInt32(spec, p, "leaseTransitions", &s.lease_transitions);
+  });
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PodGroup* out) {
+  *out = PodGroup{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
+  MUSTER_RETURN_IF_ERROR(
+      withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
+        PodGroupSpec& s = out->spec;
+        MUSTER_RETURN_IF_ERROR(readInt32(spec, p, "minMember", &s.min_member));
+        MUSTER_RETURN_IF_ERROR(decodeField(spec, p, "minResources", &s.min_resources));
+        return readInt32(spec, p, "scheduleTimeoutSeconds", &s.schedule_timeout_seconds);
+      }));
+  return withObject(v, path, "status", [out](const rapidjson::Value& status, const JsonPath& p) {
+    PodGroupStatus& s = out->status;
+    MUSTER_RETURN_IF_ERROR(readString(status, p, "phase", &s.phase));
+    MUSTER_RETURN_IF_ERROR(readString(status, p, "occupiedBy", &s.occupied_by));
+    MUSTER_RETURN_IF_ERROR(readInt32(status, p, "scheduled", &s.scheduled));
+    MUSTER_RETURN_IF_ERROR(readInt32(status, p, "running", &s.running));
+    MUSTER_RETURN_IF_ERROR(readInt32(status, p, "succeeded", &s.succeeded));
+    MUSTER_RETURN_IF_ERROR(readInt32(status, p, "failed", &s.failed));
+    return readString(status, p, "scheduleStartTime", &s.schedule_start_time);
+  });
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob* out) {
+  *out = ParallelJob{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
+  MUSTER_RETURN_IF_ERROR(
+      withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
+        ParallelJobSpec& s = out->spec;
+        MUSTER_RETURN_IF_ERROR(
+            withObject(spec, p, "runtimeRef", [&s](const rapidjson::Value& ref, const JsonPath& q) {
+              return readString(ref, q, "name", &s.runtime_ref_name);
+            }));
+        MUSTER_RETURN_IF_ERROR(readInt32(spec, p, "numPods", &s.num_pods));
+        MUSTER_RETURN_IF_ERROR(readInt32(spec, p, "numProcPerPod", &s.num_proc_per_pod));
+        MUSTER_RETURN_IF_ERROR(withObject(
+            spec, p, "launcher", [&s](const rapidjson::Value& launcher, const JsonPath& q) {
+              s.launcher = toJson(launcher);
+              return withObject(
+                  launcher, q, "spec", [&s](const rapidjson::Value& pod_spec, const JsonPath& r) {
+                    return forEachElement(
+                        pod_spec, r, "containers",
+                        [&s](const rapidjson::Value& c, const JsonPath& cp) {
+                          MUSTER_RETURN_IF_ERROR(expectObject(c, cp));
+                          return readString(c, cp, "name",
+                                            &s.launcher_container_names.emplace_back());
+                        });
+                  });
+            }));
+        MUSTER_RETURN_IF_ERROR(
+            withObject(spec, p, "worker", [&s](const rapidjson::Value& worker, const JsonPath&) {
+              s.worker = toJson(worker);
+              return absl::OkStatus();
+            }));
+        return withObject(spec, p, "failurePolicy",
+                          [&s](const rapidjson::Value& policy, const JsonPath& q) {
+                            return readInt32(policy, q, "maxRestarts", &s.max_restarts);
+                          });
+      }));
+  return withObject(v, path, "status", [out](const rapidjson::Value& status, const JsonPath& p) {
+    ParallelJobStatus& s = out->status;
+    MUSTER_RETURN_IF_ERROR(readString(status, p, "phase", &s.phase));
+    MUSTER_RETURN_IF_ERROR(readInt32(status, p, "restarts", &s.restarts));
+    MUSTER_RETURN_IF_ERROR(readString(status, p, "jobGroupName", &s.job_group_name));
+    MUSTER_RETURN_IF_ERROR(readString(status, p, "message", &s.message));
+    MUSTER_RETURN_IF_ERROR(readString(status, p, "startTime", &s.start_time));
+    MUSTER_RETURN_IF_ERROR(readString(status, p, "completionTime", &s.completion_time));
+    return decodeList(status, p, "conditions", &s.conditions);
+  });
+}
+
+absl::Status decode(const rapidjson::Value& v, ObjectMeta* out) {
+  return decode(v, JsonPath(), out);
+}
+
+absl::Status decode(const rapidjson::Value& v, Pod* out) {
+  return decode(v, JsonPath(), out);
+}
+
+absl::Status decode(const rapidjson::Value& v, Node* out) {
+  return decode(v, JsonPath(), out);
+}
+
+absl::Status decode(const rapidjson::Value& v, Event* out) {
+  return decode(v, JsonPath(), out);
+}
+
+absl::Status decode(const rapidjson::Value& v, Lease* out) {
+  return decode(v, JsonPath(), out);
+}
+
+absl::Status decode(const rapidjson::Value& v, PodGroup* out) {
+  return decode(v, JsonPath(), out);
+}
+
+absl::Status decode(const rapidjson::Value& v, ParallelJob* out) {
+  return decode(v, JsonPath(), out);
+}
+
+std::string encode(const Binding& binding) {
+  JsonWriter w;
+  w.beginObject().stringField("apiVersion", "v1").stringField("kind", "Binding");
+  w.key("metadata").beginObject().stringField("name", binding.meta.name);
+  w.stringField("namespace", binding.meta.namespace_);
+  w.stringFieldIfSet("uid", binding.meta.uid);
+  w.endObject();
+  w.key("target")
+      .beginObject()
+      .stringField("apiVersion", "v1")
+      .stringField("kind", "Node")
+      .stringField("name", binding.target_node)
+      .endObject();
+  w.endObject();
+  return w.str();
+}
+
+std::string encode(const Event& event) {
+  JsonWriter w;
+  w.beginObject().stringField("apiVersion", "v1").stringField("kind", "Event");
+  writeMeta(w, event.meta);
+  const ObjectReference& ref = event.involved_object;
+  w.key("involvedObject").beginObject();
+  w.stringFieldIfSet("kind", ref.kind);
+  w.stringFieldIfSet("namespace", ref.namespace_);
+  w.stringFieldIfSet("name", ref.name);
+  w.stringFieldIfSet("uid", ref.uid);
+  w.stringFieldIfSet("apiVersion", ref.api_version);
+  w.stringFieldIfSet("resourceVersion", ref.resource_version);
+  w.stringFieldIfSet("fieldPath", ref.field_path);
+  w.endObject();
+  w.stringFieldIfSet("reason", event.reason);
+  w.stringFieldIfSet("message", event.message);
+  w.stringFieldIfSet("type", event.type);
+  if (event.count != 0) w.integerField("count", event.count);
+  w.stringFieldIfSet("firstTimestamp", event.first_timestamp);
+  w.stringFieldIfSet("lastTimestamp", event.last_timestamp);
+  if (event.event_time) w.stringField("eventTime", *event.event_time);
+  if (!event.source_component.empty() || !event.source_host.empty()) {
+    w.key("source").beginObject();
+    w.stringFieldIfSet("component", event.source_component);
+    w.stringFieldIfSet("host", event.source_host);
+    w.endObject();
+  }
+  w.stringFieldIfSet("reportingComponent", event.reporting_component);
+  w.stringFieldIfSet("reportingInstance", event.reporting_instance);
+  w.stringFieldIfSet("action", event.action);
+  w.endObject();
+  return w.str();
+}
+
+std::string encode(const Lease& lease) {
+  JsonWriter w;
+  w.beginObject().stringField("apiVersion", "coordination.k8s.io/v1").stringField("kind", "Lease");
+  writeMeta(w, lease.meta);
+  const LeaseSpec& s = lease.spec;
+  w.key("spec").beginObject();
+  w.stringFieldIfSet("holderIdentity", s.holder_identity);
+  if (s.lease_duration_seconds) w.integerField("leaseDurationSeconds", *s.lease_duration_seconds);
+  w.stringFieldIfSet("acquireTime", s.acquire_time);
+  w.stringFieldIfSet("renewTime", s.renew_time);
+  if (s.lease_transitions) w.integerField("leaseTransitions", *s.lease_transitions);
+  w.endObject();
+  w.endObject();
+  return w.str();
+}
+
+std::string statusPatch(const PodGroupStatus& status) {
+  JsonWriter w;
+  w.beginObject().key("status").beginObject();
+  w.stringOrNullField("phase", status.phase);
+  w.stringOrNullField("occupiedBy", status.occupied_by);
+  w.integerField("scheduled", status.scheduled);
+  w.integerField("running", status.running);
+  w.integerField("succeeded", status.succeeded);
+  w.integerField("failed", status.failed);
+  w.stringOrNullField("scheduleStartTime", status.schedule_start_time);
+  w.endObject().endObject();
+  return w.str();
+}
+
+std::string statusPatch(const ParallelJobStatus& status) {
+  JsonWriter w;
+  w.beginObject().key("status").beginObject();
+  w.stringOrNullField("phase", status.phase);
+  w.integerField("restarts", status.restarts);
+  w.stringOrNullField("jobGroupName", status.job_group_name);
+  w.stringOrNullField("message", status.message);
+  w.stringOrNullField("startTime", status.start_time);
+  w.stringOrNullField("completionTime", status.completion_time);
+  w.key("conditions").beginArray();
+  for (const Condition& c : status.conditions) writeCondition(w, c);
+  w.endArray();
+  w.endObject().endObject();
+  return w.str();
+}
+
+std::string podConditionPatch(const PodCondition& condition) {
+  JsonWriter w;
+  w.beginObject().key("status").beginObject().key("conditions").beginArray();
+  writeCondition(w, condition);
+  w.endArray().endObject().endObject();
+  return w.str();
+}
+
+}  // namespace muster::proto
+
+#undef MUSTER_RETURN_IF_ERROR

@@ -1,0 +1,81 @@
+#pragma once
+
+// JSON codecs for the value types in proto/objects.h.
+//
+// decode(): one overload per type, in two forms: decode(v, out) for a whole document or list item,
+// and decode(v, path, out) for a value nested at `path`. Each first resets *out, checks every JSON
+// type before reading it and fails with InvalidArgument naming the field path
+// ("spec.containers[0].resources.requests.cpu: expected string"). Unknown fields are ignored and
+// absent or null fields keep their defaults.
+//
+// encode(): request bodies. Writes go out as patches where possible so that fields Muster does not
+// know survive.
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "proto/json.h"
+#include "proto/objects.h"
+#include "proto/quantity.h"
+#include "proto/selector.h"
+
+namespace muster::proto {
+
+// A quantity is a JSON string, or a number (as Quantity.UnmarshalJSON accepts, e.g. in CRDs).
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Quantity* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ResourceList* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, OwnerReference* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ObjectMeta* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ResourceRequirements* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ContainerPort* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Container* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Toleration* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Taint* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Affinity* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Condition* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ContainerStatus* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Pod* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, NodeCondition* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Node* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ObjectReference* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Event* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Lease* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PodGroup* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob* out);
+
+absl::Status decode(const rapidjson::Value& v, ObjectMeta* out);
+absl::Status decode(const rapidjson::Value& v, Pod* out);
+absl::Status decode(const rapidjson::Value& v, Node* out);
+absl::Status decode(const rapidjson::Value& v, Event* out);
+absl::Status decode(const rapidjson::Value& v, Lease* out);
+absl::Status decode(const rapidjson::Value& v, PodGroup* out);
+absl::Status decode(const rapidjson::Value& v, ParallelJob* out);
+
+// Parses `json` and decodes it into *out.
+template <typename T>
+absl::Status decodeJson(std::string_view json, T* out) {
+  absl::StatusOr<rapidjson::Document> doc = parseJson(json);
+  if (!doc.ok()) return doc.status();
+  return decode(*doc, out);
+}
+
+// POST body for pods/binding:
+// {"apiVersion":"v1","kind":"Binding","metadata":{"name":..,"namespace":..,"uid":..},
+//  "target":{"apiVersion":"v1","kind":"Node","name":..}}; uid only when set.
+std::string encode(const Binding& binding);
+// A full core/v1 Event (POST, or PUT with metadata.resourceVersion).
+std::string encode(const Event& event);
+// A full coordination.k8s.io/v1 Lease (POST, or PUT with metadata.resourceVersion).
+std::string encode(const Lease& lease);
+
+// Merge-patch bodies for the status subresource, {"status":{...}}. Every field is written; empty
+// strings are written as null, which removes the field (timestamps cannot be "").
+std::string statusPatch(const PodGroupStatus& status);
+std::string statusPatch(const ParallelJobStatus& status);
+
+// Strategic-merge-patch body for pods/status that sets one condition, merged by its type:
+// {"status":{"conditions":[{"type":..,"status":..,"reason":..,"message":..,
+// "lastTransitionTime":..}]}}; empty reason, message and lastTransitionTime are left out.
+std::string podConditionPatch(const PodCondition& condition);
+
+}  // namespace muster::proto

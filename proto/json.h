@@ -1,0 +1,147 @@
+#pragma once
+
+// Small typed helpers over RapidJSON: parsing with good errors, field readers that check types and
+// name the offending field path, and a writer for encoding. Compile with RAPIDJSON_HAS_STDSTRING=1.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "rapidjson/document.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+
+namespace muster::proto {
+
+// Parses a JSON document. Errors are InvalidArgument and carry the byte offset and RapidJSON's
+// message: "invalid JSON at offset 12: Missing a colon after a name of object member."
+absl::StatusOr<rapidjson::Document> parseJson(std::string_view text);
+
+// The path of a value inside a document, rendered only when an error needs it:
+// "spec.containers[0].resources.requests.cpu". A child refers to its parent, so a JsonPath must
+// not outlive the one it was made from: build children in argument position and pass them by
+// const reference, never store one.
+class JsonPath {
+ public:
+  JsonPath() = default;  // the document root
+
+  JsonPath field(std::string_view name) const { return JsonPath(this, name, kNoIndex); }
+  JsonPath index(size_t i) const { return JsonPath(this, {}, i); }
+
+  bool isRoot() const { return parent_ == nullptr; }
+  // "a.b[2].c"; map keys that are not plain identifiers render in brackets:
+  // "requests[nvidia.com/gpu]".
+  std::string toString() const;
+
+ private:
+  static constexpr size_t kNoIndex = static_cast<size_t>(-1);
+  JsonPath(const JsonPath* parent, std::string_view name, size_t index)
+      : parent_(parent), name_(name), index_(index) {}
+  void appendTo(std::string* out) const;
+
+  const JsonPath* parent_ = nullptr;
+  std::string_view name_;
+  size_t index_ = kNoIndex;
+};
+
+// InvalidArgument "<path>: expected <what>" ("expected <what>" at the root).
+absl::Status typeError(const JsonPath& path, std::string_view expected);
+// InvalidArgument "<path>: <message>".
+absl::Status fieldError(const JsonPath& path, std::string_view message);
+
+// The member `name` of `object`, or nullptr when `object` is not an object, the member is absent,
+// or its value is null (Kubernetes treats null like absent).
+const rapidjson::Value* findField(const rapidjson::Value& object, std::string_view name);
+
+// OK when `v` is an object, else a typeError naming `path`.
+absl::Status expectObject(const rapidjson::Value& v, const JsonPath& path);
+
+// Typed readers for the member `name` of the object at `path`. An absent or null member leaves
+// *out unchanged and returns OK; a member of the wrong type is an InvalidArgument error naming
+// "<path>.<name>". `object` must already be known to be an object.
+absl::Status readString(const rapidjson::Value& object, const JsonPath& path, std::string_view name,
+                        std::string* out);
+absl::Status readString(const rapidjson::Value& object, const JsonPath& path, std::string_view name,
+                        std::optional<std::string>* out);
+absl::Status readBool(const rapidjson::Value& object, const JsonPath& path, std::string_view name,
+                      bool* out);
+absl::Status readInt32(const rapidjson::Value& object, const JsonPath& path, std::string_view name,
+                       int32_t* out);
+absl::Status readInt32(const rapidjson::Value& object, const JsonPath& path, std::string_view name,
+                       std::optional<int32_t>* out);
+absl::Status readInt64(const rapidjson::Value& object, const JsonPath& path, std::string_view name,
+                       int64_t* out);
+absl::Status readInt64(const rapidjson::Value& object, const JsonPath& path, std::string_view name,
+                       std::optional<int64_t>* out);
+// An object whose values are all strings (labels, annotations, nodeSelector).
+absl::Status readStringMap(const rapidjson::Value& object, const JsonPath& path,
+                           std::string_view name, std::map<std::string, std::string>* out);
+// An array of strings (finalizers, selector values).
+absl::Status readStringList(const rapidjson::Value& object, const JsonPath& path,
+                            std::string_view name, std::vector<std::string>* out);
+
+// Calls fn(element, element_path) for each element of the array member `name`; absent or null is
+// an empty array. Stops at and returns the first error fn returns.
+template <typename Fn>
+absl::Status forEachElement(const rapidjson::Value& object, const JsonPath& path,
+                            std::string_view name, Fn&& fn) {
+  const rapidjson::Value* array = findField(object, name);
+  if (array == nullptr) return absl::OkStatus();
+  const JsonPath array_path = path.field(name);
+  if (!array->IsArray()) return typeError(array_path, "array");
+  for (rapidjson::SizeType i = 0; i < array->Size(); ++i) {
+    absl::Status status = fn((*array)[i], array_path.index(i));
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+// Compact JSON text of a value, member order preserved.
+std::string toJson(const rapidjson::Value& v);
+
+// A compact JSON encoder. Calls must nest correctly (RapidJSON asserts otherwise); the helpers
+// below are what codecs use, so they do.
+class JsonWriter {
+ public:
+  JsonWriter() : writer_(buffer_) {}
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
+
+  JsonWriter& beginObject();
+  JsonWriter& endObject();
+  JsonWriter& beginArray();
+  JsonWriter& endArray();
+  JsonWriter& key(std::string_view name);
+
+  JsonWriter& string(std::string_view value);
+  JsonWriter& integer(int64_t value);
+  JsonWriter& boolean(bool value);
+  JsonWriter& null();
+  // An already encoded JSON value, written verbatim.
+  JsonWriter& raw(std::string_view json);
+
+  // key + value.
+  JsonWriter& stringField(std::string_view name, std::string_view value);
+  JsonWriter& integerField(std::string_view name, int64_t value);
+  JsonWriter& booleanField(std::string_view name, bool value);
+  // Writes the field only when `value` is not empty.
+  JsonWriter& stringFieldIfSet(std::string_view name, std::string_view value);
+  // Writes `value`, or null when it is empty (a merge patch then removes the field).
+  JsonWriter& stringOrNullField(std::string_view name, std::string_view value);
+  JsonWriter& stringMapField(std::string_view name, const std::map<std::string, std::string>& map);
+
+  // The text written so far.
+  std::string str() const { return std::string(buffer_.GetString(), buffer_.GetSize()); }
+
+ private:
+  rapidjson::StringBuffer buffer_;
+  rapidjson::Writer<rapidjson::StringBuffer> writer_;
+};
+
+}  // namespace muster::proto

@@ -1,0 +1,297 @@
+#pragma once
+
+// Plain value types for the Kubernetes objects Muster uses, holding only the fields it uses.
+// proto/codec.h decodes and encodes them; nothing outside proto/ sees JSON field names.
+// Timestamps stay the strings the API server sent (RFC 3339; MicroTime for Lease and eventTime).
+// Every object type has `meta` (ObjectMeta), which the informer keys on.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/quantity.h"
+#include "proto/selector.h"
+
+namespace muster::proto {
+
+struct OwnerReference {
+  std::string api_version;
+  std::string kind;
+  std::string name;
+  std::string uid;
+  bool controller = false;
+  bool block_owner_deletion = false;
+};
+
+struct ObjectMeta {
+  std::string name;
+  std::string namespace_;
+  std::string uid;
+  std::string resource_version;
+  std::string generate_name;
+  int64_t generation = 0;
+  std::string creation_timestamp;
+  std::optional<std::string> deletion_timestamp;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  std::vector<OwnerReference> owner_references;
+  std::vector<std::string> finalizers;
+
+  // The owner reference with controller: true, or nullptr.
+  const OwnerReference* controllerRef() const;
+};
+
+// Resource name ("cpu", "memory", "nvidia.com/gpu") → amount.
+using ResourceList = std::map<std::string, Quantity>;
+
+struct ResourceRequirements {
+  ResourceList requests;
+  ResourceList limits;
+};
+
+struct ContainerPort {
+  int32_t container_port = 0;
+  int32_t host_port = 0;
+  std::string host_ip;
+  std::string protocol = "TCP";
+};
+
+struct Container {
+  std::string name;
+  std::string image;
+  ResourceRequirements resources;
+  std::vector<ContainerPort> ports;
+};
+
+struct Toleration {
+  std::string key;
+  std::string operator_ = "Equal";  // "Equal" or "Exists"
+  std::string value;
+  std::string effect;  // "" (all effects), "NoSchedule", "PreferNoSchedule", "NoExecute"
+  std::optional<int64_t> toleration_seconds;
+};
+
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;
+};
+
+// Toleration.ToleratesTaint: an empty toleration effect matches every effect; an empty key
+// matches every key; "Exists" matches every value, "Equal" (or "") needs equal values. The
+// comparison operators "Gt"/"Lt" sit behind an alpha feature gate that is off by default in
+// Kubernetes 1.36, so like kube-scheduler's default they tolerate nothing.
+bool tolerates(const Toleration& toleration, const Taint& taint);
+// The first taint with effect NoSchedule or NoExecute that no toleration tolerates (what
+// kube-scheduler's TaintToleration filter rejects a node for), or nullptr.
+const Taint* findUntoleratedTaint(const std::vector<Taint>& taints,
+                                  const std::vector<Toleration>& tolerations);
+
+struct NodeAffinity {
+  // requiredDuringSchedulingIgnoredDuringExecution
+  std::optional<NodeSelector> required;
+  // preferredDuringSchedulingIgnoredDuringExecution
+  std::vector<PreferredSchedulingTerm> preferred;
+};
+
+struct Affinity {
+  NodeAffinity node_affinity;
+  // Muster does not implement inter-pod affinity yet; it records whether a pod asks for it (a
+  // podAffinity / podAntiAffinity with at least one required or preferred term).
+  bool has_pod_affinity = false;
+  bool has_pod_anti_affinity = false;
+};
+
+// A status condition (PodCondition, and the conditions of ParallelJob status).
+struct Condition {
+  std::string type;
+  std::string status;  // "True", "False", "Unknown"
+  std::string reason;
+  std::string message;
+  std::string last_transition_time;
+};
+using PodCondition = Condition;
+
+struct ContainerStatus {
+  std::string name;
+  bool ready = false;
+  int32_t restart_count = 0;
+  std::string state;  // "waiting", "running", "terminated", or "" when the server sent none
+  std::optional<int32_t> exit_code;  // set when terminated
+  std::string reason;  // state.terminated.reason, or state.waiting.reason ("CrashLoopBackOff")
+};
+
+struct PodSpec {
+  std::string node_name;
+  std::string scheduler_name;
+  std::optional<int32_t> priority;
+  std::string priority_class_name;
+  std::vector<Container> containers;
+  std::vector<Container> init_containers;
+  ResourceList overhead;
+  std::map<std::string, std::string> node_selector;
+  std::optional<Affinity> affinity;
+  std::vector<Toleration> tolerations;
+  bool host_network = false;
+  bool has_topology_spread_constraints = false;
+  // Claims the pod's volumes need bound: persistentVolumeClaim.claimName, and for generic
+  // ephemeral volumes the claim Kubernetes creates for them ("<pod name>-<volume name>").
+  std::vector<std::string> pvc_claim_names;
+  std::string hostname;
+  std::string subdomain;
+};
+
+struct PodStatus {
+  std::string phase;  // "Pending", "Running", "Succeeded", "Failed", "Unknown"
+  std::vector<PodCondition> conditions;
+  std::string pod_ip;
+  std::string reason;   // "Evicted", ...
+  std::string message;
+  std::vector<ContainerStatus> container_statuses;
+};
+
+struct Pod {
+  ObjectMeta meta;
+  PodSpec spec;
+  PodStatus status;
+
+  const PodCondition* findCondition(std::string_view type) const;
+};
+
+struct NodeCondition {
+  std::string type;
+  std::string status;
+  std::string reason;
+  std::string message;
+};
+
+struct NodeSpec {
+  bool unschedulable = false;
+  std::vector<Taint> taints;
+};
+
+struct NodeStatus {
+  ResourceList capacity;
+  ResourceList allocatable;
+  std::vector<NodeCondition> conditions;
+};
+
+struct Node {
+  ObjectMeta meta;
+  NodeSpec spec;
+  NodeStatus status;
+
+  // The Ready condition is "True".
+  bool isReady() const;
+};
+
+// pods/binding: encode only. meta carries the pod's name, namespace and (optionally) uid, which
+// the API server checks against the pod's.
+struct Binding {
+  ObjectMeta meta;
+  std::string target_node;
+};
+
+// core/v1 ObjectReference as Event.involvedObject uses it.
+struct ObjectReference {
+  std::string kind;
+  std::string namespace_;
+  std::string name;
+  std::string uid;
+  std::string api_version;
+  std::string resource_version;
+  std::string field_path;
+};
+
+// core/v1 Event.
+struct Event {
+  ObjectMeta meta;
+  ObjectReference involved_object;
+  std::string reason;
+  std::string message;
+  std::string type;  // "Normal" or "Warning"
+  int32_t count = 0;
+  std::string first_timestamp;
+  std::string last_timestamp;
+  // MicroTime. When set, the API server also requires reporting_component, reporting_instance
+  // and action.
+  std::optional<std::string> event_time;
+  std::string source_component;
+  std::string source_host;
+  std::string reporting_component;
+  std::string reporting_instance;
+  std::string action;
+};
+
+// coordination.k8s.io/v1 Lease. Empty strings and absent optionals are not encoded.
+struct LeaseSpec {
+  std::string holder_identity;
+  std::optional<int32_t> lease_duration_seconds;
+  std::string acquire_time;  // MicroTime "2024-01-02T03:04:05.000000Z"
+  std::string renew_time;
+  std::optional<int32_t> lease_transitions;
+};
+
+struct Lease {
+  ObjectMeta meta;
+  LeaseSpec spec;
+};
+
+// scheduling.x-k8s.io/v1alpha1 PodGroup (sigs.k8s.io/scheduler-plugins).
+struct PodGroupSpec {
+  int32_t min_member = 0;
+  ResourceList min_resources;
+  std::optional<int32_t> schedule_timeout_seconds;
+};
+
+struct PodGroupStatus {
+  std::string phase;  // "Pending", "PreScheduling", "Scheduling", "Scheduled", "Running", ...
+  std::string occupied_by;
+  int32_t scheduled = 0;
+  int32_t running = 0;
+  int32_t succeeded = 0;
+  int32_t failed = 0;
+  std::string schedule_start_time;
+};
+
+struct PodGroup {
+  ObjectMeta meta;
+  PodGroupSpec spec;
+  PodGroupStatus status;
+};
+
+// preferred.jp/v1alpha1 ParallelJob.
+struct ParallelJobSpec {
+  std::string runtime_ref_name;  // spec.runtimeRef.name, e.g. "mpi-openmpi"
+  int32_t num_pods = 0;
+  int32_t num_proc_per_pod = 0;
+  // spec.launcher, a PodTemplateSpec, as compact JSON with member order preserved ("" if absent),
+  // and the names of its spec.containers.
+  std::string launcher;
+  std::vector<std::string> launcher_container_names;
+  std::optional<std::string> worker;  // spec.worker as compact JSON, when given
+  int32_t max_restarts = 3;  // spec.failurePolicy.maxRestarts
+};
+
+using ParallelJobCondition = Condition;
+
+struct ParallelJobStatus {
+  std::string phase;  // "Pending", "Running", "Restarting", "Succeeded", "Failed"
+  int32_t restarts = 0;
+  std::string job_group_name;
+  std::string message;
+  std::string start_time;
+  std::string completion_time;
+  std::vector<ParallelJobCondition> conditions;
+};
+
+struct ParallelJob {
+  ObjectMeta meta;
+  ParallelJobSpec spec;
+  ParallelJobStatus status;
+};
+
+}  // namespace muster::proto

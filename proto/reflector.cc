@@ -1,0 +1,302 @@
+#include "proto/reflector.h"
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "proto/log.h"
+#include "rapidjson/error/en.h"
+
+namespace muster::proto {
+namespace {
+
+std::string_view stringMember(const rapidjson::Value& obj, const char* key) {
+  if (!obj.IsObject()) return {};
+  auto it = obj.FindMember(key);
+  if (it == obj.MemberEnd() || !it->value.IsString()) return {};
+  return {it->value.GetString(), it->value.GetStringLength()};
+}
+
+const rapidjson::Value* objectMember(const rapidjson::Value& obj, const char* key) {
+  if (!obj.IsObject()) return nullptr;
+  auto it = obj.FindMember(key);
+  if (it == obj.MemberEnd() || !it->value.IsObject()) return nullptr;
+  return &it->value;
+}
+
+std::string_view resourceVersionOf(const rapidjson::Value& object) {
+  const rapidjson::Value* meta = objectMember(object, "metadata");
+  return meta ? stringMember(*meta, "resourceVersion") : std::string_view{};
+}
+
+class ClientListerWatcher final : public ListerWatcher {
+ public:
+  ClientListerWatcher(std::shared_ptr<Client> client, Resource resource, ListWatchOptions options)
+      : client_(std::move(client)), resource_(std::move(resource)), options_(std::move(options)) {}
+
+  asio::awaitable<absl::StatusOr<std::string>> listPage(int64_t limit,
+                                                        std::string continue_token) override {
+    co_return co_await client_->list(resource_, options_.namespace_, options_.label_selector,
+                                     options_.field_selector, limit, continue_token);
+  }
+
+  asio::awaitable<absl::Status> watch(
+      std::string resource_version, int timeout_seconds,
+      std::function<absl::Status(std::string_view)> on_line) override {
+    Request request;
+    request.verb = Verb::kGet;
+    request.path = resource_.collectionPath(options_.namespace_);
+    request.query = {{"watch", "true"},
+                     {"resourceVersion", resource_version},
+                     {"allowWatchBookmarks", "true"},
+                     {"timeoutSeconds", std::to_string(timeout_seconds)}};
+    if (!options_.label_selector.empty())
+      request.query.emplace_back("labelSelector", options_.label_selector);
+    if (!options_.field_selector.empty())
+      request.query.emplace_back("fieldSelector", options_.field_selector);
+    // The server ends the watch after timeoutSeconds; give the connection a margin beyond it.
+    request.timeout = std::chrono::seconds(timeout_seconds + 30);
+    auto canceller = std::make_shared<StreamCanceller>();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cancelled_) co_return absl::CancelledError("watch cancelled");
+      current_ = canceller;
+    }
+    co_return co_await client_->stream(std::move(request), std::move(on_line), canceller);
+  }
+
+  void cancel() override {
+    std::shared_ptr<StreamCanceller> current;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+      current = current_;
+    }
+    if (current) current->cancel();
+  }
+
+ private:
+  std::shared_ptr<Client> client_;
+  Resource resource_;
+  ListWatchOptions options_;
+  std::mutex mu_;
+  bool cancelled_ = false;
+  std::shared_ptr<StreamCanceller> current_;
+};
+
+}  // namespace
+
+ListerWatcherPtr makeClientListerWatcher(std::shared_ptr<Client> client, Resource resource,
+                                         ListWatchOptions options) {
+  return std::make_unique<ClientListerWatcher>(std::move(client), std::move(resource),
+                                               std::move(options));
+}
+
+Reflector::Reflector(ListerWatcherPtr lister_watcher, ReflectorSink* sink,
+                     ReflectorOptions options)
+    : lw_(std::move(lister_watcher)),
+      sink_(sink),
+      options_(std::move(options)),
+      rng_(std::random_device{}()) {}
+
+void Reflector::stop() {
+  stopping_.store(true);
+  lw_->cancel();
+}
+
+ReflectorStats Reflector::stats() const {
+  ReflectorStats s;
+  s.lists = lists_.load();
+  s.relists_gone = relists_gone_.load();
+  s.watches = watches_.load();
+  s.watch_errors = watch_errors_.load();
+  s.events = events_.load();
+  s.bookmarks = bookmarks_.load();
+  s.bad_events = bad_events_.load();
+  return s;
+}
+
+std::chrono::milliseconds Reflector::nextBackoff() {
+  // 0.8 s doubling to 30 s, with up to 50% jitter, as client-go's reflector backoff manager.
+  backoff_ = backoff_.count() == 0 ? options_.initial_backoff
+                                   : std::min(backoff_ * 2, options_.max_backoff);
+  std::uniform_real_distribution<double> jitter(1.0, 1.5);
+  return std::chrono::milliseconds(static_cast<int64_t>(backoff_.count() * jitter(rng_)));
+}
+
+asio::awaitable<void> Reflector::sleepFor(std::chrono::milliseconds d) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  // Wake up regularly so stop() is noticed during long backoffs.
+  auto deadline = std::chrono::steady_clock::now() + d;
+  while (!stopping_.load() && std::chrono::steady_clock::now() < deadline) {
+    timer.expires_at(std::min(deadline, std::chrono::steady_clock::now() +
+                                            std::chrono::milliseconds(200)));
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec == asio::error::operation_aborted) co_return;
+  }
+}
+
+asio::awaitable<absl::Status> Reflector::listAll() {
+  state_ = State::kInitPage;
+  sink_->beginList();
+  std::string continue_token;
+  for (;;) {
+    auto page = co_await lw_->listPage(options_.page_size, continue_token);
+    if (!page.ok()) {
+      if (isGone(page.status()) && !continue_token.empty()) {
+        // The continue token expired between pages: start over with a fresh consistent list.
+        MUSTER_LOG_INFO(2, "List continue token expired, listing again", "reflector",
+                        options_.name);
+        continue_token.clear();
+        sink_->beginList();
+        continue;
+      }
+      co_return page.status();
+    }
+    rapidjson::Document doc;
+    doc.Parse(page->data(), page->size());
+    if (doc.HasParseError() || !doc.IsObject()) {
+      co_return absl::InternalError(absl::StrCat(
+          options_.name, ": list response is not a JSON object: ",
+          doc.HasParseError() ? rapidjson::GetParseError_En(doc.GetParseError()) : "wrong type"));
+    }
+    const rapidjson::Value* meta = objectMember(doc, "metadata");
+    auto items = doc.FindMember("items");
+    if (items != doc.MemberEnd() && !items->value.IsNull()) {
+      if (!items->value.IsArray())
+        co_return absl::InternalError(absl::StrCat(options_.name, ": list items is not an array"));
+      for (const auto& item : items->value.GetArray()) sink_->listItem(item);
+    }
+    std::string_view next = meta ? stringMember(*meta, "continue") : std::string_view{};
+    if (next.empty()) {
+      std::string rv(meta ? stringMember(*meta, "resourceVersion") : std::string_view{});
+      last_rv_ = rv;
+      sink_->endList(last_rv_);
+      lists_.fetch_add(1);
+      state_ = State::kInitListed;
+      MUSTER_LOG_INFO(2, "Listed", "reflector", options_.name, "resourceVersion", last_rv_);
+      co_return absl::OkStatus();
+    }
+    continue_token.assign(next);
+    if (stopping_.load()) co_return absl::CancelledError("reflector stopped");
+  }
+}
+
+absl::Status Reflector::handleLine(std::string_view line) {
+  rapidjson::Document doc;
+  doc.Parse(line.data(), line.size());
+  if (doc.HasParseError() || !doc.IsObject()) {
+    bad_events_.fetch_add(1);
+    MUSTER_LOG_ERROR("Skipping undecodable watch event", "reflector", options_.name, "error",
+                     doc.HasParseError() ? rapidjson::GetParseError_En(doc.GetParseError())
+                                         : "not an object");
+    return absl::OkStatus();
+  }
+  std::string_view type = stringMember(doc, "type");
+  const rapidjson::Value* object = objectMember(doc, "object");
+  if (object == nullptr) {
+    bad_events_.fetch_add(1);
+    MUSTER_LOG_ERROR("Skipping watch event without object", "reflector", options_.name, "type",
+                     type);
+    return absl::OkStatus();
+  }
+  if (type == "ERROR") {
+    auto code = object->FindMember("code");
+    int http = code != object->MemberEnd() && code->value.IsInt() ? code->value.GetInt() : 0;
+    std::string message(stringMember(*object, "message"));
+    if (http == 410) {
+      gone_ = true;
+      return absl::OutOfRangeError(absl::StrCat(options_.name, ": ", message));
+    }
+    return absl::UnavailableError(
+        absl::StrCat(options_.name, ": watch error event (", http, "): ", message));
+  }
+  std::string_view rv = resourceVersionOf(*object);
+  if (type == "BOOKMARK") {
+    bookmarks_.fetch_add(1);
+    if (!rv.empty()) last_rv_.assign(rv);
+    return absl::OkStatus();
+  }
+  WatchEventType event;
+  if (type == "ADDED") event = WatchEventType::kAdded;
+  else if (type == "MODIFIED") event = WatchEventType::kModified;
+  else if (type == "DELETED") event = WatchEventType::kDeleted;
+  else {
+    bad_events_.fetch_add(1);
+    MUSTER_LOG_ERROR("Skipping watch event of unknown type", "reflector", options_.name, "type",
+                     type);
+    return absl::OkStatus();
+  }
+  sink_->watchEvent(event, *object);
+  events_.fetch_add(1);
+  if (!rv.empty()) last_rv_.assign(rv);
+  if (stopping_.load()) return absl::CancelledError("reflector stopped");
+  return absl::OkStatus();
+}
+
+asio::awaitable<absl::Status> Reflector::watchOnce() {
+  std::uniform_int_distribution<int> timeout(options_.min_watch_timeout_seconds,
+                                             2 * options_.min_watch_timeout_seconds - 1);
+  gone_ = false;
+  watches_.fetch_add(1);
+  state_ = State::kWatching;
+  MUSTER_LOG_INFO(3, "Watching", "reflector", options_.name, "resourceVersion", last_rv_);
+  absl::Status status = co_await lw_->watch(last_rv_, timeout(rng_),
+                                            [this](std::string_view line) {
+                                              return handleLine(line);
+                                            });
+  if (gone_ && status.ok()) status = absl::OutOfRangeError("watch expired");
+  co_return status;
+}
+
+asio::awaitable<void> Reflector::run() {
+  while (!stopping_.load()) {
+    if (state_ != State::kInitListed && state_ != State::kWatching) {
+      absl::Status listed = co_await listAll();
+      if (!listed.ok()) {
+        if (stopping_.load()) break;
+        state_ = State::kEmpty;
+        auto wait = nextBackoff();
+        MUSTER_LOG_WARNING("List failed, retrying", "reflector", options_.name, "error",
+                           listed.ToString(), "backoff", absl::StrCat(wait.count(), "ms"));
+        co_await sleepFor(wait);
+        continue;
+      }
+      backoff_ = std::chrono::milliseconds(0);
+    }
+    auto started = std::chrono::steady_clock::now();
+    uint64_t events_before = events_.load() + bookmarks_.load();
+    absl::Status watched = co_await watchOnce();
+    if (stopping_.load()) break;
+    if (gone_ || isGone(watched)) {
+      relists_gone_.fetch_add(1);
+      MUSTER_LOG_INFO(2, "Watch expired (410 Gone), relisting", "reflector", options_.name,
+                      "resourceVersion", last_rv_);
+      state_ = State::kEmpty;
+      continue;
+    }
+    bool progressed = events_.load() + bookmarks_.load() > events_before ||
+                      std::chrono::steady_clock::now() - started > std::chrono::seconds(10);
+    if (watched.ok()) {
+      // Server-side timeout: resume at once from the last resourceVersion.
+      MUSTER_LOG_INFO(3, "Watch closed by server, resuming", "reflector", options_.name,
+                      "resourceVersion", last_rv_);
+      if (progressed) backoff_ = std::chrono::milliseconds(0);
+      else co_await sleepFor(nextBackoff());
+      continue;
+    }
+    watch_errors_.fetch_add(1);
+    if (progressed) backoff_ = std::chrono::milliseconds(0);
+    auto wait = nextBackoff();
+    MUSTER_LOG_WARNING("Watch failed, resuming after backoff", "reflector", options_.name,
+                       "resourceVersion", last_rv_, "error", watched.ToString(), "backoff",
+                       absl::StrCat(wait.count(), "ms"));
+    co_await sleepFor(wait);
+  }
+  MUSTER_LOG_INFO(2, "Reflector stopped", "reflector", options_.name);
+}
+
+}  // namespace muster::proto

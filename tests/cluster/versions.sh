@@ -1,0 +1,10 @@
+# Pinned versions of the real control plane used by Muster's tests, benchmarks and local cluster.
+# The single place these are set. Kubernetes 1.36: the newest minor with in-tree gang scheduling
+# (GenericWorkload/GangScheduling, alpha) that the Go module proxy serves at a patch release we
+# have verified; etcd 3.6 because kube-apiserver >= 1.35 needs etcd >= 3.5.13 for watch progress
+# requests (Debian's 3.4 fails); kwok's newest release tag.
+MUSTER_K8S_VERSION="${MUSTER_K8S_VERSION:-v1.36.3}"
+MUSTER_ETCD_VERSION="${MUSTER_ETCD_VERSION:-v3.6.16}"
+MUSTER_KWOK_VERSION="${MUSTER_KWOK_VERSION:-v0.8.0}"
+MUSTER_CACHE="${MUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/muster}"
+MUSTER_BIN_DIR="$MUSTER_CACHE/bin/k8s-$MUSTER_K8S_VERSION-etcd-$MUSTER_ETCD_VERSION-kwok-$MUSTER_KWOK_VERSION"

@@ -1,0 +1,84 @@
+#pragma once
+
+// Shared pieces of the end-to-end suites: the real control plane started by
+// tests/cluster/up.sh (its directory in $MUSTER_E2E_CLUSTER_DIR), process helpers, a TCP proxy
+// that can partition the client from the API server, and deadline-bounded waiting.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/asio.h"
+#include "proto/client.h"
+#include "proto/kubeconfig.h"
+
+namespace muster::e2e {
+
+// Runs argv[0] with arguments (no shell), returns stdout; a non-zero exit is an error that
+// includes stderr's tail.
+absl::StatusOr<std::string> runCommand(const std::vector<std::string>& argv);
+
+// The control plane the suite runs against.
+class TestCluster {
+ public:
+  // Reads $MUSTER_E2E_CLUSTER_DIR; fails the calling test when unset.
+  static TestCluster& get();
+
+  const std::string& dir() const { return dir_; }
+  std::string kubeconfig() const { return dir_ + "/kubeconfig"; }
+  std::string tokenKubeconfig() const { return dir_ + "/kubeconfig-token"; }
+  // tests/cluster/ctl.sh --dir <dir> <args...>
+  absl::StatusOr<std::string> ctl(const std::vector<std::string>& args) const;
+  // kubectl from the pinned build, with the admin kubeconfig.
+  absl::StatusOr<std::string> kubectl(const std::vector<std::string>& args) const;
+
+ private:
+  std::string dir_;
+  std::string bin_dir_;
+};
+
+// An io_context running on a background thread for the duration of a test.
+class IoThread {
+ public:
+  IoThread();
+  ~IoThread();
+  proto::asio::io_context& io() { return io_; }
+  proto::asio::any_io_executor executor() { return io_.get_executor(); }
+
+ private:
+  proto::asio::io_context io_;
+  proto::asio::executor_work_guard<proto::asio::io_context::executor_type> work_;
+  std::thread thread_;
+};
+
+std::shared_ptr<proto::Client> makeClient(proto::asio::any_io_executor executor,
+                                          proto::RestConfig config);
+
+// Polls `done` until it holds or `timeout` passes. Returns whether it held.
+bool waitFor(const std::function<bool()>& done,
+             std::chrono::milliseconds timeout = std::chrono::seconds(60),
+             std::chrono::milliseconds poll = std::chrono::milliseconds(50));
+
+// A loopback TCP forwarder. partition() drops every open connection and refuses new ones until
+// heal(); the TLS session is end to end, so certificate verification is unchanged.
+class TcpProxy {
+ public:
+  TcpProxy(proto::asio::any_io_executor executor, uint16_t target_port);
+  ~TcpProxy();
+  uint16_t port() const;
+  void partition();
+  void heal();
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+// A name unique within this run, for objects a test creates.
+std::string uniqueName(const std::string& prefix);
+
+}  // namespace muster::e2e

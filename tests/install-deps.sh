@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian (12, bookworm) packages Muster needs to build and test. Idempotent and quiet
+# when everything is present: apt-get update runs only when something is missing, sudo only when
+# not root. Extra packages can be passed as arguments.
+#
+# Not installed here: Go (>= 1.22, used only by tests/cluster/build.sh to build the pinned control
+# plane; the go command fetches the toolchain that build.sh pins). A warning is printed when absent.
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake ninja-build pkg-config
+  libboost-dev libboost-system-dev libssl-dev openssl
+  rapidjson-dev libyaml-cpp-dev libabsl-dev catch2
+  libhwloc-dev hwloc-nox libibverbs-dev
+  python3 curl procps iproute2
+  "$@"
+)
+
+installed() { [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]; }
+
+missing=()
+for p in "${pkgs[@]}"; do installed "$p" || missing+=("$p"); done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=()
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { echo "install-deps.sh: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    SUDO=(sudo)
+  fi
+  echo "install-deps.sh: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get update -qq >&2
+  "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  still=()
+  for p in "${missing[@]}"; do installed "$p" || still+=("$p"); done
+  if [ ${#still[@]} -gt 0 ]; then echo "install-deps.sh: failed to install: ${still[*]}" >&2; exit 1; fi
+fi
+
+command -v go >/dev/null || echo "install-deps.sh: warning: 'go' not found; tests/cluster/build.sh needs it to build the control plane" >&2
+exit 0
