@@ -603,6 +603,20 @@ std::string podConditionPatch(const PodCondition& condition) {
   return w.str();
 }
 
+std::string evictionBody(std::string_view pod_namespace, std::string_view pod_name) {
+  JsonWriter w;
+  w.beginObject();
+  w.stringField("apiVersion", "policy/v1");
+  w.stringField("kind", "Eviction");
+  w.key("metadata");
+  w.beginObject();
+  w.stringField("name", pod_name);
+  w.stringField("namespace", pod_namespace);
+  w.endObject();
+  w.endObject();
+  return w.str();
+}
+
 }  // namespace muster::proto
 
 #undef MUSTER_RETURN_IF_ERROR

@@ -68,6 +68,9 @@ std::string encode(const Event& event);
 // A full coordination.k8s.io/v1 Lease (POST, or PUT with metadata.resourceVersion).
 std::string encode(const Lease& lease);
 
+// The body of POST pods/<name>/eviction (policy/v1 Eviction).
+std::string evictionBody(std::string_view pod_namespace, std::string_view pod_name);
+
 // Merge-patch bodies for the status subresource, {"status":{...}}. Every field is written; empty
 // strings are written as null, which removes the field (timestamps cannot be "").
 std::string statusPatch(const PodGroupStatus& status);

@@ -1,0 +1,280 @@
+#include "scheduler/cache.h"
+#include "scheduler/strings.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "proto/log.h"
+
+namespace muster::scheduler {
+namespace {
+
+Resources clampedFree(const NodeInfo& n) {
+  Resources f;
+  for (int i = 0; i < kMaxResources; ++i) {
+    int64_t v = n.allocatable.v[i] - n.requested.v[i];
+    f.v[i] = v > 0 ? v : 0;
+  }
+  return f;
+}
+
+bool sameTopologyLabels(const std::vector<std::string>& levels, const proto::Labels& a,
+                        const proto::Labels& b) {
+  for (const std::string& key : levels) {
+    auto ia = a.find(key);
+    auto ib = b.find(key);
+    bool ha = ia != a.end();
+    bool hb = ib != b.end();
+    if (ha != hb || (ha && ia->second != ib->second)) return false;
+  }
+  return true;
+}
+
+Resources requestsForAccounting(const proto::Pod& pod) {
+  absl::StatusOr<Resources> r = podRequests(pod);
+  if (r.ok()) return *r;
+  MUSTER_LOG_WARNING("Cannot account all of a pod's requests", "pod", podKey(pod), "err",
+                     r.status().message());
+  Resources only_count;
+  only_count[kPods] = 1;
+  return only_count;
+}
+
+}  // namespace
+
+ClusterCache::ClusterCache(std::vector<std::string> topology_levels)
+    : levels_(std::move(topology_levels)) {
+  if (levels_.size() > static_cast<size_t>(kMaxTopologyLevels)) levels_.resize(kMaxTopologyLevels);
+}
+
+NodeId ClusterCache::slotFor(std::string_view name) {
+  auto it = node_ids_.find(av(name));
+  if (it != node_ids_.end()) return it->second;
+  NodeId id;
+  if (!free_slots_.empty()) {
+    id = free_slots_.back();
+    free_slots_.pop_back();
+    nodes_[id] = NodeInfo{};
+  } else {
+    id = static_cast<NodeId>(nodes_.size());
+    nodes_.emplace_back();
+  }
+  nodes_[id].name = std::string(name);
+  node_ids_.emplace(std::string(name), id);
+  return id;
+}
+
+void ClusterCache::releaseSlotIfUnused(NodeId id) {
+  NodeInfo& n = nodes_[id];
+  if (n.present || n.requested[kPods] > 0) return;
+  node_ids_.erase(n.name);
+  n = NodeInfo{};
+  free_slots_.push_back(id);
+}
+
+void ClusterCache::upsertNode(const proto::Node& node) {
+  NodeId id = slotFor(node.meta.name);
+  NodeInfo& n = nodes_[id];
+  bool was_present = n.present;
+  if (!was_present || !sameTopologyLabels(levels_, n.labels, node.meta.labels)) {
+    topology_dirty_ = true;
+  }
+  Resources before = clampedFree(n);
+  n.labels = node.meta.labels;
+  n.taints = node.spec.taints;
+  n.unschedulable = node.spec.unschedulable;
+  n.ready = node.isReady();
+  n.allocatable = nodeAllocatable(node);
+  if (!was_present) ++present_count_;
+  n.present = true;
+  if (!topology_dirty_) {
+    Resources after = clampedFree(n);
+    after -= before;
+    const auto& domains = topology_.domain[id];
+    for (size_t l = 0; l < levels_.size(); ++l) topology_.levels[l][domains[l]].free += after;
+  }
+  ++generation_;
+}
+
+void ClusterCache::removeNode(std::string_view name) {
+  auto it = node_ids_.find(av(name));
+  if (it == node_ids_.end() || !nodes_[it->second].present) return;
+  NodeId id = it->second;
+  NodeInfo& n = nodes_[id];
+  n.present = false;
+  n.allocatable = Resources{};
+  n.labels.clear();
+  n.taints.clear();
+  --present_count_;
+  topology_dirty_ = true;
+  ++generation_;
+  releaseSlotIfUnused(id);
+}
+
+void ClusterCache::account(NodeId id, const Resources& requests,
+                           const std::vector<HostPort>& ports, int sign) {
+  NodeInfo& n = nodes_[id];
+  bool track = !topology_dirty_ && n.present;
+  Resources before;
+  if (track) before = clampedFree(n);
+  if (sign > 0) {
+    n.requested += requests;
+    n.used_ports.insert(n.used_ports.end(), ports.begin(), ports.end());
+  } else {
+    n.requested -= requests;
+    for (const HostPort& p : ports) {
+      auto pos = std::find(n.used_ports.begin(), n.used_ports.end(), p);
+      if (pos != n.used_ports.end()) n.used_ports.erase(pos);
+    }
+  }
+  if (track) {
+    Resources after = clampedFree(n);
+    after -= before;
+    const auto& domains = topology_.domain[id];
+    for (size_t l = 0; l < levels_.size(); ++l) topology_.levels[l][domains[l]].free += after;
+  }
+  ++generation_;
+}
+
+void ClusterCache::upsertPod(const proto::Pod& pod) {
+  std::string key = podKey(pod);
+  auto it = pods_.find(key);
+  if (pod.spec.node_name.empty()) {
+    // Still pending. An assumed pod stays assumed until its bind shows or it is forgotten.
+    if (it != pods_.end() && !it->second.assumed) removePod(key);
+    return;
+  }
+  if (isTerminal(pod)) {
+    if (it != pods_.end()) removePod(key);
+    return;
+  }
+  Resources requests = requestsForAccounting(pod);
+  std::vector<HostPort> ports = hostPortsOf(pod);
+  if (it != pods_.end()) {
+    CachedPod& cached = it->second;
+    if (nodes_[cached.node].name == pod.spec.node_name && cached.requests == requests &&
+        cached.ports == ports) {
+      if (cached.assumed) MUSTER_LOG_INFO(4, "Assumed pod confirmed", "pod", key);
+      cached.assumed = false;
+      return;
+    }
+    removePod(key);
+  }
+  NodeId id = slotFor(pod.spec.node_name);
+  account(id, requests, ports, +1);
+  pods_.emplace(std::move(key), CachedPod{id, requests, std::move(ports), false});
+}
+
+void ClusterCache::removePod(std::string_view pod_key) {
+  auto it = pods_.find(av(pod_key));
+  if (it == pods_.end()) return;
+  NodeId id = it->second.node;
+  account(id, it->second.requests, it->second.ports, -1);
+  pods_.erase(it);
+  releaseSlotIfUnused(id);
+}
+
+absl::Status ClusterCache::assume(const PodInfo& pod, std::string_view node) {
+  std::optional<NodeId> id = findNode(node);
+  if (!id) return absl::NotFoundError(absl::StrCat("assume ", pod.key, ": node ", av(node), " is unknown"));
+  auto it = pods_.find(pod.key);
+  if (it != pods_.end()) {
+    return absl::AlreadyExistsError(absl::StrCat("assume ", pod.key, ": already on node ",
+                                                 nodes_[it->second.node].name));
+  }
+  account(*id, pod.requests, pod.host_ports, +1);
+  pods_.emplace(pod.key, CachedPod{*id, pod.requests, pod.host_ports, true});
+  return absl::OkStatus();
+}
+
+absl::Status ClusterCache::forget(std::string_view pod_key) {
+  auto it = pods_.find(av(pod_key));
+  if (it == pods_.end() || !it->second.assumed) {
+    return absl::FailedPreconditionError(absl::StrCat("forget ", av(pod_key), ": not assumed"));
+  }
+  removePod(pod_key);
+  return absl::OkStatus();
+}
+
+bool ClusterCache::isAssumed(std::string_view pod_key) const {
+  auto it = pods_.find(av(pod_key));
+  return it != pods_.end() && it->second.assumed;
+}
+
+std::optional<std::string_view> ClusterCache::nodeOfPod(std::string_view pod_key) const {
+  auto it = pods_.find(av(pod_key));
+  if (it == pods_.end()) return std::nullopt;
+  return std::string_view(nodes_[it->second.node].name);
+}
+
+std::optional<NodeId> ClusterCache::findNode(std::string_view name) const {
+  auto it = node_ids_.find(av(name));
+  if (it == node_ids_.end() || !nodes_[it->second].present) return std::nullopt;
+  return it->second;
+}
+
+const Topology& ClusterCache::topology() const {
+  if (topology_dirty_) rebuildTopology();
+  return topology_;
+}
+
+void ClusterCache::rebuildTopology() const {
+  const size_t levels = levels_.size();
+  Topology t;
+  t.levels.resize(levels);
+  t.position.assign(nodes_.size(), 0);
+  t.domain.assign(nodes_.size(), {});
+  // Each present node's label value per level ("" when absent), as views into its labels.
+  std::vector<std::array<std::string_view, kMaxTopologyLevels>> path(nodes_.size());
+  t.order.reserve(present_count_);
+  for (NodeId id = 0; id < nodes_.size(); ++id) {
+    const NodeInfo& n = nodes_[id];
+    if (!n.present) continue;
+    t.order.push_back(id);
+    for (size_t l = 0; l < levels; ++l) {
+      auto it = n.labels.find(levels_[l]);
+      if (it != n.labels.end()) path[id][l] = it->second;
+    }
+  }
+  std::sort(t.order.begin(), t.order.end(), [&](NodeId a, NodeId b) {
+    for (size_t l = 0; l < levels; ++l) {
+      if (path[a][l] != path[b][l]) return path[a][l] < path[b][l];
+    }
+    return nodes_[a].name < nodes_[b].name;
+  });
+  for (uint32_t pos = 0; pos < t.order.size(); ++pos) {
+    NodeId id = t.order[pos];
+    t.position[id] = pos;
+    Resources free = clampedFree(nodes_[id]);
+    bool new_above = pos == 0;
+    for (size_t l = 0; l < levels; ++l) {
+      NodeId prev = pos > 0 ? t.order[pos - 1] : id;
+      bool starts = new_above || path[prev][l] != path[id][l];
+      std::vector<Domain>& at = t.levels[l];
+      if (starts) {
+        Domain d;
+        d.level = static_cast<int>(l);
+        d.value = std::string(path[id][l]);
+        d.parent = l == 0 ? -1 : static_cast<int32_t>(t.levels[l - 1].size() - 1);
+        d.begin = pos;
+        d.end = pos;
+        at.push_back(std::move(d));
+        if (l > 0) {
+          Domain& parent = t.levels[l - 1].back();
+          uint32_t idx = static_cast<uint32_t>(at.size() - 1);
+          if (parent.child_end == parent.child_begin) parent.child_begin = idx;
+          parent.child_end = idx + 1;
+        }
+        new_above = true;  // every level below starts a new domain too
+      }
+      Domain& d = at.back();
+      d.end = pos + 1;
+      d.free += free;
+      t.domain[id][l] = static_cast<int32_t>(at.size() - 1);
+    }
+  }
+  topology_ = std::move(t);
+  topology_dirty_ = false;
+}
+
+}  // namespace muster::scheduler

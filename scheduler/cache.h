@@ -1,0 +1,141 @@
+#pragma once
+
+// ClusterCache: the scheduler's one consistent view of nodes and of what is placed on them,
+// updated incrementally from informer events — there is no per-cycle copy.
+//
+// - Nodes: allocatable, labels, taints, unschedulable, readiness, and the topology domain of the
+//   node at every configured level.
+// - Per node: the requests and host ports of EVERY pod bound to it, whichever scheduler bound it.
+//   Succeeded/Failed pods do not count; pods with a deletionTimestamp count until they are gone.
+//   Pods bound to a node the cache has not seen yet are kept and count once the node appears.
+// - Assumed pods: assume(pod, node) accounts a pod on a node before its Binding is confirmed;
+//   forget(pod) undoes it; the informer's update showing the pod on that node confirms it.
+// - The topology index: present nodes ordered so that every domain at every level is one
+//   contiguous range of `Topology::order`, with each domain's free resources summed and kept
+//   current incrementally (placement prunes whole domains by these sums). It is rebuilt lazily,
+//   on the next topology() call, after a node is added or removed or a topology label changes.
+//
+// Not thread-safe: the scheduler calls every method from one strand (topology() mutates the lazily
+// rebuilt index even though it is const).
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "proto/objects.h"
+#include "scheduler/config.h"
+#include "scheduler/pod_info.h"
+#include "scheduler/resources.h"
+
+namespace muster::scheduler {
+
+using NodeId = uint32_t;
+
+struct NodeInfo {
+  std::string name;
+  bool present = false;  // the Node object is known (false: only pods bound to it are)
+  proto::Labels labels;
+  std::vector<proto::Taint> taints;
+  bool unschedulable = false;  // spec.unschedulable (cordoned)
+  bool ready = false;          // the Ready condition is True
+  Resources allocatable;
+  Resources requested;  // bound and assumed pods; requested[kPods] is their number
+  std::vector<HostPort> used_ports;
+
+  int64_t freeOf(ResourceId id) const { return allocatable[id] - requested[id]; }
+  Resources free() const {
+    Resources f = allocatable;
+    f -= requested;
+    return f;
+  }
+};
+
+// A topology domain: nodes sharing the label values of levels 0..level. Nodes without the label at
+// a level are grouped into a domain whose value is "" (they belong to no real domain there).
+struct Domain {
+  int level = 0;
+  std::string value;
+  int32_t parent = -1;        // index into Topology::levels[level - 1]; -1 at level 0
+  uint32_t begin = 0;         // [begin, end) positions in Topology::order
+  uint32_t end = 0;
+  uint32_t child_begin = 0;   // [child_begin, child_end) indices into levels[level + 1]
+  uint32_t child_end = 0;
+  Resources free;             // sum over its nodes of max(0, allocatable - requested)
+};
+
+struct Topology {
+  std::vector<NodeId> order;                // present nodes, grouped by domain path, then name
+  std::vector<std::vector<Domain>> levels;  // one vector per configured level, top to bottom
+  // By NodeId (present nodes only): the position in `order`, and the domain index at each level.
+  std::vector<uint32_t> position;
+  std::vector<std::array<int32_t, kMaxTopologyLevels>> domain;
+};
+
+class ClusterCache {
+ public:
+  explicit ClusterCache(std::vector<std::string> topology_levels);
+
+  // Informer events. add and update are the same upsert.
+  void addNode(const proto::Node& node) { upsertNode(node); }
+  void updateNode(const proto::Node& node) { upsertNode(node); }
+  void removeNode(const proto::Node& node) { removeNode(node.meta.name); }
+  void removeNode(std::string_view name);
+  void addPod(const proto::Pod& pod) { upsertPod(pod); }
+  void updatePod(const proto::Pod& pod) { upsertPod(pod); }
+  void removePod(const proto::Pod& pod) { removePod(podKey(pod)); }
+  void removePod(std::string_view pod_key);
+
+  // Accounts `pod` on `node` ahead of the Binding. NotFound when the node is unknown;
+  // AlreadyExists when the pod is already on a node.
+  absl::Status assume(const PodInfo& pod, std::string_view node);
+  // Undoes assume. FailedPrecondition when the pod is not assumed (e.g. already confirmed).
+  absl::Status forget(std::string_view pod_key);
+  bool isAssumed(std::string_view pod_key) const;
+  // The node a pod is bound or assumed to, if the cache accounts it.
+  std::optional<std::string_view> nodeOfPod(std::string_view pod_key) const;
+
+  // Present nodes only.
+  std::optional<NodeId> findNode(std::string_view name) const;
+  const NodeInfo& node(NodeId id) const { return nodes_[id]; }
+  // Slots, including absent nodes and free slots; check NodeInfo::present.
+  size_t slotCount() const { return nodes_.size(); }
+  size_t nodeCount() const { return present_count_; }
+  size_t podCount() const { return pods_.size(); }
+  const std::vector<std::string>& levels() const { return levels_; }
+  // The topology index, rebuilt first when nodes or their topology labels changed.
+  const Topology& topology() const;
+  // Changes whenever anything that could make a pod fit changes (for tests and caching).
+  uint64_t generation() const { return generation_; }
+
+ private:
+  struct CachedPod {
+    NodeId node = 0;
+    Resources requests;
+    std::vector<HostPort> ports;
+    bool assumed = false;
+  };
+
+  void upsertNode(const proto::Node& node);
+  void upsertPod(const proto::Pod& pod);
+  NodeId slotFor(std::string_view name);
+  void releaseSlotIfUnused(NodeId id);
+  void account(NodeId id, const Resources& requests, const std::vector<HostPort>& ports, int sign);
+  void rebuildTopology() const;
+
+  std::vector<std::string> levels_;
+  std::vector<NodeInfo> nodes_;
+  std::vector<NodeId> free_slots_;
+  absl::flat_hash_map<std::string, NodeId> node_ids_;
+  absl::flat_hash_map<std::string, CachedPod> pods_;
+  size_t present_count_ = 0;
+  uint64_t generation_ = 0;
+  mutable Topology topology_;
+  mutable bool topology_dirty_ = true;
+};
+
+}  // namespace muster::scheduler

@@ -1,0 +1,113 @@
+#pragma once
+
+// Per-pod feasibility against one node, with kube-scheduler's default filters, in its order and
+// with its reason strings (so the aggregated message reads like kube-scheduler's):
+//
+//   NodeUnschedulable  spec.unschedulable, unless the pod tolerates
+//                      node.kubernetes.io/unschedulable:NoSchedule   → "node(s) were unschedulable"
+//   NodeName           spec.nodeName, when set, must be the node   → "node(s) didn't match the
+//                                                                      requested node name"
+//   TaintToleration    every NoSchedule/NoExecute taint tolerated  → "node(s) had untolerated
+//                      A node whose Ready condition is not True      taint {key: value}"
+//                      counts as tainted node.kubernetes.io/not-ready:NoSchedule (what the node
+//                      lifecycle controller adds; we do not wait for it)
+//   NodeAffinity       nodeSelector and required node affinity     → "node(s) didn't match Pod's
+//                      (matchExpressions and matchFields)             node affinity/selector"
+//   NodePorts          no host port conflict                       → "node(s) didn't have free
+//                                                                      ports for the requested pod
+//                                                                      ports"
+//   NodeResourcesFit   every requested resource and the pod count  → "Too many pods",
+//                                                                     "Insufficient nvidia.com/gpu"
+//
+// The first failing filter decides; NodeResourcesFit reports every insufficient resource.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/objects.h"
+#include "scheduler/cache.h"
+#include "scheduler/pod_info.h"
+
+namespace muster::scheduler {
+
+// A scheduling verdict. The code decides retry behaviour, as in the scheduler framework:
+// Unschedulable may change when other pods go away; UnschedulableAndUnresolvable needs the node
+// or the pod to change; Error is an internal failure.
+struct Status {
+  enum class Code { kSuccess, kUnschedulable, kUnschedulableAndUnresolvable, kError };
+
+  Code code = Code::kSuccess;
+  std::vector<std::string> reasons;
+
+  bool ok() const { return code == Code::kSuccess; }
+  static Status success() { return {}; }
+  static Status unschedulable(std::string reason) {
+    return Status{Code::kUnschedulable, {std::move(reason)}};
+  }
+  static Status unresolvable(std::string reason) {
+    return Status{Code::kUnschedulableAndUnresolvable, {std::move(reason)}};
+  }
+  static Status error(std::string reason) { return Status{Code::kError, {std::move(reason)}}; }
+};
+
+inline constexpr std::string_view kTaintUnschedulable = "node.kubernetes.io/unschedulable";
+inline constexpr std::string_view kTaintNotReady = "node.kubernetes.io/not-ready";
+
+inline constexpr std::string_view kReasonUnschedulable = "node(s) were unschedulable";
+inline constexpr std::string_view kReasonNodeName = "node(s) didn't match the requested node name";
+inline constexpr std::string_view kReasonNodeAffinity =
+    "node(s) didn't match Pod's node affinity/selector";
+inline constexpr std::string_view kReasonNodePorts =
+    "node(s) didn't have free ports for the requested pod ports";
+inline constexpr std::string_view kReasonTooManyPods = "Too many pods";
+
+// The individual filters (Success or the filter's verdict).
+Status filterNodeUnschedulable(const PodInfo& pod, const NodeInfo& node);
+Status filterNodeName(const PodInfo& pod, const NodeInfo& node);
+Status filterTaintToleration(const PodInfo& pod, const NodeInfo& node);
+Status filterNodeAffinity(const PodInfo& pod, const NodeInfo& node);
+Status filterNodePorts(const PodInfo& pod, const NodeInfo& node);
+// Against the node's free resources minus `extra` (what a tentative placement has added).
+Status filterNodeResourcesFit(const PodInfo& pod, const NodeInfo& node,
+                              const Resources& extra = Resources{});
+
+// Every filter but NodeResourcesFit and NodePorts: whether the pod could ever run on the node.
+Status filterStatic(const PodInfo& pod, const NodeInfo& node);
+// All filters, in kube-scheduler's order.
+Status filterNode(const PodInfo& pod, const NodeInfo& node);
+
+// The NodeAffinity score: the summed weights of the preferred terms the node matches.
+int64_t preferredAffinityScore(const PodInfo& pod, const NodeInfo& node);
+
+// Counts of per-node reasons, turned into kube-scheduler's message:
+// "0/12 nodes are available: 4 Insufficient nvidia.com/gpu, 8 node(s) were unschedulable."
+class FilterDiagnosis {
+ public:
+  void add(const Status& status);
+  void addAvailable() { ++total_; ++available_; }
+  int total() const { return total_; }
+  int available() const { return available_; }
+  const std::map<std::string, int>& reasons() const { return reasons_; }
+  // "<available>/<total> nodes are available: <count> <reason>, ... ." Reasons sorted by text as
+  // kube-scheduler sorts them; without reasons just "<available>/<total> nodes are available.".
+  std::string message() const;
+
+ private:
+  int total_ = 0;
+  int available_ = 0;
+  std::map<std::string, int> reasons_;
+};
+
+// Features a pod uses that Muster does not implement, one phrase each, e.g. "inter-pod affinity".
+// Such a pod must not be scheduled as if the constraint were absent; the caller reports it in an
+// Event and leaves the pod pending. `claim_is_bound(namespace, claim)` says whether a
+// PersistentVolumeClaim is already bound; without it every claim counts as needing binding.
+// A bound claim's PersistentVolume node affinity is not checked.
+using ClaimIsBound = std::function<bool(std::string_view pod_namespace, std::string_view claim)>;
+std::vector<std::string> unsupported(const proto::Pod& pod, const ClaimIsBound& claim_is_bound = {});
+
+}  // namespace muster::scheduler

@@ -1,0 +1,118 @@
+#include "scheduler/gang.h"
+#include "scheduler/strings.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "proto/selector.h"
+
+namespace muster::scheduler {
+namespace {
+
+const std::string* find(const std::map<std::string, std::string>& m, std::string_view key) {
+  auto it = m.find(std::string(key));
+  return it == m.end() ? nullptr : &it->second;
+}
+
+absl::Status invalid(std::string_view what) { return absl::InvalidArgumentError(av(what)); }
+
+absl::Status levelOf(const SchedulerConfig& config, std::string_view annotation,
+                     const std::string& value, std::string_view where, int* out) {
+  int index = config.levelIndex(value);
+  if (index < 0) {
+    std::vector<std::string> allowed = config.topology_levels;
+    allowed.emplace_back(std::string(kHostnameLevel));
+    return invalid(absl::StrCat(av(where), " annotation ", av(annotation), ": \"", value,
+                                "\" is not a topology level; use one of ",
+                                absl::StrJoin(allowed, ", ")));
+  }
+  *out = index;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<GangSpec> gangSpecOf(const proto::Pod& pod, const PodGroupLookup& pod_groups,
+                                    const SchedulerConfig& config) {
+  GangSpec spec;
+  spec.key.namespace_ = pod.meta.namespace_;
+  spec.schedule_timeout_seconds = config.gang_default_schedule_timeout_seconds;
+  const auto& annotations = pod.meta.annotations;
+  const proto::PodGroup* group = nullptr;
+
+  if (const std::string* name = find(pod.meta.labels, kPodGroupLabel); name && !name->empty()) {
+    spec.source = GangSource::kPodGroup;
+    spec.key.name = *name;
+    group = pod_groups ? pod_groups(pod.meta.namespace_, *name) : nullptr;
+    if (group == nullptr) {
+      spec.pod_group_missing = true;
+    } else {
+      if (group->spec.min_member < 0) {
+        return invalid(absl::StrCat("PodGroup ", spec.key.toString(), ": spec.minMember must not be "
+                                    "negative, got ", group->spec.min_member));
+      }
+      spec.min_member = std::max<int32_t>(group->spec.min_member, 1);
+      if (group->spec.schedule_timeout_seconds.value_or(0) < 0) {
+        return invalid(absl::StrCat("PodGroup ", spec.key.toString(),
+                                    ": spec.scheduleTimeoutSeconds must not be negative, got ",
+                                    *group->spec.schedule_timeout_seconds));
+      }
+      if (group->spec.schedule_timeout_seconds.value_or(0) > 0) {
+        spec.schedule_timeout_seconds = *group->spec.schedule_timeout_seconds;
+      }
+    }
+  } else if (const std::string* gang = find(annotations, kGangNameAnnotation)) {
+    if (gang->empty()) return invalid(absl::StrCat("annotation ", av(kGangNameAnnotation), " is empty"));
+    spec.source = GangSource::kAnnotations;
+    spec.key.name = *gang;
+    const std::string* size = find(annotations, kGangSizeAnnotation);
+    int64_t n = 0;
+    if (size == nullptr) {
+      return invalid(absl::StrCat("annotation ", av(kGangSizeAnnotation), " is missing (required with ",
+                                  av(kGangNameAnnotation), ")"));
+    }
+    if (!proto::parseInt64(*size, &n) || n < 1 || n > 1000000) {
+      return invalid(absl::StrCat("annotation ", av(kGangSizeAnnotation),
+                                  " must be a positive integer, got \"", *size, "\""));
+    }
+    spec.min_member = static_cast<int32_t>(n);
+    if (const std::string* timeout = find(annotations, kGangTimeoutAnnotation)) {
+      int64_t t = 0;
+      if (!proto::parseInt64(*timeout, &t) || t < 0) {
+        return invalid(absl::StrCat("annotation ", av(kGangTimeoutAnnotation),
+                                    " must be a non-negative integer (seconds), got \"", *timeout,
+                                    "\""));
+      }
+      if (t > 0) spec.schedule_timeout_seconds = t;
+    }
+  } else {
+    spec.source = GangSource::kSinglePod;
+    spec.key.name = pod.meta.name;
+    spec.key.single_pod = true;
+  }
+
+  auto topology = [&](std::string_view annotation, int* out) -> absl::Status {
+    if (const std::string* v = find(annotations, annotation)) {
+      return levelOf(config, annotation, *v, "pod", out);
+    }
+    if (group != nullptr) {
+      if (const std::string* v = find(group->meta.annotations, annotation)) {
+        return levelOf(config, annotation, *v, absl::StrCat("PodGroup ", spec.key.toString()), out);
+      }
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = topology(kTopologyRequiredAnnotation, &spec.required_level); !s.ok()) return s;
+  if (absl::Status s = topology(kTopologyPreferredAnnotation, &spec.preferred_level); !s.ok()) {
+    return s;
+  }
+  if (spec.required_level >= 0 && spec.preferred_level >= 0 &&
+      spec.preferred_level < spec.required_level) {
+    return invalid(absl::StrCat(av(kTopologyPreferredAnnotation), " (",
+                                av(config.levelKey(spec.preferred_level)), ") must be at or below ",
+                                av(kTopologyRequiredAnnotation), " (",
+                                av(config.levelKey(spec.required_level)), ")"));
+  }
+  return spec;
+}
+
+}  // namespace muster::scheduler

@@ -1,0 +1,87 @@
+#pragma once
+
+// Which gang a pod belongs to, and what the gang asks for (DESIGN.md §4):
+//
+// 1. PodGroup: label scheduling.x-k8s.io/pod-group: <name> names a scheduling.x-k8s.io/v1alpha1
+//    PodGroup in the pod's namespace; minMember and scheduleTimeoutSeconds come from it. While
+//    the PodGroup does not exist the gang waits (GangSpec::pod_group_missing).
+// 2. Annotations gang-scheduling.preferred.jp/gang-name, …/gang-size (a positive integer, required
+//    with gang-name) and …/gang-schedule-timeout-seconds (a non-negative integer).
+// A pod with the label uses the PodGroup even if it also has the annotations. A pod with neither
+// is a gang of one.
+//
+// Topology: muster.dev/topology-required / muster.dev/topology-preferred name a level's label key
+// (one of the configured topologyLevels, or kubernetes.io/hostname). They are read from the pod,
+// else from the PodGroup's annotations. Both may be set when the preferred level is at or below
+// the required one.
+//
+// The schedule timeout: when a gang has not been placed this long after the queue first saw it,
+// the queue reports it as timed out (the lead emits an Event and updates the PodGroup); Muster
+// holds nothing while a gang waits, so there is nothing to release. 0 or absent: the config's
+// gang.defaultScheduleTimeoutSeconds (0: no timeout).
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/hash/hash.h"
+#include "absl/status/statusor.h"
+#include "proto/objects.h"
+#include "scheduler/config.h"
+
+namespace muster::scheduler {
+
+inline constexpr std::string_view kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
+inline constexpr std::string_view kGangNameAnnotation = "gang-scheduling.preferred.jp/gang-name";
+inline constexpr std::string_view kGangSizeAnnotation = "gang-scheduling.preferred.jp/gang-size";
+inline constexpr std::string_view kGangTimeoutAnnotation =
+    "gang-scheduling.preferred.jp/gang-schedule-timeout-seconds";
+inline constexpr std::string_view kTopologyRequiredAnnotation = "muster.dev/topology-required";
+inline constexpr std::string_view kTopologyPreferredAnnotation = "muster.dev/topology-preferred";
+
+// A gang's identity: namespace/name. A pod that is its own gang has `single_pod` set, so a gang
+// and a lone pod that share a name never collide.
+struct GangKey {
+  std::string namespace_;
+  std::string name;
+  bool single_pod = false;
+
+  std::string toString() const { return namespace_ + "/" + name; }
+  friend bool operator==(const GangKey&, const GangKey&) = default;
+  friend auto operator<=>(const GangKey&, const GangKey&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const GangKey& k) {
+    return H::combine(std::move(h), k.namespace_, k.name, k.single_pod);
+  }
+};
+
+enum class GangSource { kSinglePod, kPodGroup, kAnnotations };
+
+struct GangSpec {
+  GangKey key;
+  GangSource source = GangSource::kSinglePod;
+  int32_t min_member = 1;
+  // 0: no timeout.
+  int64_t schedule_timeout_seconds = 0;
+  // Topology level indices (SchedulerConfig::levelIndex); -1: none.
+  int required_level = -1;
+  int preferred_level = -1;
+  // The pod names a PodGroup that does not exist (yet): the gang waits.
+  bool pod_group_missing = false;
+
+  friend bool operator==(const GangSpec&, const GangSpec&) = default;
+};
+
+// Looks up a PodGroup by namespace and name; nullptr when it does not exist.
+using PodGroupLookup =
+    std::function<const proto::PodGroup*(std::string_view pod_namespace, std::string_view name)>;
+
+// The gang of `pod`. InvalidArgument, with a message for an Event, when an annotation is invalid
+// (gang-size not a positive integer, an unknown topology level, ...); the pod is then not
+// scheduled.
+absl::StatusOr<GangSpec> gangSpecOf(const proto::Pod& pod, const PodGroupLookup& pod_groups,
+                                    const SchedulerConfig& config);
+
+}  // namespace muster::scheduler

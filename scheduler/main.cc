@@ -1,0 +1,187 @@
+// muster-scheduler: the gang scheduler (and, from a later issue, the co-resident job engine).
+//
+//   muster-scheduler [--kubeconfig PATH] [--context NAME] [--config muster.yaml] [-v N]
+//                    [--identity ID] [--leader-elect=true|false] [--metrics-bind-address H:P]
+//
+// Without --kubeconfig it uses $KUBECONFIG, then the in-cluster service account, then
+// ~/.kube/config. A bad config is fatal at startup with a clear message; at runtime errors are
+// logged and the process keeps serving. SIGTERM/SIGINT shut down gracefully (the leader lease is
+// released so a standby takes over at once).
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proto/client.h"
+#include "proto/http_server.h"
+#include "proto/kubeconfig.h"
+#include "proto/leader_election.h"
+#include "proto/log.h"
+#include "proto/metrics.h"
+#include "scheduler/config.h"
+#include "scheduler/scheduler.h"
+
+namespace muster::scheduler {
+namespace {
+namespace asio = proto::asio;
+
+int usage(const char* error = nullptr) {
+  if (error) std::cerr << "muster-scheduler: " << error << "\n";
+  std::cerr << "usage: muster-scheduler [--kubeconfig PATH] [--context NAME] [--config FILE] "
+               "[-v N] [--identity ID] [--leader-elect=true|false] [--metrics-bind-address H:P]\n";
+  return 2;
+}
+
+std::string defaultIdentity() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return std::string(host) + "_" + std::to_string(getpid());
+}
+
+int run(int argc, char** argv) {
+  std::string kubeconfig, context, config_path, identity = defaultIdentity(), metrics_address;
+  std::optional<bool> leader_elect;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const std::string& flag) -> std::optional<std::string> {
+      if (a == flag) {
+        if (i + 1 >= argc) return std::nullopt;
+        return std::string(argv[++i]);
+      }
+      if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
+      return std::nullopt;
+    };
+    if (auto v = value("--kubeconfig")) kubeconfig = *v;
+    else if (auto v = value("--context")) context = *v;
+    else if (auto v = value("--config")) config_path = *v;
+    else if (auto v = value("--identity")) identity = *v;
+    else if (auto v = value("--metrics-bind-address")) metrics_address = *v;
+    else if (auto v = value("-v")) log::setVerbosity(std::atoi(v->c_str()));
+    else if (auto v = value("--v")) log::setVerbosity(std::atoi(v->c_str()));
+    else if (auto v = value("--leader-elect")) {
+      if (*v != "true" && *v != "false") return usage("--leader-elect wants true or false");
+      leader_elect = *v == "true";
+    } else if (a == "-h" || a == "--help") return usage();
+    else return usage(("unknown argument " + a).c_str());
+  }
+
+  SchedulerConfig config;
+  if (!config_path.empty()) {
+    auto loaded = loadConfig(config_path);
+    if (!loaded.ok()) {
+      std::cerr << "muster-scheduler: " << loaded.status().message() << "\n";
+      return 1;
+    }
+    config = *loaded;
+  }
+  if (leader_elect) config.leader_election.enabled = *leader_elect;
+  if (!metrics_address.empty()) config.metrics_bind_address = metrics_address;
+
+  auto rest = proto::loadRestConfig(kubeconfig, context);
+  if (!rest.ok()) {
+    std::cerr << "muster-scheduler: " << rest.status().message() << "\n";
+    return 1;
+  }
+
+  asio::io_context io;
+  proto::ClientOptions client_options;
+  client_options.qps = config.client_qps;
+  client_options.burst = static_cast<int>(config.client_burst);
+  client_options.user_agent = "muster-scheduler/0.1";
+  auto client = proto::Client::create(io.get_executor(), *rest, client_options);
+  if (!client.ok()) {
+    std::cerr << "muster-scheduler: " << client.status().message() << "\n";
+    return 1;
+  }
+
+  Scheduler scheduler(*client, config, io.get_executor(), identity);
+  std::atomic<bool> alive{true};
+  auto server = proto::HttpServer::start(
+      io.get_executor(), config.metrics_bind_address,
+      {{"/healthz", [&] { return proto::HttpReply{alive ? 200 : 500, "text/plain", alive ? "ok\n" : "stopping\n"}; }},
+       {"/livez", [&] { return proto::HttpReply{200, "text/plain", "ok\n"}; }},
+       {"/readyz", [&] {
+          bool ready = scheduler.ready() || (config.leader_election.enabled && alive);
+          return proto::HttpReply{ready ? 200 : 503, "text/plain", ready ? "ok\n" : "not ready\n"};
+        }},
+       {"/metrics", [] {
+          return proto::HttpReply{200, "text/plain; version=0.0.4; charset=utf-8",
+                                  metrics::defaultRegistry().render()};
+        }}});
+  if (!server.ok()) {
+    std::cerr << "muster-scheduler: " << server.status().message() << "\n";
+    return 1;
+  }
+  MUSTER_LOG_INFO(0, "Starting muster-scheduler", "identity", identity, "server", rest->server,
+                  "schedulerNames", config.scheduler_names.front(), "metrics",
+                  "http://" + config.metrics_bind_address.substr(0, config.metrics_bind_address.rfind(':')) +
+                      ":" + std::to_string((*server)->port()) + "/metrics",
+                  "leaderElection", config.leader_election.enabled ? "true" : "false");
+
+  int exit_code = 0;
+  std::unique_ptr<proto::LeaderElector> elector;
+  auto shutdown = [&] {
+    alive = false;
+    scheduler.stop();
+    (*server)->stop();
+    (*client)->shutdown();
+    io.stop();
+  };
+  if (config.leader_election.enabled) {
+    proto::LeaderElectionOptions le;
+    le.lease_namespace = config.leader_election.lease_namespace;
+    le.lease_name = config.leader_election.lease_name;
+    le.identity = identity;
+    le.lease_duration = std::chrono::seconds(config.leader_election.lease_duration_seconds);
+    le.renew_deadline = std::chrono::seconds(config.leader_election.renew_deadline_seconds);
+    le.retry_period = std::chrono::seconds(config.leader_election.retry_period_seconds);
+    elector = std::make_unique<proto::LeaderElector>(*client, le);
+    asio::co_spawn(io, elector->run([&] { scheduler.start(); },
+                                    [&] {
+                                      // Like kube-scheduler: a leader that lost its lease stops
+                                      // acting at once and exits; a fresh process campaigns again.
+                                      if (alive) {
+                                        MUSTER_LOG_ERROR("Leader election lost, exiting");
+                                        exit_code = 1;
+                                      }
+                                      shutdown();
+                                    }),
+                   asio::detached);
+  } else {
+    scheduler.start();
+  }
+
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    MUSTER_LOG_INFO(0, "Shutting down", "signal", sig);
+    alive = false;
+    scheduler.stop();
+    if (elector) {
+      elector->stop();  // releases the lease, then calls on_stopped_leading -> shutdown()
+      // If we never led, run() is sleeping in its retry loop: make sure we exit anyway.
+      asio::post(io, [&] {
+        if (!elector->isLeader()) shutdown();
+      });
+    } else {
+      shutdown();
+    }
+  });
+  std::signal(SIGPIPE, SIG_IGN);
+
+  unsigned threads = std::max(2u, std::min(4u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { io.run(); });
+  io.run();
+  for (auto& t : pool) t.join();
+  return exit_code;
+}
+
+}  // namespace
+}  // namespace muster::scheduler
+
+int main(int argc, char** argv) { return muster::scheduler::run(argc, argv); }

@@ -1,0 +1,831 @@
+#include "scheduler/placement.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "proto/log.h"
+#include "scheduler/filter.h"
+#include "scheduler/strings.h"
+
+namespace muster::scheduler {
+namespace {
+
+constexpr int64_t kUnlimited = std::numeric_limits<int32_t>::max();
+
+// The non-zero entries of a request, so the per-node loop touches 3-5 resources, not all.
+struct SparseRequest {
+  std::array<ResourceId, kMaxResources> ids{};
+  std::array<int64_t, kMaxResources> amounts{};
+  int n = 0;
+};
+
+SparseRequest sparse(const Resources& r) {
+  SparseRequest s;
+  for (int i = 0; i < kMaxResources; ++i) {
+    if (r.v[i] > 0) {
+      s.ids[s.n] = static_cast<ResourceId>(i);
+      s.amounts[s.n] = r.v[i];
+      ++s.n;
+    }
+  }
+  return s;
+}
+
+inline int64_t capacityOn(const SparseRequest& req, const NodeInfo& n, const Resources* extra) {
+  int64_t cap = kUnlimited;
+  for (int i = 0; i < req.n; ++i) {
+    ResourceId id = req.ids[i];
+    int64_t f = n.allocatable[id] - n.requested[id];
+    if (extra) f -= (*extra)[id];
+    int64_t a = req.amounts[i];
+    if (f < a) return 0;
+    int64_t c = f / a;
+    if (c < cap) cap = c;
+  }
+  return cap;
+}
+
+inline bool sumFits(const SparseRequest& req, const Resources& free) {
+  for (int i = 0; i < req.n; ++i) {
+    if (free[req.ids[i]] < req.amounts[i]) return false;
+  }
+  return true;
+}
+
+// A weight to order groups: the biggest members are placed first.
+std::tuple<int64_t, int64_t, int64_t> sizeKey(const Resources& r) {
+  int64_t vendor = 0;
+  for (int i = kPods + 1; i < resourceCount(); ++i) vendor += r.v[i];
+  return {vendor, r[kCpu], r[kMemory]};
+}
+
+struct Group {
+  const PodInfo* rep = nullptr;
+  std::vector<int> members;  // indices into GangRequest::members
+  SparseRequest req;
+  bool has_ports = false;
+  bool fast_static = false;  // no nodeName, nodeSelector or required affinity
+  int64_t count = 0;
+  std::vector<int32_t>* cap = nullptr;  // by position
+  std::vector<int64_t>* pre = nullptr;  // prefix sums of cap, size N + 1
+};
+
+// Scratch buffers reused across calls on a thread: no allocation per node in the hot path.
+struct Scratch {
+  std::vector<std::vector<int32_t>> caps;
+  std::vector<std::vector<int64_t>> pres;
+  std::vector<uint8_t> blocked;  // by NodeId
+};
+thread_local Scratch tls_scratch;
+
+struct Child {
+  int64_t cap;
+  int64_t affinity;
+  int64_t free_dom;
+  uint32_t idx;
+};
+
+class Placer {
+ public:
+  Placer(const GangRequest& request, const ClusterCache& cache, const PlacementOptions& options)
+      : request_(request),
+        cache_(cache),
+        options_(options),
+        topo_(cache.topology()),
+        levels_(static_cast<int>(cache.levels().size())),
+        n_(static_cast<uint32_t>(topo_.order.size())) {}
+
+  ~Placer() {
+    for (NodeId id : blocked_ids_) tls_scratch.blocked[id] = 0;
+  }
+
+  PlacementResult run();
+  std::vector<std::string> reservation();
+
+ private:
+  // Units: level -1 is the whole cluster, 0..levels_-1 a domain (idx into levels[level]),
+  // levels_ the host (idx is a position in order).
+  bool isHost(int level) const { return level == levels_; }
+  uint32_t unitBegin(int level, uint32_t idx) const {
+    if (level < 0) return 0;
+    if (isHost(level)) return idx;
+    return topo_.levels[level][idx].begin;
+  }
+  uint32_t unitEnd(int level, uint32_t idx) const {
+    if (level < 0) return n_;
+    if (isHost(level)) return idx + 1;
+    return topo_.levels[level][idx].end;
+  }
+  int64_t capsum(const Group& g, int level, uint32_t idx) const {
+    if (isHost(level)) return (*g.cap)[idx];
+    return (*g.pre)[unitEnd(level, idx)] - (*g.pre)[unitBegin(level, idx)];
+  }
+  int64_t freeDom(int level, uint32_t idx) const {
+    if (level < 0) return 0;
+    if (isHost(level)) return std::max<int64_t>(0, cache_.node(topo_.order[idx]).freeOf(dominant_));
+    return topo_.levels[level][idx].free[dominant_];
+  }
+  const NodeInfo& nodeAt(uint32_t pos) const { return cache_.node(topo_.order[pos]); }
+
+  void buildGroups();
+  void markBlocked();
+  bool lacksRequiredLabel(NodeId id) const;
+  int32_t nodeCap(const Group& g, NodeId id, const Resources* extra,
+                  const std::vector<HostPort>* extra_ports) const;
+  void computeCaps(Group& g);
+  void computeCapsIn(Group& g, int level, uint32_t idx);
+  void computePrefix(Group& g);
+  bool unitFits(int level, uint32_t idx) const;
+  bool fill(int level, uint32_t idx);
+  bool distribute(int level, uint32_t idx, int64_t need, Group& g,
+                  std::vector<std::pair<uint32_t, int64_t>>* out);
+  void restoreCaps();
+  std::optional<std::pair<int, uint32_t>> search();
+  // A gang of one pod: the best node by preferred affinity, then the free amount of the dominant
+  // resource left after placement (least for pack, most for spread), then topology order. Only
+  // compares, no division, and skips domains whose summed free cannot hold the pod.
+  std::optional<uint32_t> bestNodeForSinglePod();
+  bool fitsOne(const Group& g, NodeId id) const;
+  GangPlacement makePlacement(int level, uint32_t idx) const;
+  Unschedulable diagnose(std::string headline_extra) const;
+  std::string needs() const;
+  bool scopeAllows(int level, uint32_t idx) const;
+  bool resolveBound(std::string* problem);
+
+  const GangRequest& request_;
+  const ClusterCache& cache_;
+  const PlacementOptions& options_;
+  const Topology& topo_;
+  const int levels_;
+  const uint32_t n_;
+  std::vector<Group> groups_;
+  ResourceId dominant_ = kCpu;
+  int64_t total_count_ = 0;
+  std::vector<NodeId> blocked_ids_;
+  // Bound members: their positions, and per level whether they share one domain.
+  bool has_bound_ = false;
+  std::vector<uint32_t> bound_positions_;
+  std::array<int32_t, kMaxTopologyLevels + 1> bound_domain_{};  // -1: not shared
+  // Tentative state of a fill (heterogeneous gangs only).
+  absl::flat_hash_map<uint32_t, Resources> extra_;
+  absl::flat_hash_map<uint32_t, std::vector<HostPort>> extra_ports_;
+  std::vector<std::vector<std::pair<uint32_t, int64_t>>> fill_out_;  // per group
+};
+
+void Placer::buildGroups() {
+  const auto& members = request_.members;
+  for (int i = 0; i < static_cast<int>(members.size()); ++i) {
+    const PodInfo& p = *members[i];
+    Group* found = nullptr;
+    for (Group& g : groups_) {
+      if (g.rep->constraint_signature == p.constraint_signature) {
+        found = &g;
+        break;
+      }
+    }
+    if (!found) {
+      Group g;
+      g.rep = &p;
+      g.req = sparse(p.requests);
+      g.has_ports = !p.host_ports.empty();
+      g.fast_static = !p.has_node_selector && p.pod.spec.node_name.empty();
+      groups_.push_back(std::move(g));
+      found = &groups_.back();
+    }
+    found->members.push_back(i);
+    ++found->count;
+  }
+  std::stable_sort(groups_.begin(), groups_.end(), [](const Group& a, const Group& b) {
+    return sizeKey(a.rep->requests) > sizeKey(b.rep->requests);
+  });
+  total_count_ = static_cast<int64_t>(members.size());
+  if (!groups_.empty()) dominant_ = dominantResource(groups_[0].rep->requests);
+  Scratch& s = tls_scratch;
+  if (s.caps.size() < groups_.size()) {
+    s.caps.resize(groups_.size());
+    s.pres.resize(groups_.size());
+  }
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    s.caps[g].resize(n_);
+    s.pres[g].resize(n_ + 1);
+    groups_[g].cap = &s.caps[g];
+    groups_[g].pre = &s.pres[g];
+  }
+}
+
+void Placer::markBlocked() {
+  if (request_.blocked_nodes.empty()) return;
+  Scratch& s = tls_scratch;
+  if (s.blocked.size() < cache_.slotCount()) s.blocked.resize(cache_.slotCount(), 0);
+  for (const std::string& name : request_.blocked_nodes) {
+    if (std::optional<NodeId> id = cache_.findNode(name)) {
+      s.blocked[*id] = 1;
+      blocked_ids_.push_back(*id);
+    }
+  }
+}
+
+bool Placer::lacksRequiredLabel(NodeId id) const {
+  int r = request_.required_level;
+  if (r < 0 || r >= levels_) return false;
+  return topo_.levels[r][topo_.domain[id][r]].value.empty();
+}
+
+int32_t Placer::nodeCap(const Group& g, NodeId id, const Resources* extra,
+                        const std::vector<HostPort>* extra_ports) const {
+  if (!blocked_ids_.empty() && tls_scratch.blocked[id]) return 0;
+  const NodeInfo& n = cache_.node(id);
+  if (!g.fast_static || n.unschedulable || !n.ready || !n.taints.empty()) {
+    if (!filterStatic(*g.rep, n).ok()) return 0;
+  }
+  if (lacksRequiredLabel(id)) return 0;
+  if (g.has_ports) {
+    if (!filterNodePorts(*g.rep, n).ok()) return 0;
+    if (extra_ports) {
+      for (const HostPort& want : g.rep->host_ports) {
+        for (const HostPort& used : *extra_ports) {
+          if (conflicts(want, used)) return 0;
+        }
+      }
+    }
+  }
+  int64_t c = capacityOn(g.req, n, extra);
+  if (g.has_ports && c > 1) c = 1;
+  return static_cast<int32_t>(c);
+}
+
+bool Placer::fitsOne(const Group& g, NodeId id) const {
+  const NodeInfo& n = cache_.node(id);
+  for (int i = 0; i < g.req.n; ++i) {
+    ResourceId r = g.req.ids[i];
+    if (n.allocatable[r] - n.requested[r] < g.req.amounts[i]) return false;
+  }
+  if (!blocked_ids_.empty() && tls_scratch.blocked[id]) return false;
+  if (!g.fast_static || n.unschedulable || !n.ready || !n.taints.empty()) {
+    if (!filterStatic(*g.rep, n).ok()) return false;
+  }
+  if (lacksRequiredLabel(id)) return false;
+  if (g.has_ports && !filterNodePorts(*g.rep, n).ok()) return false;
+  return true;
+}
+
+std::optional<uint32_t> Placer::bestNodeForSinglePod() {
+  const Group& g = groups_[0];
+  const bool spread = options_.single_pod_strategy == SinglePodStrategy::kSpread;
+  const int64_t want = g.rep->requests[dominant_];
+  int64_t best_aff = 0, best_free = 0;
+  uint32_t best = n_;
+  // Packing without affinity: a node the pod fills exactly cannot be beaten by a later one.
+  const bool exact_fit_wins = !spread && !g.rep->has_preferred_affinity;
+  bool done = false;
+  auto visitRange = [&](uint32_t b, uint32_t e) {
+    for (uint32_t p = b; p < e && !done; ++p) {
+      NodeId id = topo_.order[p];
+      if (!fitsOne(g, id)) continue;
+      const NodeInfo& n = cache_.node(id);
+      int64_t aff = g.rep->has_preferred_affinity ? preferredAffinityScore(*g.rep, n) : 0;
+      int64_t left = n.freeOf(dominant_) - want;
+      bool take = best == n_ || aff > best_aff ||
+                  (aff == best_aff && (spread ? left > best_free : left < best_free));
+      if (take) {
+        best = p;
+        best_aff = aff;
+        best_free = left;
+        done = exact_fit_wins && left == 0;
+      }
+    }
+  };
+  if (levels_ == 0) {
+    visitRange(0, n_);
+  } else {
+    // Depth-first over domains, pruning those whose summed free cannot hold the pod.
+    std::vector<std::pair<int, uint32_t>> stack;
+    for (uint32_t d = static_cast<uint32_t>(topo_.levels[0].size()); d-- > 0;) stack.emplace_back(0, d);
+    while (!stack.empty() && !done) {
+      auto [level, idx] = stack.back();
+      stack.pop_back();
+      const Domain& d = topo_.levels[level][idx];
+      if (!sumFits(g.req, d.free)) continue;
+      if (level + 1 == levels_) {
+        visitRange(d.begin, d.end);
+        continue;
+      }
+      for (uint32_t c = d.child_end; c-- > d.child_begin;) stack.emplace_back(level + 1, c);
+    }
+  }
+  if (best == n_) return std::nullopt;
+  return best;
+}
+
+void Placer::computeCapsIn(Group& g, int level, uint32_t idx) {
+  // level is a configured level here; prune the domain when its summed free cannot hold one pod.
+  const Domain& d = topo_.levels[level][idx];
+  std::vector<int32_t>& cap = *g.cap;
+  if (!sumFits(g.req, d.free)) {
+    std::fill(cap.begin() + d.begin, cap.begin() + d.end, 0);
+    return;
+  }
+  if (level + 1 == levels_) {
+    for (uint32_t p = d.begin; p < d.end; ++p) cap[p] = nodeCap(g, topo_.order[p], nullptr, nullptr);
+    return;
+  }
+  for (uint32_t c = d.child_begin; c < d.child_end; ++c) computeCapsIn(g, level + 1, c);
+}
+
+void Placer::computeCaps(Group& g) {
+  if (levels_ == 0) {
+    std::vector<int32_t>& cap = *g.cap;
+    for (uint32_t p = 0; p < n_; ++p) cap[p] = nodeCap(g, topo_.order[p], nullptr, nullptr);
+    return;
+  }
+  for (uint32_t d = 0; d < topo_.levels[0].size(); ++d) computeCapsIn(g, 0, d);
+}
+
+void Placer::computePrefix(Group& g) {
+  std::vector<int64_t>& pre = *g.pre;
+  const std::vector<int32_t>& cap = *g.cap;
+  pre[0] = 0;
+  for (uint32_t p = 0; p < n_; ++p) pre[p + 1] = pre[p] + cap[p];
+}
+
+bool Placer::scopeAllows(int level, uint32_t idx) const {
+  if (!has_bound_ || level < 0) return true;
+  return bound_domain_[level] >= 0 && static_cast<uint32_t>(bound_domain_[level]) == idx;
+}
+
+bool Placer::unitFits(int level, uint32_t idx) const {
+  for (const Group& g : groups_) {
+    if (capsum(g, level, idx) < g.count) return false;
+  }
+  if (groups_.size() > 1 && isHost(level)) {
+    // Everything on one node: the summed requests must fit together.
+    Resources total;
+    for (const Group& g : groups_) total += g.rep->requests.times(g.count);
+    if (!fitsIn(total, nodeAt(idx).free())) return false;
+  }
+  return true;
+}
+
+bool Placer::distribute(int level, uint32_t idx, int64_t need, Group& g,
+                        std::vector<std::pair<uint32_t, int64_t>>* out) {
+  if (need <= 0) return true;
+  if (isHost(level)) {
+    if ((*g.cap)[idx] < need) return false;
+    out->emplace_back(idx, need);
+    return true;
+  }
+  const int cl = level + 1;
+  uint32_t b, e;
+  if (isHost(cl)) {
+    b = unitBegin(level, idx);
+    e = unitEnd(level, idx);
+  } else if (level < 0) {
+    b = 0;
+    e = static_cast<uint32_t>(topo_.levels[0].size());
+  } else {
+    b = topo_.levels[level][idx].child_begin;
+    e = topo_.levels[level][idx].child_end;
+  }
+  std::vector<Child> children;
+  children.reserve(e - b);
+  const bool affinity = isHost(cl) && g.rep->has_preferred_affinity;
+  for (uint32_t c = b; c < e; ++c) {
+    int64_t cap = capsum(g, cl, c);
+    if (cap <= 0) continue;
+    int64_t aff = affinity ? preferredAffinityScore(*g.rep, nodeAt(c)) : 0;
+    children.push_back(Child{cap, aff, freeDom(cl, c), c});
+  }
+  std::sort(children.begin(), children.end(), [](const Child& x, const Child& y) {
+    if (x.cap != y.cap) return x.cap > y.cap;
+    if (x.affinity != y.affinity) return x.affinity > y.affinity;
+    if (x.free_dom != y.free_dom) return x.free_dom < y.free_dom;
+    return x.idx < y.idx;
+  });
+  size_t start = 0;
+  while (need > 0) {
+    if (start == children.size()) return false;
+    auto first = children.begin() + static_cast<ptrdiff_t>(start);
+    auto fits_end = std::partition_point(first, children.end(),
+                                         [&](const Child& c) { return c.cap >= need; });
+    if (fits_end != first) {
+      // The tightest child that takes everything left: the smallest capacity >= need, and the
+      // most preferred among equals.
+      int64_t tightest = (fits_end - 1)->cap;
+      auto pick = std::partition_point(first, fits_end,
+                                       [&](const Child& c) { return c.cap > tightest; });
+      return distribute(cl, pick->idx, need, g, out);
+    }
+    const Child& c = children[start++];
+    if (!distribute(cl, c.idx, c.cap, g, out)) return false;
+    need -= c.cap;
+  }
+  return true;
+}
+
+void Placer::restoreCaps() {
+  if (extra_.empty()) return;
+  for (size_t gi = 1; gi < groups_.size(); ++gi) {
+    Group& g = groups_[gi];
+    for (const auto& [pos, res] : extra_) (*g.cap)[pos] = nodeCap(g, topo_.order[pos], nullptr, nullptr);
+    computePrefix(g);
+  }
+  extra_.clear();
+  extra_ports_.clear();
+}
+
+bool Placer::fill(int level, uint32_t idx) {
+  fill_out_.assign(groups_.size(), {});
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    Group& g = groups_[gi];
+    if (!distribute(level, idx, g.count, g, &fill_out_[gi])) {
+      restoreCaps();
+      return false;
+    }
+    if (gi + 1 == groups_.size()) break;
+    // Reserve on scratch state: later groups see what this group took.
+    for (const auto& [pos, k] : fill_out_[gi]) {
+      extra_[pos] += g.rep->requests.times(k);
+      auto& ports = extra_ports_[pos];
+      for (int64_t i = 0; i < k; ++i) {
+        ports.insert(ports.end(), g.rep->host_ports.begin(), g.rep->host_ports.end());
+      }
+    }
+    for (size_t gj = gi + 1; gj < groups_.size(); ++gj) {
+      Group& later = groups_[gj];
+      for (const auto& [pos, res] : extra_) {
+        if ((*later.cap)[pos] == 0) continue;
+        auto ports = extra_ports_.find(pos);
+        (*later.cap)[pos] = nodeCap(later, topo_.order[pos], &res,
+                                    ports == extra_ports_.end() ? nullptr : &ports->second);
+      }
+      computePrefix(later);
+    }
+  }
+  restoreCaps();
+  return true;
+}
+
+std::optional<std::pair<int, uint32_t>> Placer::search() {
+  const int ceiling = request_.required_level >= 0 ? request_.required_level : -1;
+  const bool single = total_count_ == 1;
+  const bool spread = single && options_.single_pod_strategy == SinglePodStrategy::kSpread;
+  const Group& main = groups_[0];
+  for (int level = levels_; level >= ceiling; --level) {
+    struct Candidate {
+      int64_t affinity;
+      int64_t leftover;
+      int64_t free_dom;
+      uint32_t idx;
+    };
+    std::vector<Candidate> candidates;
+    auto consider = [&](uint32_t idx) {
+      if (!scopeAllows(level, idx) || !unitFits(level, idx)) return;
+      int64_t aff = isHost(level) && main.rep->has_preferred_affinity
+                        ? preferredAffinityScore(*main.rep, nodeAt(idx))
+                        : 0;
+      candidates.push_back(
+          Candidate{aff, capsum(main, level, idx) - main.count, freeDom(level, idx), idx});
+    };
+    if (level < 0) {
+      consider(0);
+    } else if (isHost(level)) {
+      if (has_bound_) {
+        if (bound_domain_[level] >= 0) consider(static_cast<uint32_t>(bound_domain_[level]));
+      } else {
+        for (uint32_t p = 0; p < n_; ++p) {
+          if ((*main.cap)[p] >= main.count) consider(p);
+        }
+      }
+    } else {
+      const auto& domains = topo_.levels[level];
+      for (uint32_t d = 0; d < domains.size(); ++d) {
+        if (domains[d].value.empty()) continue;  // nodes without the label: not one domain
+        consider(d);
+      }
+    }
+    if (candidates.empty()) continue;
+    auto better = [&](const Candidate& x, const Candidate& y) {
+      if (x.affinity != y.affinity) return x.affinity > y.affinity;
+      if (x.leftover != y.leftover) return spread ? x.leftover > y.leftover : x.leftover < y.leftover;
+      if (x.free_dom != y.free_dom) return spread ? x.free_dom > y.free_dom : x.free_dom < y.free_dom;
+      return x.idx < y.idx;
+    };
+    if (groups_.size() == 1) {
+      // Homogeneous: a unit whose capacity suffices always fills.
+      const Candidate& best = *std::min_element(candidates.begin(), candidates.end(), better);
+      if (fill(level, best.idx)) return std::make_pair(level, best.idx);
+      continue;
+    }
+    std::sort(candidates.begin(), candidates.end(), better);
+    for (const Candidate& c : candidates) {
+      if (fill(level, c.idx)) return std::make_pair(level, c.idx);
+    }
+  }
+  return std::nullopt;
+}
+
+GangPlacement Placer::makePlacement(int level, uint32_t idx) const {
+  GangPlacement out;
+  out.key = request_.key;
+  out.level = level;
+  out.assignments.resize(request_.members.size());
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    const Group& g = groups_[gi];
+    size_t next = 0;
+    for (const auto& [pos, k] : fill_out_[gi]) {
+      const std::string& node = nodeAt(pos).name;
+      for (int64_t i = 0; i < k && next < g.members.size(); ++i, ++next) {
+        int m = g.members[next];
+        out.assignments[m] = Assignment{request_.members[m]->key, node};
+      }
+    }
+  }
+  if (level >= 0 && !isHost(level)) {
+    out.level_key = cache_.levels()[level];
+    out.domain = topo_.levels[level][idx].value;
+  } else if (level >= 0) {
+    out.level_key = std::string(kHostnameLevel);
+    out.domain = nodeAt(idx).name;
+  } else {
+    std::vector<int32_t> used;
+    for (const auto& per_group : fill_out_) {
+      for (const auto& [pos, k] : per_group) {
+        used.push_back(levels_ > 0 ? topo_.domain[topo_.order[pos]][0] : static_cast<int32_t>(pos));
+      }
+    }
+    std::sort(used.begin(), used.end());
+    out.domains_spanned = static_cast<int>(std::unique(used.begin(), used.end()) - used.begin());
+    out.level_key = levels_ > 0 ? cache_.levels()[0] : std::string(kHostnameLevel);
+  }
+  const int preferred = request_.preferred_level;
+  out.fell_back = preferred >= 0 && (level < 0 || level < preferred);
+  return out;
+}
+
+std::string Placer::needs() const {
+  auto shape = [](const Group& g) { return formatResources(g.rep->requests); };
+  if (groups_.size() == 1) {
+    return absl::StrCat(groups_[0].count, groups_[0].count == 1 ? " pod" : " pods", " × ",
+                        shape(groups_[0]));
+  }
+  std::vector<std::string> parts;
+  for (const Group& g : groups_) parts.push_back(absl::StrCat(g.count, " × ", shape(g)));
+  return absl::StrCat(total_count_, " pods (", absl::StrJoin(parts, " + "), ")");
+}
+
+Unschedulable Placer::diagnose(std::string headline_extra) const {
+  Unschedulable u;
+  FilterDiagnosis diag;
+  const Group& main = groups_[0];
+  int cordoned = 0;
+  int not_ready = 0;
+  int blocked = 0;
+  std::string missing_label_reason;
+  if (request_.required_level >= 0 && request_.required_level < levels_) {
+    missing_label_reason =
+        absl::StrCat("node(s) had no ", cache_.levels()[request_.required_level], " label");
+  }
+  for (uint32_t p = 0; p < n_; ++p) {
+    NodeId id = topo_.order[p];
+    const NodeInfo& n = cache_.node(id);
+    if (n.unschedulable) ++cordoned;
+    if (!n.ready) ++not_ready;
+    if (!blocked_ids_.empty() && tls_scratch.blocked[id]) {
+      ++blocked;
+      diag.add(Status::unschedulable("node(s) were reserved for another gang"));
+      continue;
+    }
+    Status s = filterNode(*main.rep, n);
+    if (s.ok() && lacksRequiredLabel(id)) s = Status::unresolvable(missing_label_reason);
+    diag.add(s);
+  }
+  std::vector<std::string> parts;
+  const bool single = request_.key.single_pod && total_count_ == 1;
+  if (!single) {
+    parts.push_back(absl::StrCat("gang ", request_.key.toString(), " needs ", needs()));
+    if (!headline_extra.empty()) parts.push_back(std::move(headline_extra));
+    int level = request_.required_level >= 0 ? request_.required_level : request_.preferred_level;
+    if (level >= 0 && !isHost(level)) {
+      int64_t best = -1;
+      uint32_t best_idx = 0;
+      const auto& domains = topo_.levels[level];
+      for (uint32_t d = 0; d < domains.size(); ++d) {
+        if (domains[d].value.empty() || !scopeAllows(level, d)) continue;
+        int64_t c = capsum(main, level, d);
+        if (c > best) {
+          best = c;
+          best_idx = d;
+        }
+      }
+      const std::string& key = cache_.levels()[level];
+      if (best >= 0) {
+        parts.push_back(absl::StrCat("the largest ", key, " domain (", key, "=",
+                                     domains[best_idx].value, ") can hold ", best));
+      } else {
+        parts.push_back(absl::StrCat("no ", key, " domain is available"));
+      }
+    } else if (level >= 0) {
+      int64_t best = 0;
+      for (uint32_t p = 0; p < n_; ++p) best = std::max<int64_t>(best, (*main.cap)[p]);
+      parts.push_back(absl::StrCat("the largest node can hold ", best));
+    } else if (n_ > 0) {
+      parts.push_back(absl::StrCat("the cluster can hold ", capsum(main, -1, 0)));
+    }
+    if (cordoned > 0) parts.push_back(absl::StrCat(cordoned, cordoned == 1 ? " node is" : " nodes are", " cordoned"));
+    if (not_ready > 0) parts.push_back(absl::StrCat(not_ready, not_ready == 1 ? " node is" : " nodes are", " not ready"));
+    if (blocked > 0) {
+      parts.push_back(absl::StrCat(blocked, blocked == 1 ? " node is" : " nodes are",
+                                   " reserved for other gangs"));
+    }
+  }
+  parts.push_back(diag.message());
+  u.message = absl::StrJoin(parts, "; ");
+  u.reasons = diag.reasons();
+  u.available_nodes = diag.available();
+  u.total_nodes = diag.total();
+  return u;
+}
+
+bool Placer::resolveBound(std::string* problem) {
+  has_bound_ = !request_.bound.empty();
+  bound_domain_.fill(-1);
+  if (!has_bound_) return true;
+  for (const auto& [pod, node] : request_.bound) {
+    std::optional<NodeId> id = cache_.findNode(node);
+    if (!id) {
+      *problem = absl::StrCat("its member ", pod, " is bound to node ", node,
+                              ", which no longer exists");
+      return false;
+    }
+    bound_positions_.push_back(topo_.position[*id]);
+  }
+  for (int l = 0; l < levels_; ++l) {
+    int32_t d = topo_.domain[topo_.order[bound_positions_[0]]][l];
+    bool shared = !topo_.levels[l][d].value.empty();
+    for (uint32_t p : bound_positions_) shared &= topo_.domain[topo_.order[p]][l] == d;
+    if (shared) bound_domain_[l] = d;
+  }
+  bool same_node = true;
+  for (uint32_t p : bound_positions_) same_node &= p == bound_positions_[0];
+  if (same_node) bound_domain_[levels_] = static_cast<int32_t>(bound_positions_[0]);
+  int r = request_.required_level;
+  if (r >= 0 && bound_domain_[r] < 0) {
+    std::string key = r < levels_ ? cache_.levels()[r] : std::string(kHostnameLevel);
+    *problem = absl::StrCat("its ", request_.bound.size(), " bound members are not within one ",
+                            key, " domain, which ", av(kTopologyRequiredAnnotation), " requires");
+    return false;
+  }
+  return true;
+}
+
+PlacementResult Placer::run() {
+  const int64_t existing =
+      static_cast<int64_t>(request_.members.size() + request_.bound.size());
+  if (existing < request_.min_member) {
+    Unschedulable u;
+    u.waiting_for_members = true;
+    u.message = absl::StrCat("gang ", request_.key.toString(), " is waiting for ",
+                             request_.min_member - existing, " more pods (has ", existing,
+                             " of minMember ", request_.min_member, ")");
+    return u;
+  }
+  if (request_.members.empty()) {
+    GangPlacement done;
+    done.key = request_.key;
+    return done;
+  }
+  buildGroups();
+  markBlocked();
+  std::string bound_problem;
+  if (!resolveBound(&bound_problem)) {
+    for (Group& g : groups_) {
+      computeCaps(g);
+      computePrefix(g);
+    }
+    Unschedulable u = diagnose(bound_problem);
+    u.evict_bound_members = true;
+    return u;
+  }
+  if (total_count_ == 1 && !has_bound_) {
+    std::optional<uint32_t> best = bestNodeForSinglePod();
+    if (best) {
+      fill_out_.assign(1, {{*best, 1}});
+      return makePlacement(levels_, *best);
+    }
+    computeCaps(groups_[0]);
+    computePrefix(groups_[0]);
+    return diagnose("");
+  }
+  for (Group& g : groups_) {
+    computeCaps(g);
+    computePrefix(g);
+  }
+  std::optional<std::pair<int, uint32_t>> found = search();
+  if (!found) {
+    Unschedulable u = diagnose("");
+    u.evict_bound_members = has_bound_;
+    return u;
+  }
+  GangPlacement placement = makePlacement(found->first, found->second);
+  MUSTER_LOG_INFO(4, "Gang placement found", "gang", request_.key.toString(), "pods",
+                  total_count_, "domain", placement.describe());
+  return placement;
+}
+
+std::vector<std::string> Placer::reservation() {
+  std::vector<std::string> out;
+  if (request_.members.empty() || n_ == 0) return out;
+  buildGroups();
+  markBlocked();
+  Group& main = groups_[0];
+  // Current capacity, and capacity once each node is empty of other pods ("eventual").
+  computeCaps(main);
+  computePrefix(main);
+  std::vector<int32_t> eventual(n_);
+  std::vector<int64_t> eventual_pre(n_ + 1, 0);
+  for (uint32_t p = 0; p < n_; ++p) {
+    NodeId id = topo_.order[p];
+    NodeInfo empty = cache_.node(id);
+    empty.requested = Resources{};
+    empty.used_ports.clear();
+    int32_t c = 0;
+    if ((blocked_ids_.empty() || !tls_scratch.blocked[id]) && filterStatic(*main.rep, empty).ok() &&
+        !lacksRequiredLabel(id)) {
+      c = static_cast<int32_t>(capacityOn(main.req, empty, nullptr));
+      if (main.has_ports && c > 1) c = 1;
+    }
+    eventual[p] = c;
+    eventual_pre[p + 1] = eventual_pre[p] + c;
+  }
+  const int ceiling = request_.required_level >= 0 ? request_.required_level : -1;
+  for (int level = levels_; level >= ceiling; --level) {
+    int64_t best_now = -1;
+    uint32_t best = 0;
+    auto consider = [&](uint32_t idx) {
+      uint32_t b = unitBegin(level, idx), e = unitEnd(level, idx);
+      if (eventual_pre[e] - eventual_pre[b] < total_count_) return;
+      int64_t now = (*main.pre)[e] - (*main.pre)[b];
+      if (now > best_now) {
+        best_now = now;
+        best = idx;
+      }
+    };
+    if (level < 0) {
+      consider(0);
+    } else if (isHost(level)) {
+      for (uint32_t p = 0; p < n_; ++p) consider(p);
+    } else {
+      for (uint32_t d = 0; d < topo_.levels[level].size(); ++d) {
+        if (!topo_.levels[level][d].value.empty()) consider(d);
+      }
+    }
+    if (best_now < 0) continue;
+    std::vector<uint32_t> positions;
+    for (uint32_t p = unitBegin(level, best); p < unitEnd(level, best); ++p) {
+      if (eventual[p] > 0) positions.push_back(p);
+    }
+    std::sort(positions.begin(), positions.end(), [&](uint32_t a, uint32_t b) {
+      if ((*main.cap)[a] != (*main.cap)[b]) return (*main.cap)[a] > (*main.cap)[b];
+      if (eventual[a] != eventual[b]) return eventual[a] > eventual[b];
+      return a < b;
+    });
+    int64_t room = 0;
+    for (uint32_t p : positions) {
+      if (room >= total_count_) break;
+      out.push_back(nodeAt(p).name);
+      room += eventual[p];
+    }
+    return out;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string GangPlacement::describe() const {
+  if (assignments.empty()) return "nothing to place";
+  if (level < 0) {
+    return absl::StrCat(domains_spanned, " ", level_key,
+                        level_key == kHostnameLevel ? " nodes" : " domains");
+  }
+  if (level_key == kHostnameLevel) return absl::StrCat("node ", domain);
+  return absl::StrCat(level_key, "=", domain);
+}
+
+PlacementResult place(const GangRequest& request, const ClusterCache& cache,
+                      const PlacementOptions& options) {
+  Placer placer(request, cache, options);
+  return placer.run();
+}
+
+std::vector<std::string> planReservation(const GangRequest& request, const ClusterCache& cache) {
+  PlacementOptions options;
+  Placer placer(request, cache, options);
+  return placer.reservation();
+}
+
+}  // namespace muster::scheduler

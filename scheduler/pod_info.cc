@@ -1,0 +1,106 @@
+#include "scheduler/pod_info.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace muster::scheduler {
+namespace {
+
+void appendTerm(std::string* out, const proto::NodeSelectorTerm& t) {
+  absl::StrAppend(out, "{");
+  for (const auto& r : t.match_expressions) {
+    absl::StrAppend(out, "e:", r.key, "\x1f", r.operator_);
+    for (const auto& v : r.values) absl::StrAppend(out, "\x1f", v);
+    absl::StrAppend(out, "\x1e");
+  }
+  for (const auto& r : t.match_fields) {
+    absl::StrAppend(out, "f:", r.key, "\x1f", r.operator_);
+    for (const auto& v : r.values) absl::StrAppend(out, "\x1f", v);
+    absl::StrAppend(out, "\x1e");
+  }
+  absl::StrAppend(out, "}");
+}
+
+std::string signatureOf(const PodInfo& info) {
+  const proto::PodSpec& spec = info.pod.spec;
+  std::string s;
+  for (int i = 0; i < kMaxResources; ++i) {
+    if (info.requests.v[i] != 0) absl::StrAppend(&s, i, "=", info.requests.v[i], ",");
+  }
+  absl::StrAppend(&s, "|n:", spec.node_name, "|p:");
+  for (const HostPort& p : info.host_ports) absl::StrAppend(&s, p.ip, "/", p.protocol, "/", p.port, ",");
+  absl::StrAppend(&s, "|s:");
+  for (const auto& [k, v] : spec.node_selector) absl::StrAppend(&s, k, "\x1f", v, "\x1e");
+  absl::StrAppend(&s, "|a:");
+  if (spec.affinity) {
+    const proto::NodeAffinity& na = spec.affinity->node_affinity;
+    if (na.required) {
+      absl::StrAppend(&s, "r[");
+      for (const auto& t : na.required->node_selector_terms) appendTerm(&s, t);
+      absl::StrAppend(&s, "]");
+    }
+    for (const auto& p : na.preferred) {
+      absl::StrAppend(&s, "w", p.weight);
+      appendTerm(&s, p.preference);
+    }
+  }
+  absl::StrAppend(&s, "|t:");
+  for (const proto::Toleration& t : spec.tolerations) {
+    absl::StrAppend(&s, t.key, "\x1f", t.operator_, "\x1f", t.value, "\x1f", t.effect, "\x1e");
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string podKey(const proto::Pod& pod) {
+  return absl::StrCat(pod.meta.namespace_, "/", pod.meta.name);
+}
+
+std::vector<HostPort> hostPortsOf(const proto::Pod& pod) {
+  std::vector<HostPort> out;
+  auto add = [&](const std::vector<proto::Container>& containers) {
+    for (const proto::Container& c : containers) {
+      for (const proto::ContainerPort& p : c.ports) {
+        int32_t port = p.host_port;
+        if (port == 0 && pod.spec.host_network) port = p.container_port;
+        if (port <= 0) continue;
+        out.push_back(HostPort{p.host_ip.empty() ? "0.0.0.0" : p.host_ip,
+                               p.protocol.empty() ? "TCP" : p.protocol, port});
+      }
+    }
+  };
+  add(pod.spec.init_containers);
+  add(pod.spec.containers);
+  return out;
+}
+
+bool conflicts(const HostPort& a, const HostPort& b) {
+  if (a.port != b.port || a.protocol != b.protocol) return false;
+  return a.ip == b.ip || a.ip == "0.0.0.0" || b.ip == "0.0.0.0";
+}
+
+absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod) {
+  auto info = std::make_shared<PodInfo>();
+  absl::StatusOr<Resources> requests = podRequests(pod);
+  if (!requests.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pod ", podKey(pod), ": ", requests.status().message()));
+  }
+  info->key = podKey(pod);
+  info->requests = *requests;
+  info->host_ports = hostPortsOf(pod);
+  info->priority = pod.spec.priority.value_or(0);
+  info->has_node_selector = !pod.spec.node_selector.empty() ||
+                            (pod.spec.affinity && pod.spec.affinity->node_affinity.required);
+  info->has_preferred_affinity =
+      pod.spec.affinity && !pod.spec.affinity->node_affinity.preferred.empty();
+  info->pod = std::move(pod);
+  info->constraint_signature = signatureOf(*info);
+  return PodInfoPtr(std::move(info));
+}
+
+bool isTerminal(const proto::Pod& pod) {
+  return pod.status.phase == "Succeeded" || pod.status.phase == "Failed";
+}
+
+}  // namespace muster::scheduler

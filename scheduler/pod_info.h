@@ -1,0 +1,55 @@
+#pragma once
+
+// What the scheduler derives once from a pod and reuses on every attempt: its key, requests, host
+// ports, priority, and a signature of its node constraints (so members of a gang with the same
+// requests and constraints are filtered once, not once per pod).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/objects.h"
+#include "scheduler/resources.h"
+
+namespace muster::scheduler {
+
+// "namespace/name".
+std::string podKey(const proto::Pod& pod);
+
+// A host port a pod uses on its node. `ip` "" is normalised to "0.0.0.0", `protocol` "" to "TCP".
+struct HostPort {
+  std::string ip;
+  std::string protocol;
+  int32_t port = 0;
+  friend bool operator==(const HostPort&, const HostPort&) = default;
+};
+
+// The host ports of every container (hostNetwork pods use their container ports as host ports).
+std::vector<HostPort> hostPortsOf(const proto::Pod& pod);
+// NodePorts' conflict rule: same protocol and port, and the addresses equal or either 0.0.0.0.
+bool conflicts(const HostPort& a, const HostPort& b);
+
+struct PodInfo {
+  std::string key;
+  proto::Pod pod;
+  Resources requests;
+  std::vector<HostPort> host_ports;
+  int32_t priority = 0;
+  // Equal for two pods exactly when their requests, host ports, nodeName, nodeSelector, node
+  // affinity and tolerations are equal.
+  std::string constraint_signature;
+  // Fast-path flags for filtering.
+  bool has_node_selector = false;  // nodeSelector or required node affinity
+  bool has_preferred_affinity = false;
+};
+using PodInfoPtr = std::shared_ptr<const PodInfo>;
+
+// InvalidArgument when the pod's requests cannot be tracked (see podRequests).
+absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod);
+
+// Succeeded or Failed: no longer holds resources on its node.
+bool isTerminal(const proto::Pod& pod);
+
+}  // namespace muster::scheduler

@@ -1,0 +1,428 @@
+#include "scheduler/queue.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "proto/log.h"
+#include "scheduler/strings.h"
+
+namespace muster::scheduler {
+namespace {
+
+constexpr absl::Duration kMaxInUnschedulable = absl::Minutes(5);
+
+absl::Time creationOf(const proto::Pod& pod) {
+  absl::Time t;
+  std::string err;
+  if (!pod.meta.creation_timestamp.empty() &&
+      absl::ParseTime(absl::RFC3339_full, pod.meta.creation_timestamp, &t, &err)) {
+    return t;
+  }
+  return absl::InfiniteFuture();
+}
+
+}  // namespace
+
+std::optional<Unschedulable> precheck(const GangAttempt& attempt) {
+  if (attempt.spec.pod_group_missing) {
+    Unschedulable u;
+    u.waiting_for_members = true;
+    u.message = absl::StrCat("gang ", attempt.key.toString(), " is waiting for its PodGroup ",
+                             attempt.key.toString(), " (scheduling.x-k8s.io/v1alpha1) to exist");
+    return u;
+  }
+  int64_t existing = static_cast<int64_t>(attempt.members.size() + attempt.bound.size());
+  if (existing < attempt.spec.min_member) {
+    Unschedulable u;
+    u.waiting_for_members = true;
+    u.message = absl::StrCat("gang ", attempt.key.toString(), " is waiting for ",
+                             attempt.spec.min_member - existing, " more pods (has ", existing,
+                             " of minMember ", attempt.spec.min_member, ")");
+    return u;
+  }
+  return std::nullopt;
+}
+
+SchedulingQueue::SchedulingQueue(const SchedulerConfig& config, Clock clock,
+                                 PodGroupLookup pod_groups, ClaimIsBound claim_is_bound)
+    : config_(config),
+      clock_(std::move(clock)),
+      pod_groups_(std::move(pod_groups)),
+      claim_is_bound_(std::move(claim_is_bound)) {}
+
+absl::Duration SchedulingQueue::backoffFor(int failures) const {
+  absl::Duration d = absl::Seconds(config_.queue_initial_backoff_seconds);
+  absl::Duration max = absl::Seconds(config_.queue_max_backoff_seconds);
+  for (int i = 1; i < failures && d < max; ++i) d *= 2;
+  return std::min(d, max);
+}
+
+void SchedulingQueue::leaveState(Gang& gang) {
+  switch (gang.state) {
+    case State::kActive:
+      active_.erase(gang.order_key());
+      break;
+    case State::kBackoff:
+      backoff_.erase({gang.backoff_until, gang.key});
+      break;
+    case State::kUnschedulable:
+      unschedulable_.erase({gang.unschedulable_since, gang.key});
+      break;
+    default:
+      break;
+  }
+}
+
+void SchedulingQueue::setState(Gang& gang, State state) {
+  leaveState(gang);
+  gang.state = state;
+  switch (state) {
+    case State::kActive:
+      active_.insert(gang.order_key());
+      break;
+    case State::kBackoff:
+      backoff_.insert({gang.backoff_until, gang.key});
+      break;
+    case State::kUnschedulable:
+      unschedulable_.insert({gang.unschedulable_since, gang.key});
+      break;
+    default:
+      break;
+  }
+}
+
+void SchedulingQueue::refreshPriority(Gang& gang) {
+  int32_t p = std::numeric_limits<int32_t>::min();
+  absl::Time oldest = absl::InfiniteFuture();
+  for (const auto& [key, pod] : gang.pending) {
+    p = std::max(p, pod->priority);
+    oldest = std::min(oldest, creationOf(pod->pod));
+  }
+  if (gang.pending.empty()) p = 0;
+  if (p == gang.priority && oldest == gang.oldest_creation) return;
+  bool active = gang.state == State::kActive;
+  if (active) active_.erase(gang.order_key());
+  gang.priority = p;
+  gang.oldest_creation = oldest;
+  if (active) active_.insert(gang.order_key());
+}
+
+void SchedulingQueue::activateOrBackoff(Gang& gang, absl::Time now) {
+  setState(gang, now < gang.backoff_until ? State::kBackoff : State::kActive);
+}
+
+// The gang changed in a way that may let it be tried (a new member, a changed member, its
+// PodGroup): waiting and unschedulable gangs move on; in-flight and active ones stay.
+void SchedulingQueue::requeueChanged(Gang& gang) {
+  switch (gang.state) {
+    case State::kWaiting:
+    case State::kDone:
+      setState(gang, State::kActive);
+      break;
+    case State::kUnschedulable:
+      activateOrBackoff(gang, clock_());
+      break;
+    default:
+      break;
+  }
+}
+
+absl::Status SchedulingQueue::addOrUpdatePod(const proto::Pod& pod) {
+  std::string key = podKey(pod);
+  if (isTerminal(pod)) {
+    removePod(key);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<GangSpec> spec = gangSpecOf(pod, pod_groups_, config_);
+  if (!spec.ok()) {
+    removePod(key);
+    return spec.status();
+  }
+  if (pod.spec.node_name.empty()) {
+    std::vector<std::string> missing = unsupported(pod, claim_is_bound_);
+    if (!missing.empty()) {
+      removePod(key);
+      return absl::UnimplementedError(absl::StrCat(
+          "pod ", key, " uses what muster-scheduler does not implement: ",
+          absl::StrJoin(missing, ", "), "; it stays pending"));
+    }
+  }
+  // A pod whose gang changed leaves the old one.
+  if (auto it = pod_gang_.find(key); it != pod_gang_.end() && !(it->second == spec->key)) {
+    removePod(key);
+  }
+  auto [git, inserted] = gangs_.try_emplace(spec->key);
+  Gang& gang = git->second;
+  absl::Time now = clock_();
+  if (inserted) {
+    gang.key = spec->key;
+    gang.spec = *spec;
+    gang.first_seen = now;
+    gang.state = State::kWaiting;
+  }
+  bool spec_changed = !(gang.spec == *spec);
+  gang.spec = *spec;
+  pod_gang_[key] = spec->key;
+
+  if (!pod.spec.node_name.empty()) {
+    gang.pending.erase(key);
+    if (spec->key.single_pod) {
+      leaveState(gang);
+      gangs_.erase(spec->key);
+      pod_gang_.erase(key);
+      reservations_.erase(spec->key);
+      return absl::OkStatus();
+    }
+    BoundMember& b = gang.bound[key];
+    b.node = pod.spec.node_name;
+    refreshPriority(gang);
+    return absl::OkStatus();
+  }
+  if (auto b = gang.bound.find(key); b != gang.bound.end()) {
+    // Placed by us and not yet seen bound: the informer is behind the Binding.
+    if (b->second.pod) return absl::OkStatus();
+    gang.bound.erase(b);  // cannot happen for a real pod (nodeName is never cleared)
+  }
+  absl::StatusOr<PodInfoPtr> info = makePodInfo(pod);
+  if (!info.ok()) {
+    gang.pending.erase(key);
+    pod_gang_.erase(key);
+    eraseGangIfEmpty(spec->key);
+    return info.status();
+  }
+  auto existing = gang.pending.find(key);
+  bool changed = existing == gang.pending.end() ||
+                 existing->second->constraint_signature != (*info)->constraint_signature ||
+                 existing->second->priority != (*info)->priority;
+  gang.pending[key] = *info;
+  refreshPriority(gang);
+  if (changed || spec_changed || inserted) requeueChanged(gang);
+  return absl::OkStatus();
+}
+
+void SchedulingQueue::eraseGangIfEmpty(const GangKey& key) {
+  auto it = gangs_.find(key);
+  if (it == gangs_.end()) return;
+  Gang& gang = it->second;
+  if (!gang.pending.empty() || !gang.bound.empty()) return;
+  if (gang.state == State::kInFlight) {
+    // pop()'s caller still holds the attempt; reportPlaced / reportUnschedulable finish it.
+    return;
+  }
+  leaveState(gang);
+  reservations_.erase(key);
+  gangs_.erase(it);
+}
+
+void SchedulingQueue::removePod(std::string_view pod_key) {
+  auto it = pod_gang_.find(av(pod_key));
+  if (it == pod_gang_.end()) return;
+  GangKey key = it->second;
+  pod_gang_.erase(it);
+  auto g = gangs_.find(key);
+  if (g == gangs_.end()) return;
+  Gang& gang = g->second;
+  std::string k(pod_key);
+  gang.pending.erase(k);
+  gang.bound.erase(k);
+  refreshPriority(gang);
+  eraseGangIfEmpty(key);
+}
+
+void SchedulingQueue::onPodGroup(std::string_view pod_namespace, std::string_view name) {
+  GangKey key{std::string(pod_namespace), std::string(name), false};
+  auto it = gangs_.find(key);
+  if (it == gangs_.end()) return;
+  Gang& gang = it->second;
+  const PodInfoPtr* any = nullptr;
+  if (!gang.pending.empty()) any = &gang.pending.begin()->second;
+  if (any == nullptr) return;
+  absl::StatusOr<GangSpec> spec = gangSpecOf((*any)->pod, pod_groups_, config_);
+  if (!spec.ok()) {
+    MUSTER_LOG_WARNING("PodGroup makes its gang invalid", "gang", key.toString(), "err",
+                       spec.status().message());
+    return;
+  }
+  if (spec->key == key && !(gang.spec == *spec)) {
+    gang.spec = *spec;
+    requeueChanged(gang);
+  }
+}
+
+void SchedulingQueue::onClusterEvent(ClusterEvent) {
+  absl::Time now = clock_();
+  std::vector<GangKey> moved;
+  for (const auto& [since, key] : unschedulable_) moved.push_back(key);
+  for (const GangKey& key : moved) activateOrBackoff(gangs_.at(key), now);
+}
+
+void SchedulingQueue::flush(absl::Time now) {
+  while (!backoff_.empty() && backoff_.begin()->first <= now) {
+    GangKey key = backoff_.begin()->second;
+    setState(gangs_.at(key), State::kActive);
+  }
+  while (!unschedulable_.empty() && unschedulable_.begin()->first + kMaxInUnschedulable <= now) {
+    GangKey key = unschedulable_.begin()->second;
+    activateOrBackoff(gangs_.at(key), now);
+  }
+}
+
+std::optional<GangAttempt> SchedulingQueue::pop() {
+  absl::Time now = clock_();
+  flush(now);
+  if (active_.empty()) return std::nullopt;
+  GangKey key = std::get<2>(*active_.begin());
+  Gang& gang = gangs_.at(key);
+  setState(gang, State::kInFlight);
+  GangAttempt a;
+  a.key = key;
+  a.spec = gang.spec;
+  a.priority = gang.priority;
+  a.failures = gang.failures;
+  a.members.reserve(gang.pending.size());
+  for (const auto& [k, pod] : gang.pending) a.members.push_back(pod);
+  for (const auto& [k, b] : gang.bound) a.bound.emplace_back(k, b.node);
+  a.timed_out = gang.spec.schedule_timeout_seconds > 0 &&
+                now - gang.first_seen >= absl::Seconds(gang.spec.schedule_timeout_seconds);
+  return a;
+}
+
+std::optional<absl::Time> SchedulingQueue::nextWakeup() const {
+  if (!active_.empty()) return clock_();
+  std::optional<absl::Time> t;
+  if (!backoff_.empty()) t = backoff_.begin()->first;
+  if (!unschedulable_.empty()) {
+    absl::Time u = unschedulable_.begin()->first + kMaxInUnschedulable;
+    if (!t || u < *t) t = u;
+  }
+  return t;
+}
+
+GangRequest SchedulingQueue::buildRequest(const GangAttempt& attempt) const {
+  GangRequest r;
+  r.key = attempt.key;
+  r.members = attempt.members;
+  r.bound = attempt.bound;
+  r.min_member = attempt.spec.min_member;
+  r.required_level = attempt.spec.required_level;
+  r.preferred_level = attempt.spec.preferred_level;
+  for (const auto& [key, reservation] : reservations_) {
+    if (key == attempt.key || reservation.priority < attempt.priority) continue;
+    r.blocked_nodes.insert(r.blocked_nodes.end(), reservation.nodes.begin(),
+                           reservation.nodes.end());
+  }
+  return r;
+}
+
+void SchedulingQueue::reportPlaced(const GangAttempt& attempt, const GangPlacement& placement) {
+  auto it = gangs_.find(attempt.key);
+  if (it == gangs_.end()) return;
+  Gang& gang = it->second;
+  for (const Assignment& a : placement.assignments) {
+    auto p = gang.pending.find(a.pod_key);
+    if (p == gang.pending.end()) continue;
+    gang.bound[a.pod_key] = BoundMember{a.node, p->second};
+    gang.pending.erase(p);
+  }
+  gang.failures = 0;
+  gang.backoff_until = absl::InfinitePast();
+  if (reservations_.erase(attempt.key) > 0) {
+    MUSTER_LOG_INFO(2, "Gang reservation released", "gang", attempt.key.toString());
+  }
+  refreshPriority(gang);
+  if (attempt.key.single_pod && gang.pending.empty()) {
+    // A lone pod is done once placed; the informer's update needs no record.
+    for (const auto& [k, b] : gang.bound) pod_gang_.erase(k);
+    leaveState(gang);
+    gangs_.erase(it);
+    return;
+  }
+  setState(gang, gang.pending.empty() ? State::kDone : State::kActive);
+  eraseGangIfEmpty(attempt.key);
+}
+
+void SchedulingQueue::reportUnschedulable(const GangAttempt& attempt, const Unschedulable& verdict,
+                                          const ClusterCache& cache) {
+  auto it = gangs_.find(attempt.key);
+  if (it == gangs_.end()) return;
+  Gang& gang = it->second;
+  absl::Time now = clock_();
+  if (gang.pending.empty() && gang.bound.empty()) {
+    leaveState(gang);
+    reservations_.erase(attempt.key);
+    gangs_.erase(it);
+    return;
+  }
+  if (verdict.waiting_for_members) {
+    setState(gang, State::kWaiting);
+    return;
+  }
+  ++gang.failures;
+  gang.backoff_until = now + backoffFor(gang.failures);
+  gang.unschedulable_since = now;
+  setState(gang, State::kUnschedulable);
+
+  if (now - gang.first_seen < absl::Seconds(config_.queue_reservation_after_seconds)) return;
+  if (gang.pending.empty()) return;
+  auto r = reservations_.find(attempt.key);
+  if (r != reservations_.end()) {
+    bool intact = true;
+    for (const std::string& n : r->second.nodes) intact &= cache.findNode(n).has_value();
+    if (intact) {
+      r->second.priority = gang.priority;
+      return;
+    }
+    reservations_.erase(r);
+  }
+  GangAttempt current = attempt;
+  current.members.clear();
+  for (const auto& [k, pod] : gang.pending) current.members.push_back(pod);
+  current.priority = gang.priority;
+  std::vector<std::string> nodes = planReservation(buildRequest(current), cache);
+  if (nodes.empty()) return;
+  MUSTER_LOG_INFO(2, "Gang reserved nodes", "gang", attempt.key.toString(), "nodes", nodes.size(),
+                  "waited", absl::FormatDuration(now - gang.first_seen));
+  reservations_[attempt.key] = Reservation{std::move(nodes), gang.priority};
+}
+
+void SchedulingQueue::reportBindFailed(const GangKey& key, const std::vector<std::string>& pod_keys) {
+  auto it = gangs_.find(key);
+  if (it == gangs_.end()) return;
+  Gang& gang = it->second;
+  for (const std::string& k : pod_keys) {
+    auto b = gang.bound.find(k);
+    if (b == gang.bound.end()) continue;
+    if (b->second.pod) gang.pending[k] = b->second.pod;
+    gang.bound.erase(b);
+  }
+  absl::Time now = clock_();
+  ++gang.failures;
+  gang.backoff_until = now + backoffFor(gang.failures);
+  gang.unschedulable_since = now;
+  refreshPriority(gang);
+  if (gang.pending.empty()) {
+    eraseGangIfEmpty(key);
+    return;
+  }
+  setState(gang, State::kBackoff);
+}
+
+size_t SchedulingQueue::waitingCount() const {
+  size_t n = 0;
+  for (const auto& [key, gang] : gangs_) n += gang.state == State::kWaiting;
+  return n;
+}
+
+size_t SchedulingQueue::pendingPodCount() const {
+  size_t n = 0;
+  for (const auto& [key, gang] : gangs_) n += gang.pending.size();
+  return n;
+}
+
+const std::vector<std::string>* SchedulingQueue::reservationOf(const GangKey& key) const {
+  auto it = reservations_.find(key);
+  return it == reservations_.end() ? nullptr : &it->second.nodes;
+}
+
+}  // namespace muster::scheduler

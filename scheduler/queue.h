@@ -1,0 +1,176 @@
+#pragma once
+
+// SchedulingQueue: the gangs waiting to be placed, in the order they are tried, with
+// kube-scheduler's three sets and a reservation rule against starvation.
+//
+// - Order: highest priority (the maximum spec.priority of the gang's pending members) first, then
+//   the oldest (earliest creationTimestamp of a member; the time the queue first saw the gang when
+//   no timestamp parses), then the key.
+// - active: ready to try. pop() hands out the first and marks it in flight.
+// - unschedulable: tried and did not fit. A cluster event (onClusterEvent) moves every such gang to
+//   active, or to backoff while its backoff runs; a gang left there longer than 5 minutes is moved
+//   anyway (kube-scheduler's podMaxInUnschedulablePodsDuration). Backoff per gang: initial ×
+//   2^(failures-1), capped at max. Nothing is retried in a busy loop: nextWakeup() says when the
+//   caller should next call pop().
+// - backoff: waiting for its backoff to expire; then active.
+// - waiting: fewer members than minMember exist, or the PodGroup is missing: tried again when a
+//   member is added or the PodGroup appears, with no backoff.
+// A gang that does not fit goes to unschedulable, so it never blocks the gangs behind it.
+//
+// Reservation: a gang that is still unschedulable after queue.reservationAfterSeconds (since the
+// queue first saw it) reserves a set of nodes (planReservation: the domain that could hold it
+// once emptied, closest to fitting now). While the reservation holds, every other gang whose
+// priority is lower than or equal to the reserving gang's gets those nodes in
+// GangRequest::blocked_nodes and cannot place anything there; higher-priority gangs are not
+// blocked. As pods on the reserved nodes finish, the room accumulates for the reserving gang only.
+// The reservation ends when the gang is placed or removed; it is planned again when one of its
+// nodes disappears.
+//
+// Not thread-safe: called from the scheduler's strand. Time comes only from the injected clock.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "proto/objects.h"
+#include "scheduler/cache.h"
+#include "scheduler/config.h"
+#include "scheduler/filter.h"
+#include "scheduler/gang.h"
+#include "scheduler/placement.h"
+#include "scheduler/pod_info.h"
+
+namespace muster::scheduler {
+
+using Clock = std::function<absl::Time()>;
+
+// What changed in the cluster, for onClusterEvent.
+enum class ClusterEvent {
+  kNodeAdded,
+  kNodeUpdated,     // allocatable, labels, taints, cordon, readiness
+  kPodDeleted,      // a pod bound to a node went away
+  kPodTerminated,   // a pod on a node Succeeded or Failed
+};
+
+// One try of one gang, as pop() hands it out.
+struct GangAttempt {
+  GangKey key;
+  GangSpec spec;
+  std::vector<PodInfoPtr> members;  // pending members
+  std::vector<std::pair<std::string, std::string>> bound;  // pod key → node
+  int32_t priority = 0;
+  int failures = 0;        // earlier failed tries
+  bool timed_out = false;  // waited longer than the gang's schedule timeout
+};
+
+// The verdict for a gang that cannot be tried yet (PodGroup missing, too few members), or nullopt.
+std::optional<Unschedulable> precheck(const GangAttempt& attempt);
+
+class SchedulingQueue {
+ public:
+  SchedulingQueue(const SchedulerConfig& config, Clock clock, PodGroupLookup pod_groups,
+                  ClaimIsBound claim_is_bound = {});
+
+  // A pod for this scheduler was added or changed. Pending pods join their gang; bound pods are
+  // remembered as bound members of theirs; terminal pods leave. The pod is NOT queued, and the
+  // error says why for an Event, when its gang annotations are invalid (InvalidArgument) or it
+  // uses a feature Muster does not implement (Unimplemented).
+  absl::Status addOrUpdatePod(const proto::Pod& pod);
+  void removePod(const proto::Pod& pod) { removePod(podKey(pod)); }
+  void removePod(std::string_view pod_key);
+  // A PodGroup was created, changed or deleted: re-reads the specs of its gang.
+  void onPodGroup(std::string_view pod_namespace, std::string_view name);
+  // Something that may let unschedulable gangs fit now.
+  void onClusterEvent(ClusterEvent event);
+
+  // The next gang to try, or nullopt when none is active now.
+  std::optional<GangAttempt> pop();
+  // When pop() may next return something that it would not return now: now when a gang is active,
+  // the earliest backoff expiry or unschedulable flush otherwise; nullopt when nothing is queued.
+  std::optional<absl::Time> nextWakeup() const;
+
+  // The request for place(): members, bound members, topology, and the nodes reserved for other
+  // gangs that this one may not use.
+  GangRequest buildRequest(const GangAttempt& attempt) const;
+
+  // The gang's placement was assumed in the cache: its placed members count as bound from now.
+  void reportPlaced(const GangAttempt& attempt, const GangPlacement& placement);
+  // The gang did not fit (or precheck said it cannot be tried). Starts its backoff and, when it
+  // has waited long enough, plans its reservation against `cache`.
+  void reportUnschedulable(const GangAttempt& attempt, const Unschedulable& verdict,
+                           const ClusterCache& cache);
+  // Binding failed for `pod_keys` after reportPlaced (the caller forgot them in the cache and
+  // evicted the rest as needed): they are pending again and the gang backs off.
+  void reportBindFailed(const GangKey& key, const std::vector<std::string>& pod_keys);
+
+  // Introspection (metrics, tests).
+  size_t activeCount() const { return active_.size(); }
+  size_t backoffCount() const { return backoff_.size(); }
+  size_t unschedulableCount() const { return unschedulable_.size(); }
+  size_t waitingCount() const;
+  size_t pendingPodCount() const;
+  // The nodes reserved for a gang, if it holds a reservation.
+  const std::vector<std::string>* reservationOf(const GangKey& key) const;
+
+ private:
+  enum class State { kActive, kBackoff, kUnschedulable, kWaiting, kInFlight, kDone };
+
+  struct BoundMember {
+    std::string node;
+    PodInfoPtr pod;  // set when the queue placed it (to requeue it if the bind fails)
+  };
+
+  struct Gang {
+    GangKey key;
+    GangSpec spec;
+    std::map<std::string, PodInfoPtr> pending;
+    std::map<std::string, BoundMember> bound;
+    State state = State::kActive;
+    int failures = 0;
+    absl::Time first_seen;
+    absl::Time oldest_creation = absl::InfiniteFuture();
+    absl::Time backoff_until;
+    absl::Time unschedulable_since;
+    int32_t priority = 0;
+    // Position key in active_ while active.
+    std::tuple<int32_t, absl::Time, GangKey> order_key() const {
+      return {-priority, std::min(first_seen, oldest_creation), key};
+    }
+  };
+
+  struct Reservation {
+    std::vector<std::string> nodes;
+    int32_t priority = 0;
+  };
+
+  void setState(Gang& gang, State state);
+  void leaveState(Gang& gang);
+  void refreshPriority(Gang& gang);
+  void activateOrBackoff(Gang& gang, absl::Time now);
+  void flush(absl::Time now);
+  void eraseGangIfEmpty(const GangKey& key);
+  void requeueChanged(Gang& gang);
+  absl::Duration backoffFor(int failures) const;
+
+  const SchedulerConfig config_;
+  Clock clock_;
+  PodGroupLookup pod_groups_;
+  ClaimIsBound claim_is_bound_;
+  absl::flat_hash_map<GangKey, Gang> gangs_;
+  absl::flat_hash_map<std::string, GangKey> pod_gang_;
+  std::set<std::tuple<int32_t, absl::Time, GangKey>> active_;
+  std::set<std::pair<absl::Time, GangKey>> backoff_;
+  std::set<std::pair<absl::Time, GangKey>> unschedulable_;
+  absl::flat_hash_map<GangKey, Reservation> reservations_;
+};
+
+}  // namespace muster::scheduler

@@ -1,0 +1,171 @@
+#include "scheduler/resources.h"
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace muster::scheduler {
+namespace {
+
+struct InternTable {
+  std::array<std::string, kMaxResources> names{"cpu", "memory", "ephemeral-storage", "pods"};
+  std::atomic<int> count{4};
+  std::mutex mutex;  // serialises writers; readers see names[i] for i < count (release/acquire)
+};
+
+InternTable& table() {
+  static InternTable* t = new InternTable();
+  return *t;
+}
+
+std::optional<ResourceId> findIn(const InternTable& t, int count, std::string_view name) {
+  for (int i = 0; i < count; ++i) {
+    if (t.names[i] == name) return static_cast<ResourceId>(i);
+  }
+  return std::nullopt;
+}
+
+int64_t amountOf(ResourceId id, const proto::Quantity& q) {
+  return id == kCpu ? q.milliValue() : q.value();
+}
+
+// A container's effective requests: requests, with limits standing in for absent requests.
+absl::Status addContainer(const proto::Container& c, Resources* out, bool take_max) {
+  auto apply = [&](const std::string& name, const proto::Quantity& q) -> absl::Status {
+    std::optional<ResourceId> id = internResource(name);
+    if (!id) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "container ", c.name, " requests resource ", name, ", but the scheduler tracks at most ",
+          kMaxResources, " distinct resource names"));
+    }
+    if (*id == kPods) return absl::OkStatus();  // "pods" is not a container resource
+    int64_t amount = amountOf(*id, q);
+    if (take_max) {
+      (*out)[*id] = std::max((*out)[*id], amount);
+    } else {
+      (*out)[*id] += amount;
+    }
+    return absl::OkStatus();
+  };
+  for (const auto& [name, q] : c.resources.requests) {
+    if (absl::Status s = apply(name, q); !s.ok()) return s;
+  }
+  for (const auto& [name, q] : c.resources.limits) {
+    if (c.resources.requests.count(name)) continue;
+    if (absl::Status s = apply(name, q); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::optional<ResourceId> internResource(std::string_view name) {
+  InternTable& t = table();
+  if (auto id = findIn(t, t.count.load(std::memory_order_acquire), name)) return id;
+  std::lock_guard<std::mutex> lock(t.mutex);
+  int count = t.count.load(std::memory_order_relaxed);
+  if (auto id = findIn(t, count, name)) return id;
+  if (count >= kMaxResources) return std::nullopt;
+  t.names[count] = std::string(name);
+  t.count.store(count + 1, std::memory_order_release);
+  return static_cast<ResourceId>(count);
+}
+
+std::optional<ResourceId> findResource(std::string_view name) {
+  InternTable& t = table();
+  return findIn(t, t.count.load(std::memory_order_acquire), name);
+}
+
+const std::string& resourceName(ResourceId id) { return table().names[id]; }
+
+int resourceCount() { return table().count.load(std::memory_order_acquire); }
+
+int64_t capacityFor(const Resources& request, const Resources& free, int64_t limit) {
+  int64_t cap = limit;
+  for (int i = 0; i < kMaxResources; ++i) {
+    int64_t req = request.v[i];
+    if (req <= 0) continue;
+    int64_t f = free.v[i];
+    if (f < req) return 0;
+    int64_t n = f / req;
+    if (n < cap) cap = n;
+  }
+  return cap;
+}
+
+absl::StatusOr<Resources> podRequests(const proto::Pod& pod) {
+  Resources sum;
+  for (const proto::Container& c : pod.spec.containers) {
+    if (absl::Status s = addContainer(c, &sum, false); !s.ok()) return s;
+  }
+  Resources init_max;
+  for (const proto::Container& c : pod.spec.init_containers) {
+    Resources one;
+    if (absl::Status s = addContainer(c, &one, false); !s.ok()) return s;
+    for (int i = 0; i < kMaxResources; ++i) init_max.v[i] = std::max(init_max.v[i], one.v[i]);
+  }
+  for (int i = 0; i < kMaxResources; ++i) sum.v[i] = std::max(sum.v[i], init_max.v[i]);
+  for (const auto& [name, q] : pod.spec.overhead) {
+    std::optional<ResourceId> id = internResource(name);
+    if (!id) {
+      return absl::InvalidArgumentError(absl::StrCat("pod overhead names resource ", name,
+                                                     ", but the scheduler tracks at most ",
+                                                     kMaxResources, " distinct resource names"));
+    }
+    if (*id != kPods) sum[*id] += amountOf(*id, q);
+  }
+  sum[kPods] = 1;
+  return sum;
+}
+
+Resources nodeAllocatable(const proto::Node& node) {
+  Resources r;
+  for (const auto& [name, q] : node.status.allocatable) {
+    std::optional<ResourceId> id = internResource(name);
+    if (!id) continue;
+    r[*id] = amountOf(*id, q);
+  }
+  return r;
+}
+
+std::string formatAmount(ResourceId id, int64_t amount) {
+  if (id == kCpu) return proto::Quantity::fromMilli(amount).toString();
+  if (id == kMemory || id == kEphemeralStorage) {
+    return proto::Quantity::fromValue(amount, proto::Quantity::Format::kBinarySI).toString();
+  }
+  return absl::StrCat(amount);
+}
+
+std::string formatResources(const Resources& r) {
+  std::vector<std::string> parts;
+  int n = resourceCount();
+  for (int i = kPods + 1; i < n; ++i) {
+    if (r.v[i] > 0) {
+      parts.push_back(absl::StrCat(formatAmount(static_cast<ResourceId>(i), r.v[i]), " ",
+                                   resourceName(static_cast<ResourceId>(i))));
+    }
+  }
+  for (ResourceId id : {kCpu, kMemory, kEphemeralStorage}) {
+    if (r[id] > 0) parts.push_back(absl::StrCat(formatAmount(id, r[id]), " ", resourceName(id)));
+  }
+  if (parts.empty()) return "nothing";
+  return absl::StrJoin(parts, ", ");
+}
+
+ResourceId dominantResource(const Resources& request) {
+  int n = resourceCount();
+  for (int i = kPods + 1; i < n; ++i) {
+    if (request.v[i] > 0 && resourceName(static_cast<ResourceId>(i)).find('/') != std::string::npos) {
+      return static_cast<ResourceId>(i);
+    }
+  }
+  if (request[kCpu] > 0) return kCpu;
+  if (request[kMemory] > 0) return kMemory;
+  return kPods;
+}
+
+}  // namespace muster::scheduler

@@ -1,0 +1,109 @@
+#pragma once
+
+// Resource amounts as the scheduler compares them, computed exactly as kube-scheduler's
+// NodeResourcesFit does (k8s.io/component-helpers/resource PodRequests):
+//
+//   request[r] = max(sum over containers of requests[r], max over init containers of requests[r])
+//                + overhead[r]
+//
+// cpu is held in millicores, memory and ephemeral-storage in bytes, every other resource
+// (nvidia.com/gpu, preferred.jp/rdma, hugepages-2Mi, any extended name) by its integer value,
+// rounded up as Quantity::value() does. "pods" is 1 for every pod.
+//
+// Where a container sets a limit but no request for a resource, the request is the limit (the API
+// server's defaulting does this before the scheduler sees the pod; we repeat it for robustness).
+//
+// Not supported: restartable init containers (sidecars, restartPolicy: Always) are counted like
+// ordinary init containers, because proto::Container does not carry restartPolicy. A sidecar's
+// request therefore counts in the max rule, not in the sum.
+//
+// Representation: resource names are interned once into small ids (process-wide, append-only,
+// thread-safe); amounts are a fixed array indexed by id, so the hot path never touches a map.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "proto/objects.h"
+
+namespace muster::scheduler {
+
+using ResourceId = uint8_t;
+// The most distinct resource names the scheduler tracks. A node advertising more is accounted for
+// the first kMaxResources only; a pod requesting a name beyond them is refused with an error.
+inline constexpr int kMaxResources = 24;
+
+inline constexpr ResourceId kCpu = 0;
+inline constexpr ResourceId kMemory = 1;
+inline constexpr ResourceId kEphemeralStorage = 2;
+inline constexpr ResourceId kPods = 3;
+
+// The id of `name`, interning it on first use; nullopt when the table is full.
+std::optional<ResourceId> internResource(std::string_view name);
+// The id of `name` if it was interned.
+std::optional<ResourceId> findResource(std::string_view name);
+// The name of an interned id.
+const std::string& resourceName(ResourceId id);
+// How many ids are interned (ids are 0..resourceCount()-1).
+int resourceCount();
+
+// A vector of amounts indexed by ResourceId. Plain value, 8 * kMaxResources bytes.
+struct Resources {
+  std::array<int64_t, kMaxResources> v{};
+
+  int64_t& operator[](ResourceId id) { return v[id]; }
+  int64_t operator[](ResourceId id) const { return v[id]; }
+  Resources& operator+=(const Resources& o) {
+    for (int i = 0; i < kMaxResources; ++i) v[i] += o.v[i];
+    return *this;
+  }
+  Resources& operator-=(const Resources& o) {
+    for (int i = 0; i < kMaxResources; ++i) v[i] -= o.v[i];
+    return *this;
+  }
+  // this * n
+  Resources times(int64_t n) const {
+    Resources r;
+    for (int i = 0; i < kMaxResources; ++i) r.v[i] = v[i] * n;
+    return r;
+  }
+  bool isZero() const {
+    for (int64_t x : v)
+      if (x != 0) return false;
+    return true;
+  }
+  friend bool operator==(const Resources&, const Resources&) = default;
+};
+
+// Every requested amount (> 0) is at most what is free.
+inline bool fitsIn(const Resources& request, const Resources& free) {
+  bool ok = true;
+  for (int i = 0; i < kMaxResources; ++i) ok &= request.v[i] <= 0 || request.v[i] <= free.v[i];
+  return ok;
+}
+
+// How many copies of `request` fit in `free`, at most `limit`. A request of nothing at all is
+// bounded by `limit` only (every real pod requests "pods": 1).
+int64_t capacityFor(const Resources& request, const Resources& free, int64_t limit);
+
+// The pod's requests as NodeResourcesFit computes them (see the file comment). InvalidArgument
+// when it names more distinct resources than the scheduler can track.
+absl::StatusOr<Resources> podRequests(const proto::Pod& pod);
+
+// The node's status.allocatable. Names beyond the intern table's capacity are ignored.
+Resources nodeAllocatable(const proto::Node& node);
+
+// One amount in the unit people read: "8", "1500m" (cpu), "64Gi" (memory when exact).
+std::string formatAmount(ResourceId id, int64_t amount);
+// "8 nvidia.com/gpu, 1 preferred.jp/rdma, 16 cpu, 64Gi memory": extended resources first, then
+// cpu, memory, ephemeral-storage; "pods" and zero amounts are left out. "nothing" when empty.
+std::string formatResources(const Resources& r);
+// The resource that matters most for reporting and tie-breaks: the first requested resource with
+// a vendor prefix (nvidia.com/gpu, preferred.jp/rdma),
+// else cpu, else memory.
+ResourceId dominantResource(const Resources& request);
+
+}  // namespace muster::scheduler

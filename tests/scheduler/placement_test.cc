@@ -1,0 +1,318 @@
+#include "scheduler/placement.h"
+
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "tests/scheduler/builders.h"
+
+namespace muster::scheduler {
+namespace {
+using testing::addRacks;
+using testing::node;
+using testing::pod;
+
+const std::vector<std::string> kLevels{testing::kSpine, testing::kRack};
+constexpr int kSpineLevel = 0;
+constexpr int kRackLevel = 1;
+
+// A gang of `n` members built from `shape` ("w0".."w<n-1>").
+GangRequest gang(const std::string& name, int n, const std::function<testing::PodBuilder(int)>& shape) {
+  GangRequest r;
+  r.key = GangKey{"ml", name, false};
+  r.min_member = n;
+  for (int i = 0; i < n; ++i) r.members.push_back(shape(i).info());
+  return r;
+}
+
+GangRequest fullNodeGang(const std::string& name, int n) {
+  return gang(name, n, [&](int i) { return pod(name + "-w" + std::to_string(i)).gpus(8).gang(name, n); });
+}
+
+GangPlacement placed(const PlacementResult& r) {
+  if (const Unschedulable* u = std::get_if<Unschedulable>(&r)) FAIL("unschedulable: " << u->message);
+  return std::get<GangPlacement>(r);
+}
+
+Unschedulable refused(const PlacementResult& r) {
+  if (std::holds_alternative<GangPlacement>(r)) FAIL("placed: " << std::get<GangPlacement>(r).describe());
+  return std::get<Unschedulable>(r);
+}
+
+std::set<std::string> racksOf(const ClusterCache& cache, const GangPlacement& p) {
+  std::set<std::string> racks;
+  for (const Assignment& a : p.assignments) {
+    racks.insert(cache.node(*cache.findNode(a.node)).labels.at(testing::kRack));
+  }
+  return racks;
+}
+
+std::set<std::string> nodesOf(const GangPlacement& p) {
+  std::set<std::string> nodes;
+  for (const Assignment& a : p.assignments) nodes.insert(a.node);
+  return nodes;
+}
+
+void assumeAll(ClusterCache& cache, const GangRequest& r, const GangPlacement& p) {
+  for (size_t i = 0; i < p.assignments.size(); ++i) {
+    REQUIRE(cache.assume(*r.members[i], p.assignments[i].node).ok());
+  }
+}
+
+TEST_CASE("a gang of 8 is not placed at all when only 7 fit, and the message says why",
+          "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 1, 7, 8);
+  GangRequest r = fullNodeGang("train-3", 8);
+  const Unschedulable u = refused(place(r, cache));
+  CHECK(u.message ==
+        "gang ml/train-3 needs 8 pods × 8 nvidia.com/gpu; the cluster can hold 7; "
+        "7/7 nodes are available.");
+  CHECK_FALSE(u.evict_bound_members);
+
+  cache.addNode(node("r0-n7").gpus(8).rack("r0").spine("s0"));
+  CHECK(placed(place(r, cache)).assignments.size() == 8);
+}
+
+TEST_CASE("the message aggregates per-node reasons and counts cordoned nodes", "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 1, 4, 8);
+  for (int i = 0; i < 4; ++i) {
+    cache.addNode(node("c" + std::to_string(i)).gpus(8).rack("r0").spine("s0").cordoned());
+  }
+  cache.addPod(pod("busy").gpus(4).onNode("r0-n0"));
+  const Unschedulable u = refused(place(fullNodeGang("train", 6), cache));
+  CHECK(u.message ==
+        "gang ml/train needs 6 pods × 8 nvidia.com/gpu; the cluster can hold 3; 4 nodes are "
+        "cordoned; 3/8 nodes are available: 1 Insufficient nvidia.com/gpu, 4 node(s) were "
+        "unschedulable.");
+  CHECK(u.reasons.at("node(s) were unschedulable") == 4);
+}
+
+TEST_CASE("a single pod that fits nowhere gets kube-scheduler's message", "[placement]") {
+  ClusterCache cache({});
+  cache.addNode(node("n1").gpus(4));
+  cache.addNode(node("n2").gpus(8).cordoned());
+  GangRequest r;
+  r.key = GangKey{"ml", "solo", true};
+  r.members.push_back(pod("solo").gpus(8).info());
+  CHECK(refused(place(r, cache)).message ==
+        "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) were unschedulable.");
+}
+
+TEST_CASE("4 racks × 8 nodes: a 16-pod gang of full-node pods lands in exactly 2 racks",
+          "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 4, 8, 8);
+  const GangPlacement p = placed(place(fullNodeGang("big", 16), cache));
+  CHECK(racksOf(cache, p).size() == 2);
+  CHECK(nodesOf(p).size() == 16);
+}
+
+TEST_CASE("4 racks × 8 nodes: an 8-pod gang lands in one rack", "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 4, 8, 8);
+  const GangPlacement p = placed(place(fullNodeGang("eight", 8), cache));
+  CHECK(racksOf(cache, p).size() == 1);
+  CHECK(p.level == kRackLevel);
+  CHECK(p.describe().rfind("muster.dev/rack=r", 0) == 0);
+}
+
+TEST_CASE("the tightest rack that fits is chosen", "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 4, 8, 8);
+  // r0: 2 nodes busy (room for 6); r1: 4 busy (room for 4); r2: 5 busy (room for 3); r3: empty.
+  auto fill = [&](int rack, int nodes) {
+    for (int n = 0; n < nodes; ++n) {
+      std::string name = "r" + std::to_string(rack) + "-n" + std::to_string(n);
+      cache.addPod(pod("busy-" + name).gpus(8).onNode(name));
+    }
+  };
+  fill(0, 2);
+  fill(1, 4);
+  fill(2, 5);
+  const GangPlacement p = placed(place(fullNodeGang("four", 4), cache));
+  CHECK(racksOf(cache, p) == std::set<std::string>{"r1"});
+}
+
+TEST_CASE("inside a rack, the fullest nodes that fit are used first", "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 1, 4, 8);
+  cache.addPod(pod("a").gpus(6).onNode("r0-n1"));  // n1 has 2 free
+  cache.addPod(pod("b").gpus(4).onNode("r0-n2"));  // n2 has 4 free
+  GangRequest r = gang("small", 2, [](int i) { return pod("s" + std::to_string(i)).gpus(2).gang("small", 2); });
+  // Both pods fit on n2 (4 free): one node, the tightest that takes the whole gang.
+  CHECK(nodesOf(placed(place(r, cache))) == std::set<std::string>{"r0-n2"});
+}
+
+TEST_CASE("topology-required at rack level: a 9-pod gang stays pending with a clear message",
+          "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 4, 8, 8);
+  GangRequest r = fullNodeGang("nine", 9);
+  r.required_level = kRackLevel;
+  const Unschedulable u = refused(place(r, cache));
+  CHECK(u.message ==
+        "gang ml/nine needs 9 pods × 8 nvidia.com/gpu; the largest muster.dev/rack domain "
+        "(muster.dev/rack=r0) can hold 8; 32/32 nodes are available.");
+}
+
+TEST_CASE("topology-preferred falls back to spanning racks and says so", "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 4, 8, 8, /*racks_per_spine=*/2);
+  GangRequest r = fullNodeGang("nine", 9);
+  r.preferred_level = kRackLevel;
+  const GangPlacement p = placed(place(r, cache));
+  CHECK(p.fell_back);
+  CHECK(p.level == kSpineLevel);
+  CHECK(racksOf(cache, p).size() == 2);
+}
+
+TEST_CASE("a gang too big for any domain spans as few top-level domains as possible",
+          "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 4, 8, 8, /*racks_per_spine=*/1);  // one rack per spine
+  const GangPlacement p = placed(place(fullNodeGang("huge", 20), cache));
+  CHECK(p.level == -1);
+  CHECK(p.domains_spanned == 3);
+  CHECK(racksOf(cache, p).size() == 3);
+}
+
+TEST_CASE("bound members constrain where the rest goes", "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 4, 8, 8);
+  // Two members already run in r2; the rest must join them there even though r0 is tighter.
+  cache.addPod(pod("bound-0").gpus(8).gang("g", 4).onNode("r2-n0"));
+  cache.addPod(pod("bound-1").gpus(8).gang("g", 4).onNode("r2-n1"));
+  cache.addPod(pod("filler").gpus(8).onNode("r0-n0"));
+  GangRequest r = fullNodeGang("g", 2);
+  r.min_member = 4;
+  r.bound = {{"ml/bound-0", "r2-n0"}, {"ml/bound-1", "r2-n1"}};
+  r.required_level = kRackLevel;
+  const GangPlacement p = placed(place(r, cache));
+  CHECK(racksOf(cache, p) == std::set<std::string>{"r2"});
+}
+
+TEST_CASE("bound members in different racks under topology-required must be evicted",
+          "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 4, 8, 8);
+  GangRequest r = fullNodeGang("g", 2);
+  r.min_member = 4;
+  r.bound = {{"ml/b0", "r0-n0"}, {"ml/b1", "r1-n0"}};
+  r.required_level = kRackLevel;
+  const Unschedulable u = refused(place(r, cache));
+  CHECK(u.evict_bound_members);
+  CHECK(u.message.find("bound members are not within one muster.dev/rack domain") !=
+        std::string::npos);
+}
+
+TEST_CASE("heterogeneous members: a small launcher and full-node workers fit together",
+          "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 2, 4, 8);
+  GangRequest r = gang("mpi", 5, [](int i) {
+    if (i == 0) return pod("launcher").cpu("1").gang("mpi", 5);
+    return pod("worker-" + std::to_string(i)).gpus(8).cpu("60").gang("mpi", 5);
+  });
+  const GangPlacement p = placed(place(r, cache));
+  REQUIRE(p.assignments.size() == 5);
+  CHECK(racksOf(cache, p).size() == 1);
+  CHECK(p.assignments[0].pod_key == "ml/launcher");
+  // Workers take 60 of 64 cpus, so the launcher shares a worker's node only with 1 cpu: fine.
+  assumeAll(cache, r, p);
+  std::set<std::string> worker_nodes;
+  for (size_t i = 1; i < 5; ++i) worker_nodes.insert(p.assignments[i].node);
+  CHECK(worker_nodes.size() == 4);
+}
+
+TEST_CASE("heterogeneous members never overcommit a node between groups", "[placement]") {
+  ClusterCache cache({});
+  cache.addNode(node("n1").gpus(8).cpu("8"));
+  cache.addNode(node("n2").gpus(8).cpu("8"));
+  GangRequest r = gang("mix", 3, [](int i) {
+    if (i == 0) return pod("a").gpus(8).cpu("6").gang("mix", 3);
+    return pod("b" + std::to_string(i)).cpu("3").gang("mix", 3);
+  });
+  const GangPlacement p = placed(place(r, cache));
+  assumeAll(cache, r, p);
+  for (const char* n : {"n1", "n2"}) {
+    const NodeInfo& info = cache.node(*cache.findNode(n));
+    CHECK(info.freeOf(kCpu) >= 0);
+  }
+}
+
+TEST_CASE("single pods pack onto the fullest node by default, spread when configured",
+          "[placement]") {
+  ClusterCache cache({});
+  cache.addNode(node("empty").gpus(8));
+  cache.addNode(node("half").gpus(8));
+  cache.addPod(pod("x").gpus(4).onNode("half"));
+  GangRequest r;
+  r.key = GangKey{"ml", "p", true};
+  r.members.push_back(pod("p").gpus(2).info());
+  CHECK(placed(place(r, cache)).assignments[0].node == "half");
+  PlacementOptions spread{SinglePodStrategy::kSpread};
+  CHECK(placed(place(r, cache, spread)).assignments[0].node == "empty");
+}
+
+TEST_CASE("preferred node affinity decides among feasible nodes", "[placement]") {
+  ClusterCache cache({});
+  cache.addNode(node("plain").gpus(8));
+  cache.addNode(node("fast").gpus(8).label("net", "ib"));
+  cache.addPod(pod("x").gpus(4).onNode("plain"));
+  GangRequest r;
+  r.key = GangKey{"ml", "p", true};
+  r.members.push_back(pod("p").gpus(2).preferredAffinity(10, testing::term("net", "In", {"ib"})).info());
+  CHECK(placed(place(r, cache)).assignments[0].node == "fast");
+}
+
+TEST_CASE("blocked (reserved) nodes are not used", "[placement]") {
+  ClusterCache cache({});
+  cache.addNode(node("n1").gpus(8));
+  cache.addNode(node("n2").gpus(8));
+  GangRequest r;
+  r.key = GangKey{"ml", "p", true};
+  r.members.push_back(pod("p").gpus(8).info());
+  r.blocked_nodes = {"n1"};
+  CHECK(placed(place(r, cache)).assignments[0].node == "n2");
+  r.blocked_nodes = {"n1", "n2"};
+  CHECK(refused(place(r, cache)).message ==
+        "0/2 nodes are available: 2 node(s) were reserved for another gang.");
+}
+
+TEST_CASE("fewer members than minMember: waiting for more pods", "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 1, 8, 8);
+  GangRequest r = fullNodeGang("t", 5);
+  r.min_member = 8;
+  const Unschedulable u = refused(place(r, cache));
+  CHECK(u.waiting_for_members);
+  CHECK(u.message == "gang ml/t is waiting for 3 more pods (has 5 of minMember 8)");
+}
+
+TEST_CASE("a placement committed with assume is seen by the next decision", "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 2, 8, 8);
+  GangRequest a = fullNodeGang("a", 8);
+  const GangPlacement pa = placed(place(a, cache));
+  assumeAll(cache, a, pa);
+  GangRequest b = fullNodeGang("b", 8);
+  const GangPlacement pb = placed(place(b, cache));
+  CHECK(racksOf(cache, pa) != racksOf(cache, pb));
+  assumeAll(cache, b, pb);
+  refused(place(fullNodeGang("c", 1), cache));
+}
+
+TEST_CASE("the reservation plan picks the domain closest to fitting", "[placement]") {
+  ClusterCache cache(kLevels);
+  addRacks(cache, 2, 4, 8);
+  // r0: 3 of 4 nodes busy with small pods; r1: 1 busy.
+  for (int n = 0; n < 3; ++n) cache.addPod(pod("s0-" + std::to_string(n)).gpus(1).onNode("r0-n" + std::to_string(n)));
+  cache.addPod(pod("s1").gpus(1).onNode("r1-n0"));
+  std::vector<std::string> nodes = planReservation(fullNodeGang("g", 4), cache);
+  CHECK(std::set<std::string>(nodes.begin(), nodes.end()) ==
+        std::set<std::string>{"r1-n0", "r1-n1", "r1-n2", "r1-n3"});
+}
+
+}  // namespace
+}  // namespace muster::scheduler
