@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Muster's main command on the embedded default: a real local control plane (etcd +
-# kube-apiserver + kwok) with simulated 8-GPU nodes in a block/spine/rack topology, looked at
-# through Muster's own API client. Leaves the cluster running and prints how to use and stop it.
+# kube-apiserver + kwok) with simulated 8-GPU nodes in a block/spine/rack topology, muster-scheduler
+# running against it, and a 12-pod gang of full-node pods submitted and shown placed (which nodes,
+# which racks). Leaves the cluster and the scheduler running and prints how to use and stop them.
 #
 #   tests/demo.sh [--nodes N]        (default 32 nodes: 1 block, 1 spine, 4 racks of 8)
 set -euo pipefail
@@ -20,19 +21,61 @@ bash tests/install-deps.sh
 bash tests/cluster/build.sh >/dev/null
 build="${MUSTER_BUILD_DIR:-$root/build}"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j "$(nproc)" --target musterctl
+cmake --build "$build" -j "$(nproc)" --target musterctl muster-scheduler
 
 . tests/cluster/versions.sh
 dir="$MUSTER_CACHE/demo-cluster"
 bash tests/cluster/down.sh --dir "$dir" >/dev/null 2>&1 || true
 kubeconfig=$(bash tests/cluster/up.sh --dir "$dir" --nodes "$nodes" | tail -n1)
 
+kubectl=("$MUSTER_BIN_DIR/kubectl" --kubeconfig "$kubeconfig")
+"${kubectl[@]}" apply -f manifests/crds/ >/dev/null
+
+cat > "$dir/muster.yaml" <<YAML
+topologyLevels: [muster.dev/block, muster.dev/spine, muster.dev/rack]
+metricsBindAddress: 127.0.0.1:10259
+leaderElection:
+  enabled: false
+YAML
+"$build/scheduler/muster-scheduler" --kubeconfig "$kubeconfig" --config "$dir/muster.yaml" -v 2 \
+  >"$dir/logs/muster-scheduler.log" 2>&1 &
+echo $! > "$dir/pids/muster-scheduler.pid"
+for _ in $(seq 1 100); do
+  grep -q "Caches synced" "$dir/logs/muster-scheduler.log" && break
+  kill -0 "$(cat "$dir/pids/muster-scheduler.pid")" 2>/dev/null || { tail "$dir/logs/muster-scheduler.log"; exit 1; }
+  sleep 0.1
+done
+
 echo
-echo "== The cluster's nodes, through Muster's client (proto/: HTTPS, list+watch, informer cache)"
-"$build/proto/musterctl" --kubeconfig "$kubeconfig" nodes
+echo "== A gang of 12 pods x 8 nvidia.com/gpu (PFN's gang annotations), schedulerName: muster-scheduler"
+python3 - > "$dir/demo-gang.json" <<'PY'
+import json
+pods = [{"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": "train-%02d" % i, "namespace": "default",
+                      "annotations": {"gang-scheduling.preferred.jp/gang-name": "train",
+                                      "gang-scheduling.preferred.jp/gang-size": "12"}},
+         "spec": {"schedulerName": "muster-scheduler",
+                  "containers": [{"name": "main", "image": "busybox",
+                                  "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}
+        for i in range(12)]
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))
+PY
+"${kubectl[@]}" create -f "$dir/demo-gang.json" >/dev/null
+for _ in $(seq 1 300); do
+  bound=$("${kubectl[@]}" get pods -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true)
+  [ "$bound" -ge 12 ] && break
+  sleep 0.1
+done
+"$build/proto/musterctl" --kubeconfig "$kubeconfig" pods -n default
 echo
-echo "The cluster keeps running. Try:"
+grep -E '"Gang (placed|bound)"' "$dir/logs/muster-scheduler.log" | tail -n 1 | sed 's/^.*] /muster-scheduler: /'
+echo
+echo "== Nodes: GPUs in use per node and rack"
+"$build/proto/musterctl" --kubeconfig "$kubeconfig" nodes | awk 'NR==1 || $3 != "0/8"'
+echo
+echo "The cluster and muster-scheduler keep running (metrics: http://127.0.0.1:10259/metrics). Try:"
 echo "  export KUBECONFIG=$kubeconfig PATH=$MUSTER_BIN_DIR:\$PATH"
+echo "  kubectl get pods -o wide; kubectl get events --field-selector reason=Scheduled"
 echo "  kubectl get nodes -L muster.dev/rack,muster.dev/spine"
-echo "Stop it with:"
+echo "Stop both with:"
 echo "  bash tests/cluster/down.sh --dir $dir"

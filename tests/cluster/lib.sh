@@ -19,7 +19,8 @@ MUSTER_CLUSTER_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$MUSTER_CLUSTER_LIB_DIR/versions.sh"
 
 MUSTER_COMPONENTS=(etcd kube-apiserver kwok kube-scheduler kube-controller-manager)
-MUSTER_STOP_ORDER=(kube-scheduler kube-controller-manager kwok kube-apiserver etcd)
+# muster-scheduler is started by tests/demo.sh (pids/muster-scheduler.pid), not by up.sh.
+MUSTER_STOP_ORDER=(muster-scheduler kube-scheduler kube-controller-manager kwok kube-apiserver etcd)
 
 default_cluster_dir() { echo "${MUSTER_CLUSTER_DIR:-${MUSTER_CACHE}/cluster}"; }
 

@@ -10,10 +10,16 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <csignal>
+#include <future>
+#include <array>
+#include <cstring>
 
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "proto/codec.h"
+#include "rapidjson/document.h"
 
 extern char** environ;
 
@@ -243,6 +249,144 @@ void TcpProxy::heal() {
     done.set_value();
   });
   done.get_future().wait();
+}
+
+}  // namespace muster::e2e
+
+namespace muster::e2e {
+
+SchedulerProcess::SchedulerProcess(std::string config_yaml, std::vector<std::string> extra_args)
+    : extra_args_(std::move(extra_args)) {
+  std::string base = "/tmp/muster-e2e-sched-" + std::to_string(getpid()) + "-" +
+                     std::to_string(reinterpret_cast<uintptr_t>(this) % 100000);
+  config_path_ = base + ".yaml";
+  log_path_ = base + ".log";
+  std::ofstream(config_path_) << config_yaml;
+}
+
+SchedulerProcess::~SchedulerProcess() {
+  if (pid_ > 0) kill9();
+  std::remove(config_path_.c_str());
+}
+
+void SchedulerProcess::start() {
+  REQUIRE(pid_ <= 0);
+  std::vector<std::string> argv = {MUSTER_SCHEDULER_BIN, "--kubeconfig",
+                                   TestCluster::get().kubeconfig(), "--config", config_path_,
+                                   "-v", "2"};
+  argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
+  int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  REQUIRE(fd >= 0);
+  std::string banner = "=== start " + std::to_string(++starts_) + "\n";
+  (void)!write(fd, banner.data(), banner.size());
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, fd, 2);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fd);
+  REQUIRE(rc == 0);
+  pid_ = pid;
+}
+
+void SchedulerProcess::kill9() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+void SchedulerProcess::terminate() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  bool exited = waitFor([&] { return waitpid(pid_, &status, WNOHANG) == pid_; },
+                        std::chrono::seconds(20), std::chrono::milliseconds(20));
+  if (!exited) {
+    ::kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+  }
+  pid_ = -1;
+}
+
+std::string SchedulerProcess::logTail(size_t bytes) const {
+  std::ifstream in(log_path_, std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return s.size() > bytes ? s.substr(s.size() - bytes) : s;
+}
+
+bool SchedulerProcess::waitReady(std::chrono::milliseconds timeout) {
+  const std::string marker = "=== start " + std::to_string(starts_) + "\n";
+  return waitFor([&] {
+    std::ifstream in(log_path_, std::ios::binary);
+    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto at = s.rfind(marker);
+    return at != std::string::npos && s.find("Caches synced", at) != std::string::npos;
+  }, timeout);
+}
+
+void createNode(proto::Client& client, const std::string& name, const std::string& run,
+                const std::map<std::string, std::string>& labels, const NodeShape& shape) {
+  std::string label_json = absl::StrCat(R"("e2e-run":")", run, R"(","kubernetes.io/hostname":")",
+                                        name, R"(","type":"kwok")");
+  for (const auto& [k, v] : labels) absl::StrAppend(&label_json, ",\"", k, "\":\"", v, "\"");
+  std::string resources = absl::StrCat(R"({"cpu":")", shape.cpu, R"(","memory":")", shape.memory,
+                                       R"(","pods":"110","nvidia.com/gpu":")", shape.gpus,
+                                       R"(","preferred.jp/rdma":")", shape.gpus, R"("})");
+  std::string taints;
+  for (const auto& [kv, effect] : shape.taints) {
+    auto eq = kv.find('=');
+    absl::StrAppend(&taints, taints.empty() ? "" : ",", R"({"key":")", kv.substr(0, eq),
+                    R"(","value":")", eq == std::string::npos ? "" : kv.substr(eq + 1),
+                    R"(","effect":")", effect, R"("})");
+  }
+  proto::Request req;
+  req.verb = proto::Verb::kPost;
+  req.path = proto::resources::kNodes.collectionPath();
+  req.body = absl::StrCat(
+      R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")", name, R"(","labels":{)",
+      label_json, "}", shape.kwok ? R"(,"annotations":{"kwok.x-k8s.io/node":"fake"})" : "",
+      R"(},"spec":{"unschedulable":)", shape.unschedulable ? "true" : "false", R"(,"taints":[)",
+      taints, R"(]},"status":{"capacity":)", resources, R"(,"allocatable":)", resources, "}}");
+  auto created = client.callSync(req);
+  INFO(req.body);
+  REQUIRE(created.ok());
+}
+
+void waitNodesReady(proto::Client& client, const std::string& run, size_t count) {
+  bool ready = waitFor([&] {
+    proto::Request req;
+    req.path = proto::resources::kNodes.collectionPath();
+    req.query = {{"labelSelector", "e2e-run=" + run}};
+    auto body = client.callSync(req);
+    if (!body.ok()) return false;
+    rapidjson::Document doc;
+    doc.Parse(body->c_str());
+    size_t n = 0;
+    for (const auto& item : doc["items"].GetArray()) {
+      proto::Node node;
+      if (proto::decode(item, &node).ok() && node.isReady()) ++n;
+    }
+    return n >= count;
+  });
+  REQUIRE(ready);
+}
+
+void cleanupRun(proto::Client& client, const std::string& run) {
+  for (const auto* r : {&proto::resources::kPods, &proto::resources::kNodes}) {
+    proto::Request req;
+    req.verb = proto::Verb::kDelete;
+    req.path = r->collectionPath(r->namespaced ? "default" : "");
+    req.query = {{"labelSelector", "e2e-run=" + run}, {"gracePeriodSeconds", "0"}};
+    (void)client.callSync(req);
+  }
 }
 
 }  // namespace muster::e2e

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -80,5 +81,48 @@ class TcpProxy {
 
 // A name unique within this run, for objects a test creates.
 std::string uniqueName(const std::string& prefix);
+
+}  // namespace muster::e2e
+
+namespace muster::e2e {
+
+// A muster-scheduler process under test: started with a config file and the cluster's admin
+// kubeconfig, logging to a file; killed (SIGKILL) or stopped (SIGTERM) on demand.
+class SchedulerProcess {
+ public:
+  // `config_yaml` is written to a file and passed with --config.
+  explicit SchedulerProcess(std::string config_yaml, std::vector<std::string> extra_args = {});
+  ~SchedulerProcess();
+  void start();
+  void kill9();
+  void terminate();
+  bool running() const { return pid_ > 0; }
+  // Waits until the scheduler reports its caches synced (it logs "Caches synced").
+  bool waitReady(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  const std::string& logPath() const { return log_path_; }
+  std::string logTail(size_t bytes = 4000) const;
+
+ private:
+  std::string config_path_, log_path_;
+  std::vector<std::string> extra_args_;
+  int pid_ = -1;
+  size_t starts_ = 0;
+};
+
+// Creates kwok nodes named "<prefix>-<i>" with labels e2e-run=<run> plus the given labels,
+// 8 GPUs / 8 RDMA / 64 CPUs / 512Gi each unless overridden, and waits until kwok marks them Ready.
+struct NodeShape {
+  int gpus = 8;
+  std::string cpu = "64";
+  std::string memory = "512Gi";
+  bool kwok = true;  // false: kwok does not manage it, so it never becomes Ready
+  std::vector<std::pair<std::string, std::string>> taints;  // key=value:Effect as (key=value, effect)
+  bool unschedulable = false;
+};
+void createNode(proto::Client& client, const std::string& name, const std::string& run,
+                const std::map<std::string, std::string>& labels, const NodeShape& shape = {});
+void waitNodesReady(proto::Client& client, const std::string& run, size_t count);
+// Deletes every node and pod labelled e2e-run=<run> (pods in "default").
+void cleanupRun(proto::Client& client, const std::string& run);
 
 }  // namespace muster::e2e

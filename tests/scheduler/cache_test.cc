@@ -25,7 +25,7 @@ TEST_CASE("pods of every scheduler bound to a node are accounted", "[cache]") {
   CHECK(cache.node(*cache.findNode("n1")).requested[kPods] == 1);
 }
 
-TEST_CASE("a pod that finishes stops counting; a terminating one counts until gone", "[cache]") {
+TEST_CASE("a pod that finishes stops counting, and a terminating one counts until gone", "[cache]") {
   ClusterCache cache({});
   cache.addNode(node("n1").gpus(8));
   proto::Pod p = pod("p").gpus(8).onNode("n1");

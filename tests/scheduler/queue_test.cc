@@ -182,7 +182,7 @@ TEST_CASE("invalid and unsupported pods are refused with a reason and not queued
   CHECK_FALSE(q.pop().has_value());
 }
 
-TEST_CASE("placed members count as bound; a bind failure puts them back", "[queue]") {
+TEST_CASE("placed members count as bound, and a bind failure puts them back", "[queue]") {
   FakeClock clock;
   ClusterCache cache({});
   cache.addNode(node("n1").gpus(8));
