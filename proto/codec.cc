@@ -466,6 +466,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob
     MUSTER_RETURN_IF_ERROR(readString(status, p, "message", &s.message));
     MUSTER_RETURN_IF_ERROR(readString(status, p, "startTime", &s.start_time));
     MUSTER_RETURN_IF_ERROR(readString(status, p, "completionTime", &s.completion_time));
+    MUSTER_RETURN_IF_ERROR(readInt32(status, p, "podsReady", &s.pods_ready));
     return decodeList(status, p, "conditions", &s.conditions);
   });
 }
@@ -588,6 +589,7 @@ std::string statusPatch(const ParallelJobStatus& status) {
   w.stringOrNullField("message", status.message);
   w.stringOrNullField("startTime", status.start_time);
   w.stringOrNullField("completionTime", status.completion_time);
+  if (status.pods_ready) w.integerField("podsReady", *status.pods_ready);
   w.key("conditions").beginArray();
   for (const Condition& c : status.conditions) writeCondition(w, c);
   w.endArray();

@@ -286,6 +286,7 @@ struct ParallelJobStatus {
   std::string start_time;
   std::string completion_time;
   std::vector<ParallelJobCondition> conditions;
+  std::optional<int32_t> pods_ready;  // status.podsReady; written only when set
 };
 
 struct ParallelJob {

@@ -1,7 +1,12 @@
-// muster-scheduler: the gang scheduler (and, from a later issue, the co-resident job engine).
+// muster-scheduler: the gang scheduler and, in the same process, the ParallelJob engine.
 //
 //   muster-scheduler [--kubeconfig PATH] [--context NAME] [--config muster.yaml] [-v N]
 //                    [--identity ID] [--leader-elect=true|false] [--metrics-bind-address H:P]
+//                    [--scheduler=true|false] [--job-engine=true|false]
+//
+// --scheduler / --job-engine switch either part off (both on by default; the job engine also
+// follows the config's jobEngine.enabled, which the flag overrides). Both run only while this
+// process holds the leader lease.
 //
 // Without --kubeconfig it uses $KUBECONFIG, then the in-cluster service account, then
 // ~/.kube/config. A bad config is fatal at startup with a clear message; at runtime errors are
@@ -16,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "jobengine/controller.h"
 #include "proto/client.h"
 #include "proto/http_server.h"
 #include "proto/kubeconfig.h"
@@ -32,7 +38,8 @@ namespace asio = proto::asio;
 int usage(const char* error = nullptr) {
   if (error) std::cerr << "muster-scheduler: " << error << "\n";
   std::cerr << "usage: muster-scheduler [--kubeconfig PATH] [--context NAME] [--config FILE] "
-               "[-v N] [--identity ID] [--leader-elect=true|false] [--metrics-bind-address H:P]\n";
+               "[-v N] [--identity ID] [--leader-elect=true|false] [--metrics-bind-address H:P] "
+               "[--scheduler=true|false] [--job-engine=true|false]\n";
   return 2;
 }
 
@@ -44,7 +51,8 @@ std::string defaultIdentity() {
 
 int run(int argc, char** argv) {
   std::string kubeconfig, context, config_path, identity = defaultIdentity(), metrics_address;
-  std::optional<bool> leader_elect;
+  std::optional<bool> leader_elect, job_engine;
+  bool scheduler_enabled = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const std::string& flag) -> std::optional<std::string> {
@@ -65,6 +73,12 @@ int run(int argc, char** argv) {
     else if (auto v = value("--leader-elect")) {
       if (*v != "true" && *v != "false") return usage("--leader-elect wants true or false");
       leader_elect = *v == "true";
+    } else if (auto v = value("--scheduler")) {
+      if (*v != "true" && *v != "false") return usage("--scheduler wants true or false");
+      scheduler_enabled = *v == "true";
+    } else if (auto v = value("--job-engine")) {
+      if (*v != "true" && *v != "false") return usage("--job-engine wants true or false");
+      job_engine = *v == "true";
     } else if (a == "-h" || a == "--help") return usage();
     else return usage(("unknown argument " + a).c_str());
   }
@@ -79,6 +93,9 @@ int run(int argc, char** argv) {
     config = *loaded;
   }
   if (leader_elect) config.leader_election.enabled = *leader_elect;
+  if (job_engine) config.job_engine_enabled = *job_engine;
+  if (!scheduler_enabled && !config.job_engine_enabled)
+    return usage("nothing to run: both the scheduler and the job engine are off");
   if (!metrics_address.empty()) config.metrics_bind_address = metrics_address;
 
   auto rest = proto::loadRestConfig(kubeconfig, context);
@@ -99,14 +116,30 @@ int run(int argc, char** argv) {
   }
 
   Scheduler scheduler(*client, config, io.get_executor(), identity);
+  jobengine::ControllerOptions engine_options;
+  engine_options.identity = identity;
+  engine_options.runtime.scheduler_name = config.scheduler_names.front();
+  jobengine::Controller engine(*client, io.get_executor(), engine_options);
+  auto start_all = [&] {
+    if (scheduler_enabled) scheduler.start();
+    if (config.job_engine_enabled) engine.start();
+  };
+  auto stop_all = [&] {
+    scheduler.stop();
+    engine.stop();
+  };
+  auto ready = [&] {
+    return (!scheduler_enabled || scheduler.ready()) &&
+           (!config.job_engine_enabled || engine.ready());
+  };
   std::atomic<bool> alive{true};
   auto server = proto::HttpServer::start(
       io.get_executor(), config.metrics_bind_address,
       {{"/healthz", [&] { return proto::HttpReply{alive ? 200 : 500, "text/plain", alive ? "ok\n" : "stopping\n"}; }},
        {"/livez", [&] { return proto::HttpReply{200, "text/plain", "ok\n"}; }},
        {"/readyz", [&] {
-          bool ready = scheduler.ready() || (config.leader_election.enabled && alive);
-          return proto::HttpReply{ready ? 200 : 503, "text/plain", ready ? "ok\n" : "not ready\n"};
+          bool is_ready = ready() || (config.leader_election.enabled && alive);
+          return proto::HttpReply{is_ready ? 200 : 503, "text/plain", is_ready ? "ok\n" : "not ready\n"};
         }},
        {"/metrics", [] {
           return proto::HttpReply{200, "text/plain; version=0.0.4; charset=utf-8",
@@ -120,13 +153,15 @@ int run(int argc, char** argv) {
                   "schedulerNames", config.scheduler_names.front(), "metrics",
                   "http://" + config.metrics_bind_address.substr(0, config.metrics_bind_address.rfind(':')) +
                       ":" + std::to_string((*server)->port()) + "/metrics",
-                  "leaderElection", config.leader_election.enabled ? "true" : "false");
+                  "leaderElection", config.leader_election.enabled ? "true" : "false",
+                  "scheduler", scheduler_enabled ? "true" : "false", "jobEngine",
+                  config.job_engine_enabled ? "true" : "false");
 
   int exit_code = 0;
   std::unique_ptr<proto::LeaderElector> elector;
   auto shutdown = [&] {
     alive = false;
-    scheduler.stop();
+    stop_all();
     (*server)->stop();
     (*client)->shutdown();
     io.stop();
@@ -140,7 +175,7 @@ int run(int argc, char** argv) {
     le.renew_deadline = std::chrono::seconds(config.leader_election.renew_deadline_seconds);
     le.retry_period = std::chrono::seconds(config.leader_election.retry_period_seconds);
     elector = std::make_unique<proto::LeaderElector>(*client, le);
-    asio::co_spawn(io, elector->run([&] { scheduler.start(); },
+    asio::co_spawn(io, elector->run([&] { start_all(); },
                                     [&] {
                                       // Like kube-scheduler: a leader that lost its lease stops
                                       // acting at once and exits; a fresh process campaigns again.
@@ -152,7 +187,7 @@ int run(int argc, char** argv) {
                                     }),
                    asio::detached);
   } else {
-    scheduler.start();
+    start_all();
   }
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -160,7 +195,7 @@ int run(int argc, char** argv) {
     if (ec) return;
     MUSTER_LOG_INFO(0, "Shutting down", "signal", sig);
     alive = false;
-    scheduler.stop();
+    stop_all();
     if (elector) {
       elector->stop();  // releases the lease, then calls on_stopped_leading -> shutdown()
       // If we never led, run() is sleeping in its retry loop: make sure we exit anyway.

@@ -13,6 +13,7 @@ pkgs=(
   rapidjson-dev libyaml-cpp-dev libabsl-dev catch2
   libhwloc-dev hwloc-nox libibverbs-dev
   python3 curl procps iproute2
+  openssh-client openssh-server openmpi-bin libopenmpi-dev util-linux
   "$@"
 )
 

@@ -1,0 +1,466 @@
+#include "jobengine/controller.h"
+
+#include <algorithm>
+
+#include "jobengine/naming.h"
+#include "proto/codec.h"
+#include "proto/log.h"
+#include "proto/metrics.h"
+
+namespace muster::jobengine {
+namespace asio = proto::asio;
+using proto::Node;
+using proto::ParallelJob;
+using proto::Pod;
+
+namespace {
+
+constexpr char kPodsByJobIndex[] = "muster.dev/paralleljob-uid";
+
+struct Metrics {
+  metrics::Family<metrics::Counter>& reconciles = metrics::defaultRegistry().counter(
+      "muster_paralleljob_reconciles_total", "ParallelJob reconciles by result.", {"result"});
+  metrics::Histogram& duration =
+      metrics::defaultRegistry()
+          .histogram("muster_paralleljob_reconcile_duration_seconds",
+                     "Time to reconcile one ParallelJob, API calls included.",
+                     metrics::exponentialBuckets(0.001, 2, 14))
+          .with();
+  metrics::Family<metrics::Counter>& transitions = metrics::defaultRegistry().counter(
+      "muster_paralleljob_transitions_total", "ParallelJob phase transitions by new phase.",
+      {"phase"});
+  metrics::Counter& restarts = metrics::defaultRegistry()
+                                   .counter("muster_paralleljob_restarts_total",
+                                            "Whole-job restarts after a failure.")
+                                   .with();
+};
+
+Metrics& m() {
+  static Metrics* metrics = new Metrics();
+  return *metrics;
+}
+
+std::pair<std::string, std::string> splitKey(const std::string& key) {
+  auto slash = key.find('/');
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+std::string statusPatchWithPrecondition(const proto::ParallelJobStatus& status,
+                                        const std::string& resource_version) {
+  std::string patch = proto::statusPatch(status);  // {"status":{...}}
+  if (resource_version.empty()) return patch;
+  proto::JsonWriter w;
+  w.beginObject().key("metadata").beginObject().stringField("resourceVersion", resource_version);
+  w.endObject().endObject();
+  std::string meta = w.str();  // {"metadata":{...}}
+  meta.pop_back();
+  return meta + "," + patch.substr(1);
+}
+
+// Runs every task concurrently on `strand` and waits for all; returns the first error.
+asio::awaitable<absl::Status> runAll(asio::strand<asio::any_io_executor> strand,
+                                     std::vector<std::function<asio::awaitable<absl::Status>()>> tasks) {
+  struct State {
+    explicit State(asio::strand<asio::any_io_executor> s) : timer(s) {}
+    asio::steady_timer timer;
+    size_t remaining = 0;
+    absl::Status first_error;
+  };
+  auto state = std::make_shared<State>(strand);
+  state->timer.expires_at(asio::steady_timer::time_point::max());
+  state->remaining = tasks.size();
+  for (auto& task : tasks) {
+    asio::co_spawn(strand, [state, task = std::move(task)]() -> asio::awaitable<void> {
+      absl::Status s = co_await task();
+      if (!s.ok() && state->first_error.ok()) state->first_error = s;
+      if (--state->remaining == 0) state->timer.cancel();
+    }, asio::detached);
+  }
+  while (state->remaining > 0) {
+    boost::system::error_code ec;
+    co_await state->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  co_return state->first_error;
+}
+
+template <class T>
+std::unique_ptr<proto::Informer<T>> makeInformer(const std::shared_ptr<proto::Client>& client,
+                                                 const proto::Resource& resource,
+                                                 asio::any_io_executor executor,
+                                                 proto::ListWatchOptions lw = {}) {
+  proto::ReflectorOptions options;
+  options.name = "jobengine-" + resource.plural;
+  return std::make_unique<proto::Informer<T>>(
+      proto::makeClientListerWatcher(client, resource, std::move(lw)), executor, options);
+}
+
+}  // namespace
+
+Controller::Controller(std::shared_ptr<proto::Client> client, asio::any_io_executor executor,
+                       ControllerOptions options)
+    : client_(std::move(client)),
+      executor_(executor),
+      strand_(asio::make_strand(executor)),
+      options_(std::move(options)),
+      runtimes_(defaultRuntimes(options_.runtime)),
+      recorder_(client_, executor, "muster-job-engine", options_.identity) {
+  for (const char* r : {"done", "retry", "error"}) m().reconciles.with({r});
+}
+
+Controller::~Controller() { stop(); }
+
+void Controller::start() {
+  jobs_ = makeInformer<ParallelJob>(client_, proto::resources::kParallelJobs, executor_);
+  proto::ListWatchOptions pod_lw;
+  pod_lw.label_selector = kJobUidLabel;  // exists: only pods the engine made
+  pods_ = makeInformer<Pod>(client_, proto::resources::kPods, executor_, pod_lw);
+  pods_->addIndex(kPodsByJobIndex, [](const Pod& pod) {
+    auto it = pod.meta.labels.find(kJobUidLabel);
+    return it == pod.meta.labels.end() ? std::vector<std::string>{}
+                                       : std::vector<std::string>{it->second};
+  });
+  pods_->addIndex(proto::kPodsByNodeIndex, [](const Pod& pod) {
+    return pod.spec.node_name.empty() ? std::vector<std::string>{}
+                                      : std::vector<std::string>{pod.spec.node_name};
+  });
+
+  auto on_job = [this](const std::shared_ptr<const ParallelJob>& job) {
+    asio::post(strand_, [this, key = proto::objectKey(*job)] { enqueue(key); });
+  };
+  jobs_->addHandlers({on_job,
+                      [on_job](const auto&, const std::shared_ptr<const ParallelJob>& job) {
+                        on_job(job);
+                      },
+                      [this](const std::shared_ptr<const ParallelJob>& job) {
+                        asio::post(strand_, [this, key = proto::objectKey(*job), uid = job->meta.uid] {
+                          deleted_.erase(uid);
+                          for (auto it = support_created_.lower_bound(uid + "/");
+                               it != support_created_.end() && it->rfind(uid + "/", 0) == 0;)
+                            it = support_created_.erase(it);
+                          if (auto k = keys_.find(key); k != keys_.end() && k->second.timer)
+                            k->second.timer->cancel();
+                        });
+                      }});
+  auto on_pod = [this](const std::shared_ptr<const Pod>& pod) {
+    asio::post(strand_, [this, pod] {
+      if (auto key = ownerKey(*pod); !key.empty()) enqueue(key);
+    });
+  };
+  pods_->addHandlers({on_pod,
+                      [on_pod](const auto&, const std::shared_ptr<const Pod>& pod) { on_pod(pod); },
+                      [this](const std::shared_ptr<const Pod>& pod) {
+                        asio::post(strand_, [this, pod] { onPodDeleted(*pod); });
+                      }});
+  jobs_->start();
+  pods_->start();
+  if (options_.watch_nodes) {
+    nodes_ = makeInformer<Node>(client_, proto::resources::kNodes, executor_);
+    nodes_->addHandlers({nullptr, nullptr, [this](const std::shared_ptr<const Node>& node) {
+                           asio::post(strand_, [this, name = node->meta.name] {
+                             for (const auto& pod : pods_->byIndex(proto::kPodsByNodeIndex, name))
+                               if (auto key = ownerKey(*pod); !key.empty()) enqueue(key);
+                           });
+                         }});
+    nodes_->start();
+  }
+  asio::co_spawn(strand_, waitForSync(), asio::detached);
+}
+
+void Controller::stop() {
+  if (stopping_.exchange(true)) return;
+  ready_ = false;
+  if (jobs_) jobs_->stop();
+  if (pods_) pods_->stop();
+  if (nodes_) nodes_->stop();
+  asio::post(strand_, [this] {
+    for (auto& [key, state] : keys_)
+      if (state.timer) state.timer->cancel();
+  });
+}
+
+asio::awaitable<void> Controller::waitForSync() {
+  asio::steady_timer timer(strand_);
+  while (!stopping_) {
+    if (jobs_->hasSynced() && pods_->hasSynced() && (!nodes_ || nodes_->hasSynced())) break;
+    timer.expires_after(std::chrono::milliseconds(100));
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  if (stopping_) co_return;
+  synced_ = true;
+  ready_ = true;
+  MUSTER_LOG_INFO(0, "Job engine caches synced", "paralleljobs", jobs_->size(), "pods",
+                  pods_->size());
+  for (const auto& job : jobs_->list()) enqueue(proto::objectKey(*job));
+  pump();
+  asio::co_spawn(strand_, resyncLoop(), asio::detached);
+}
+
+asio::awaitable<void> Controller::resyncLoop() {
+  asio::steady_timer timer(strand_);
+  while (!stopping_) {
+    timer.expires_after(options_.resync);
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (stopping_) break;
+    for (const auto& job : jobs_->list()) enqueue(proto::objectKey(*job));
+  }
+}
+
+std::string Controller::ownerKey(const Pod& pod) const {
+  const proto::OwnerReference* ref = pod.meta.controllerRef();
+  if (ref == nullptr || ref->kind != "ParallelJob") return "";
+  return proto::objectKey(pod.meta.namespace_, ref->name);
+}
+
+void Controller::onPodDeleted(const Pod& pod) {
+  const proto::OwnerReference* ref = pod.meta.controllerRef();
+  int32_t attempt = 0, index = 0;
+  if (ref != nullptr && attemptAndIndex(pod, &attempt, &index)) {
+    auto& deleted = deleted_[ref->uid];
+    // Forget pods of earlier attempts: only the attempt in progress matters.
+    for (auto it = deleted.begin(); it != deleted.end();)
+      it = it->second.attempt < attempt ? deleted.erase(it) : std::next(it);
+    deleted[pod.meta.name] = DeletedPod{attempt, index, isMusterDisruption(pod)};
+    MUSTER_LOG_INFO(3, "ParallelJob pod deleted", "pod", proto::objectKey(pod), "attempt", attempt,
+                    "byMuster", isMusterDisruption(pod) ? "true" : "false");
+  }
+  if (auto key = ownerKey(pod); !key.empty()) enqueue(key);
+}
+
+void Controller::enqueue(const std::string& key) {
+  if (stopping_) return;
+  KeyState& s = keys_[key];
+  if (s.running) {
+    s.dirty = true;
+    return;
+  }
+  if (s.queued) return;
+  s.queued = true;
+  queue_.push_back(key);
+  pump();
+}
+
+void Controller::enqueueAfter(const std::string& key, std::chrono::milliseconds delay) {
+  if (stopping_) return;
+  KeyState& s = keys_[key];
+  if (s.timer) s.timer->cancel();
+  s.timer = std::make_shared<asio::steady_timer>(strand_, delay);
+  s.timer->async_wait([this, key, timer = s.timer](const boost::system::error_code& ec) {
+    if (ec || stopping_) return;
+    if (auto it = keys_.find(key); it != keys_.end() && it->second.timer == timer)
+      it->second.timer.reset();
+    enqueue(key);
+  });
+}
+
+void Controller::pump() {
+  if (!synced_) return;
+  while (active_ < options_.max_concurrent_reconciles && !queue_.empty() && !stopping_) {
+    std::string key = std::move(queue_.front());
+    queue_.pop_front();
+    KeyState& s = keys_[key];
+    s.queued = false;
+    s.running = true;
+    ++active_;
+    asio::co_spawn(strand_, process(std::move(key)), asio::detached);
+  }
+}
+
+asio::awaitable<void> Controller::process(std::string key) {
+  auto started = std::chrono::steady_clock::now();
+  Outcome outcome = Outcome::kError;
+  try {
+    outcome = co_await reconcileKey(key);
+  } catch (const std::exception& e) {
+    MUSTER_LOG_ERROR("ParallelJob reconcile threw", "paralleljob", key, "error", e.what());
+  }
+  m().duration.observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  --active_;
+  KeyState& s = keys_[key];
+  s.running = false;
+  switch (outcome) {
+    case Outcome::kDone:
+      m().reconciles.with({"done"}).inc();
+      s.failures = 0;
+      break;
+    case Outcome::kRetry:
+      m().reconciles.with({"retry"}).inc();
+      s.failures = 0;
+      enqueueAfter(key, std::chrono::milliseconds(100));
+      break;
+    case Outcome::kError: {
+      m().reconciles.with({"error"}).inc();
+      auto delay = options_.initial_backoff * (1LL << std::min(s.failures, 10));
+      s.failures++;
+      enqueueAfter(key, std::min<std::chrono::milliseconds>(delay, options_.max_backoff));
+      break;
+    }
+  }
+  if (s.dirty) {
+    s.dirty = false;
+    enqueue(key);
+  }
+  pump();
+}
+
+asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string& key) {
+  auto [ns, name] = splitKey(key);
+  std::shared_ptr<const ParallelJob> job = jobs_->get(ns, name);
+  if (!job) {
+    keys_.erase(key);  // safe: process() re-creates the entry it needs
+    co_return Outcome::kDone;
+  }
+  Observation obs;
+  obs.job = job.get();
+  for (auto& pod : pods_->byIndex(kPodsByJobIndex, job->meta.uid)) {
+    const proto::OwnerReference* ref = pod->meta.controllerRef();
+    if (ref != nullptr && ref->uid == job->meta.uid) obs.pods.push_back(std::move(pod));
+  }
+  if (auto it = deleted_.find(job->meta.uid); it != deleted_.end()) obs.deleted = it->second;
+  if (nodes_ && nodes_->hasSynced())
+    obs.node_exists = [this](const std::string& node) { return nodes_->get("", node) != nullptr; };
+  obs.now = rfc3339Now();
+
+  Plan plan = reconcile(obs, runtimes_);
+  MUSTER_LOG_INFO(4, "Reconciled ParallelJob", "paralleljob", key, "attempt", plan.attempt.group,
+                  "why", plan.why);
+
+  if (plan.status) {
+    auto written = co_await client_->patch(
+        proto::resources::kParallelJobs, ns, name, proto::PatchType::kMerge,
+        statusPatchWithPrecondition(*plan.status, job->meta.resource_version), "status");
+    if (!written.ok()) {
+      if (proto::isConflict(written.status())) {
+        MUSTER_LOG_INFO(3, "ParallelJob status conflict, retrying", "paralleljob", key);
+        co_return Outcome::kRetry;
+      }
+      if (proto::isNotFound(written.status())) co_return Outcome::kDone;
+      MUSTER_LOG_WARNING("ParallelJob status write failed", "paralleljob", key, "error",
+                         written.status().ToString());
+      co_return Outcome::kError;
+    }
+    if (plan.status->phase != job->status.phase) {
+      m().transitions.with({plan.status->phase}).inc();
+      MUSTER_LOG_INFO(2, "ParallelJob phase changed", "paralleljob", key, "from",
+                      job->status.phase.empty() ? "<new>" : job->status.phase, "to",
+                      plan.status->phase, "restarts", plan.status->restarts, "group",
+                      plan.status->job_group_name, "message", plan.status->message);
+    }
+    if (plan.status->restarts > job->status.restarts) m().restarts.inc();
+  }
+  for (auto& e : plan.events) recorder_.event(*job, e.type, e.reason, e.message);
+
+  absl::Status result;
+  std::vector<std::function<asio::awaitable<absl::Status>()>> deletes;
+  for (const PodRef& pod : plan.delete_pods) {
+    deletes.push_back([this, ns = ns, pod]() -> asio::awaitable<absl::Status> {
+      auto r = co_await client_->remove(proto::resources::kPods, ns, pod.name, pod.uid);
+      if (r.ok() || proto::isNotFound(r.status()) || proto::isConflict(r.status()))
+        co_return absl::OkStatus();
+      co_return r.status();
+    });
+  }
+  if (!deletes.empty()) {
+    MUSTER_LOG_INFO(2, "Deleting ParallelJob pods", "paralleljob", key, "count", deletes.size(),
+                    "why", plan.why);
+    result.Update(co_await runAll(strand_, std::move(deletes)));
+  }
+  if (plan.delete_support) result.Update(co_await deleteSupport(*job, *plan.delete_support));
+
+  if (plan.create_pods_needed) {
+    const Runtime* runtime = runtimes_.find(job->spec.runtime_ref_name);
+    if (runtime != nullptr) {
+      absl::Status s = co_await createSupport(*job, *runtime, plan.attempt);
+      if (s.ok()) s = co_await createPods(*job, *runtime, plan.attempt, plan.create_pods);
+      result.Update(s);
+    }
+  }
+  if (!result.ok()) {
+    MUSTER_LOG_WARNING("ParallelJob reconcile incomplete", "paralleljob", key, "error",
+                       result.ToString());
+    co_return Outcome::kError;
+  }
+  co_return Outcome::kDone;
+}
+
+asio::awaitable<absl::Status> Controller::createSupport(const ParallelJob& job,
+                                                        const Runtime& runtime,
+                                                        const AttemptInfo& attempt) {
+  const std::string memo = job.meta.uid + "/" + attempt.group;
+  if (support_created_.count(memo)) co_return absl::OkStatus();
+  auto objects = runtime.buildSupport(job, attempt);
+  if (!objects.ok()) co_return objects.status();
+  for (const ApiObject& obj : *objects) {
+    auto created = co_await client_->create(*obj.resource, job.meta.namespace_, obj.body);
+    if (created.ok()) {
+      MUSTER_LOG_INFO(3, "Created", "resource", obj.resource->plural, "object",
+                      proto::objectKey(job.meta.namespace_, obj.name));
+      continue;
+    }
+    if (!proto::isAlreadyExists(created.status())) co_return created.status();
+    // The Secret's name carries this job's UID, so an existing one is this attempt's (the engine
+    // restarted mid-attempt); the engine may not read Secrets, so it does not look.
+    if (obj.resource == &resources::kSecrets) continue;
+    // Kept as it is (a restart of the engine mid-attempt), if it is this job's.
+    auto existing = co_await client_->get(*obj.resource, job.meta.namespace_, obj.name);
+    if (!existing.ok()) co_return existing.status();
+    proto::ObjectMeta meta;
+    auto doc = proto::parseJson(*existing);
+    if (!doc.ok()) co_return doc.status();
+    const rapidjson::Value* m = proto::findField(*doc, "metadata");
+    if (m == nullptr || !proto::decode(*m, &meta).ok())
+      co_return absl::InternalError("cannot read the metadata of " + obj.resource->plural + " " + obj.name);
+    const proto::OwnerReference* ref = meta.controllerRef();
+    if (ref == nullptr || ref->uid != job.meta.uid)
+      co_return absl::FailedPreconditionError(
+          obj.resource->plural + " " + obj.name +
+          " exists and belongs to something else (an earlier ParallelJob of the same name still "
+          "being deleted?)");
+  }
+  support_created_.insert(memo);
+  co_return absl::OkStatus();
+}
+
+asio::awaitable<absl::Status> Controller::createPods(const ParallelJob& job,
+                                                     const Runtime& runtime,
+                                                     const AttemptInfo& attempt,
+                                                     const std::vector<int32_t>& indices) {
+  std::vector<std::function<asio::awaitable<absl::Status>()>> tasks;
+  for (int32_t index : indices) {
+    auto body = runtime.buildPod(job, attempt, index);
+    if (!body.ok()) co_return body.status();
+    tasks.push_back([this, ns = job.meta.namespace_, body = std::move(*body),
+                     pod = podName(attempt.group, index)]() -> asio::awaitable<absl::Status> {
+      auto created = co_await client_->create(proto::resources::kPods, ns, body);
+      if (created.ok()) {
+        MUSTER_LOG_INFO(3, "Created pod", "pod", proto::objectKey(ns, pod));
+        co_return absl::OkStatus();
+      }
+      // Already there: the informer has not shown it yet; it will.
+      if (proto::isAlreadyExists(created.status())) co_return absl::OkStatus();
+      co_return created.status();
+    });
+  }
+  MUSTER_LOG_INFO(2, "Creating ParallelJob pods", "paralleljob", proto::objectKey(job),
+                  "attempt", attempt.group, "count", tasks.size());
+  co_return co_await runAll(strand_, std::move(tasks));
+}
+
+asio::awaitable<absl::Status> Controller::deleteSupport(const ParallelJob& job,
+                                                        const AttemptInfo& attempt) {
+  support_created_.erase(job.meta.uid + "/" + attempt.group);
+  absl::Status result;
+  const std::pair<const proto::Resource*, std::string> objects[] = {
+      {&resources::kServices, attempt.group},
+      {&resources::kSecrets, secretName(attempt.group, job.meta.uid)},
+      {&resources::kConfigMaps, configMapName(attempt.group)}};
+  for (const auto& [resource, name] : objects) {
+    auto r = co_await client_->remove(*resource, job.meta.namespace_, name);
+    if (!r.ok() && !proto::isNotFound(r.status())) result.Update(r.status());
+  }
+  co_return result;
+}
+
+}  // namespace muster::jobengine

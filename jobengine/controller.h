@@ -1,0 +1,113 @@
+#pragma once
+
+// The ParallelJob controller: informers on ParallelJobs, on the pods the engine made (label
+// muster.dev/paralleljob-uid) and on nodes feed a work queue of job keys; each key is reconciled
+// by at most one coroutine at a time (reconcile.h decides, this class executes the plan).
+//
+// Threading: all state below lives on strand_. Informer handlers post to it; reconciles run as
+// coroutines on it and await API calls. A job whose reconcile fails is retried with exponential
+// backoff (0.5 s → 30 s) without holding up other jobs; conflicts on the status write are retried
+// at once with the newer object. Every job is also re-reconciled every `resync` as a safety net.
+//
+// Nothing is reconciled before all informers have synced, so a pod that merely is not listed yet
+// is never taken for a deleted one.
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "jobengine/events.h"
+#include "jobengine/reconcile.h"
+#include "jobengine/runtime.h"
+#include "proto/asio.h"
+#include "proto/client.h"
+#include "proto/informer.h"
+#include "proto/objects.h"
+
+namespace muster::jobengine {
+
+struct ControllerOptions {
+  RuntimeOptions runtime;
+  std::string identity;  // Events' reporting instance
+  int max_concurrent_reconciles = 8;
+  bool watch_nodes = true;  // notice pods whose node was deleted
+  std::chrono::milliseconds initial_backoff{500};
+  std::chrono::milliseconds max_backoff{30000};
+  std::chrono::seconds resync{300};
+};
+
+class Controller {
+ public:
+  Controller(std::shared_ptr<proto::Client> client, proto::asio::any_io_executor executor,
+             ControllerOptions options);
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // Starts the informers and, once they have synced, reconciling. Call once.
+  void start();
+  // Stops at once: no reconcile starts after this returns (one in flight ends at its next step).
+  void stop();
+  // Informers synced and reconciling.
+  bool ready() const { return ready_.load(); }
+
+ private:
+  struct KeyState {
+    bool queued = false;
+    bool running = false;
+    bool dirty = false;
+    int failures = 0;
+    std::shared_ptr<proto::asio::steady_timer> timer;
+  };
+  enum class Outcome { kDone, kRetry, kError };
+
+  // --- on strand_ ---
+  proto::asio::awaitable<void> waitForSync();
+  proto::asio::awaitable<void> resyncLoop();
+  void enqueue(const std::string& key);
+  void enqueueAfter(const std::string& key, std::chrono::milliseconds delay);
+  void pump();
+  proto::asio::awaitable<void> process(std::string key);
+  proto::asio::awaitable<Outcome> reconcileKey(const std::string& key);
+  proto::asio::awaitable<absl::Status> createSupport(const proto::ParallelJob& job,
+                                                     const Runtime& runtime,
+                                                     const AttemptInfo& attempt);
+  proto::asio::awaitable<absl::Status> createPods(const proto::ParallelJob& job,
+                                                  const Runtime& runtime,
+                                                  const AttemptInfo& attempt,
+                                                  const std::vector<int32_t>& indices);
+  proto::asio::awaitable<absl::Status> deleteSupport(const proto::ParallelJob& job,
+                                                     const AttemptInfo& attempt);
+  void onPodDeleted(const proto::Pod& pod);
+  std::string ownerKey(const proto::Pod& pod) const;
+
+  std::shared_ptr<proto::Client> client_;
+  proto::asio::any_io_executor executor_;
+  proto::asio::strand<proto::asio::any_io_executor> strand_;
+  ControllerOptions options_;
+  RuntimeRegistry runtimes_;
+  EventRecorder recorder_;
+
+  std::unique_ptr<proto::Informer<proto::ParallelJob>> jobs_;
+  std::unique_ptr<proto::Informer<proto::Pod>> pods_;
+  std::unique_ptr<proto::Informer<proto::Node>> nodes_;
+
+  // On strand_.
+  std::map<std::string, KeyState> keys_;
+  std::deque<std::string> queue_;
+  int active_ = 0;
+  bool synced_ = false;
+  // Pods of a job (by job uid) deleted while this process watched, by pod name.
+  std::map<std::string, std::map<std::string, DeletedPod>> deleted_;
+  // Support objects created by this process: "<job uid>/<group>".
+  std::set<std::string> support_created_;
+
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace muster::jobengine

@@ -1,0 +1,57 @@
+#pragma once
+
+// The `mpi-openmpi` runtime: one launcher (index 0, rank 0, the user's `main`) and numPods-1
+// workers running sshd, which the launcher's mpirun reaches over SSH.
+//
+// An attempt is:
+// - a headless Service <group> (publishNotReadyAddresses, so every pod's name resolves as soon as
+//   the pod has an IP) that gives pod i the name <group>-i.<group>.<ns>.svc.<cluster domain>;
+// - a Secret <group>-ssh with a fresh Ed25519 client key, a host key shared by the attempt's sshd,
+//   authorized_keys and known_hosts (so host keys are verified, not ignored);
+// - a ConfigMap <group>-mpi: the hostfile (launcher first, `<fqdn> slots=<numProcPerPod>`),
+//   ssh_config, sshd_config and the scripts below;
+// - numPods pods created together (one gang: gang-name <group>, gang-size numPods).
+//
+// Scripts (in the ConfigMap, mounted at /etc/muster/mpi; paths overridable by env for tests):
+// - setup.sh copies the keys into /muster/ssh (an emptyDir) with the modes OpenSSH requires, as
+//   the container's own user, and writes the NCCL/UCX config files when the pod asked for them.
+// - wait-workers.sh, the launcher's last init container: runs setup.sh, then waits until every
+//   worker accepts SSH. The user's `main` starts after it, unchanged apart from mounts and env.
+// - sshd.sh, the generated worker `main`: runs setup.sh, then sshd in the foreground on port 2222
+//   (non-privileged, so it works for non-root users; root gets /run/sshd created).
+
+#include "jobengine/runtime.h"
+
+namespace muster::jobengine {
+
+inline constexpr int kSshPort = 2222;
+inline constexpr char kConfigMountPath[] = "/etc/muster/mpi";
+inline constexpr char kSecretMountPath[] = "/etc/muster/ssh";
+inline constexpr char kRunMountPath[] = "/muster";
+inline constexpr char kNcclConfPath[] = "/muster/rdma/nccl.conf";
+inline constexpr char kUcxConfPath[] = "/muster/rdma/ucx.conf";
+
+class OpenMpiRuntime final : public Runtime {
+ public:
+  explicit OpenMpiRuntime(RuntimeOptions options) : options_(std::move(options)) {}
+
+  std::string_view name() const override { return "mpi-openmpi"; }
+  absl::StatusOr<std::vector<ApiObject>> buildSupport(const proto::ParallelJob& job,
+                                                      const AttemptInfo& attempt) const override;
+  absl::StatusOr<std::string> buildPod(const proto::ParallelJob& job, const AttemptInfo& attempt,
+                                       int32_t index) const override;
+
+  // The hostfile: one line per pod, the launcher first.
+  std::string hostfile(const proto::ParallelJob& job, const AttemptInfo& attempt) const;
+  // ConfigMap data: hostfile, ssh_config, sshd_config, setup.sh, wait-workers.sh, sshd.sh.
+  std::map<std::string, std::string> configFiles(const proto::ParallelJob& job,
+                                                 const AttemptInfo& attempt) const;
+  // Secret data (fresh keys every call).
+  absl::StatusOr<std::map<std::string, std::string>> secretFiles(const proto::ParallelJob& job,
+                                                                 const AttemptInfo& attempt) const;
+
+ private:
+  RuntimeOptions options_;
+};
+
+}  // namespace muster::jobengine

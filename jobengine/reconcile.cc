@@ -1,0 +1,339 @@
+#include "jobengine/reconcile.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "jobengine/naming.h"
+
+namespace muster::jobengine {
+namespace {
+
+using proto::Pod;
+
+bool terminal(const Pod& pod) {
+  return pod.status.phase == "Succeeded" || pod.status.phase == "Failed";
+}
+
+bool podReady(const Pod& pod) {
+  const auto* c = pod.findCondition("Ready");
+  return c != nullptr && c->status == "True";
+}
+
+std::string role(int32_t index) { return index == 0 ? "launcher" : "worker " + std::to_string(index); }
+
+std::string podLabel(const std::string& name, int32_t index) {
+  return "pod " + name + " (" + role(index) + ")";
+}
+
+std::string joinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
+  return out;
+}
+
+struct Failure {
+  std::string what;  // "pod x (worker 1) failed: exit code 137 (OOMKilled)"
+};
+
+}  // namespace
+
+bool isMusterDisruption(const Pod& pod) {
+  if (pod.meta.annotations.count(kDisruptionAnnotation)) return true;
+  if (const auto* c = pod.findCondition(kGangRollbackCondition); c != nullptr && c->status == "True")
+    return true;
+  const auto* c = pod.findCondition("DisruptionTarget");
+  return c != nullptr && c->status == "True" && c->reason == kMusterDisruptionReason;
+}
+
+bool attemptAndIndex(const Pod& pod, int32_t* attempt, int32_t* index) {
+  auto a = pod.meta.labels.find(kAttemptLabel);
+  auto i = pod.meta.labels.find(kIndexLabel);
+  if (a == pod.meta.labels.end() || i == pod.meta.labels.end()) return false;
+  char* end = nullptr;
+  long av = std::strtol(a->second.c_str(), &end, 10);
+  if (a->second.empty() || *end != '\0' || av < 0) return false;
+  long iv = std::strtol(i->second.c_str(), &end, 10);
+  if (i->second.empty() || *end != '\0' || iv < 0) return false;
+  *attempt = static_cast<int32_t>(av);
+  *index = static_cast<int32_t>(iv);
+  return true;
+}
+
+std::string describeTermination(const Pod& pod) {
+  const proto::ContainerStatus* chosen = nullptr;
+  for (const auto& c : pod.status.container_statuses) {
+    if (!c.exit_code) continue;
+    if (c.name == "main") {
+      chosen = &c;
+      break;
+    }
+    if (chosen == nullptr || (*chosen->exit_code == 0 && *c.exit_code != 0)) chosen = &c;
+  }
+  std::string out;
+  if (chosen != nullptr) {
+    out = "exit code " + std::to_string(*chosen->exit_code);
+    if (chosen->name != "main") out += " in container " + chosen->name;
+    std::string reason = !chosen->reason.empty() ? chosen->reason : pod.status.reason;
+    if (!reason.empty()) out += " (" + reason + ")";
+  } else {
+    out = "no exit code";
+    if (!pod.status.reason.empty()) out += " (" + pod.status.reason + ")";
+  }
+  if (!pod.status.message.empty()) out += ": " + pod.status.message;
+  return out;
+}
+
+const proto::Condition* findCondition(const std::vector<proto::Condition>& conditions,
+                                      std::string_view type) {
+  for (const auto& c : conditions)
+    if (c.type == type) return &c;
+  return nullptr;
+}
+
+void setCondition(std::vector<proto::Condition>* conditions, const std::string& type,
+                  const std::string& status, const std::string& reason,
+                  const std::string& message, const std::string& now) {
+  for (auto& c : *conditions) {
+    if (c.type != type) continue;
+    if (c.status != status || c.last_transition_time.empty()) c.last_transition_time = now;
+    c.status = status;
+    c.reason = reason;
+    c.message = message;
+    return;
+  }
+  conditions->push_back({type, status, reason, message, now});
+}
+
+bool sameStatus(const proto::ParallelJobStatus& a, const proto::ParallelJobStatus& b) {
+  if (a.phase != b.phase || a.restarts != b.restarts || a.job_group_name != b.job_group_name ||
+      a.message != b.message || a.start_time != b.start_time ||
+      a.completion_time != b.completion_time || a.pods_ready.value_or(0) != b.pods_ready.value_or(0) ||
+      a.conditions.size() != b.conditions.size())
+    return false;
+  for (size_t i = 0; i < a.conditions.size(); ++i) {
+    const auto& x = a.conditions[i];
+    const auto& y = b.conditions[i];
+    if (x.type != y.type || x.status != y.status || x.reason != y.reason ||
+        x.message != y.message || x.last_transition_time != y.last_transition_time)
+      return false;
+  }
+  return true;
+}
+
+Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
+  const proto::ParallelJob& job = *obs.job;
+  const auto& spec = job.spec;
+  Plan plan;
+  plan.attempt.attempt = job.status.restarts;
+  plan.attempt.group = groupName(job.meta.name, job.status.restarts);
+  const AttemptInfo& attempt = plan.attempt;
+  proto::ParallelJobStatus desired = job.status;
+  auto finish = [&](std::string why) {
+    plan.why = std::move(why);
+    if (!sameStatus(desired, job.status)) plan.status = desired;
+    return plan;
+  };
+  if (job.meta.deletion_timestamp) return finish("being deleted");
+
+  // Pods of the attempt in progress, by index; pods of earlier attempts.
+  std::map<int32_t, std::shared_ptr<const Pod>> current;
+  std::vector<std::shared_ptr<const Pod>> previous;
+  for (const auto& pod : obs.pods) {
+    int32_t a = 0, i = 0;
+    if (!attemptAndIndex(*pod, &a, &i)) continue;
+    if (a == attempt.attempt && pod->meta.labels.count(kJobSetNameLabel) &&
+        pod->meta.labels.at(kJobSetNameLabel) == attempt.group)
+      current[i] = pod;
+    else
+      previous.push_back(pod);
+  }
+
+  if (job.status.phase == "Succeeded") {
+    // Workers are removed once the launcher succeeded; the launcher stays for its logs.
+    for (const auto& [i, pod] : current)
+      if (i != 0 && !pod->meta.deletion_timestamp) plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
+    for (const auto& pod : previous)
+      if (!pod->meta.deletion_timestamp) plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
+    return finish("succeeded");
+  }
+  if (job.status.phase == "Failed") return finish("failed");
+
+  auto fail = [&](const std::string& reason, const std::string& message) {
+    desired.phase = "Failed";
+    desired.message = message;
+    if (desired.start_time.empty()) desired.start_time = obs.now;
+    desired.completion_time = obs.now;
+    setCondition(&desired.conditions, kConditionFailed, "True", reason, message, obs.now);
+    if (findCondition(desired.conditions, kConditionRunning))
+      setCondition(&desired.conditions, kConditionRunning, "False", "Failed", message, obs.now);
+    plan.events.push_back({"Warning", reason, message});
+    return finish(message);
+  };
+
+  const Runtime* runtime = runtimes.find(spec.runtime_ref_name);
+  if (runtime == nullptr) {
+    return fail("UnknownRuntime", "unknown runtime \"" + spec.runtime_ref_name +
+                                      "\" in spec.runtimeRef.name; this Muster knows: " +
+                                      joinNames(runtimes.names()) + ". No pods were created");
+  }
+
+  // A template the API server accepted but the runtime cannot use fails the job before any pod.
+  if (job.status.phase.empty()) {
+    for (int32_t i = 0; i < std::max<int32_t>(1, std::min<int32_t>(spec.num_pods, 2)); ++i) {
+      auto pod = runtime->buildPod(job, attempt, i);
+      if (!pod.ok())
+        return fail("InvalidSpec", "the job cannot run: " + std::string(pod.status().message()) +
+                                       ". No pods were created");
+    }
+  }
+
+  // A new job, or a group name not yet recorded: start the attempt in status first.
+  if (job.status.phase.empty() || job.status.job_group_name != attempt.group) {
+    const bool first = job.status.phase.empty() || job.status.phase == "Pending";
+    desired.phase = first ? "Pending" : "Restarting";
+    desired.job_group_name = attempt.group;
+    if (desired.start_time.empty()) desired.start_time = obs.now;
+    const std::string message = "creating the " + std::to_string(spec.num_pods) +
+                                " pods of attempt " + attempt.group;
+    if (first) desired.message = message;
+    desired.pods_ready = 0;
+    setCondition(&desired.conditions, kConditionPodsCreated, "False", "CreatingPods", message,
+                 obs.now);
+    if (job.status.phase.empty())
+      plan.events.push_back({"Normal", "Created", "attempt " + attempt.group + ": " + message});
+    return finish("starting attempt " + attempt.group);
+  }
+
+  // No pod of an earlier attempt may be alive when this one starts.
+  if (!previous.empty()) {
+    std::vector<std::string> names;
+    for (const auto& pod : previous) {
+      names.push_back(pod->meta.name);
+      if (!pod->meta.deletion_timestamp) plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
+    }
+    desired.pods_ready = 0;
+    return finish("waiting for pods of earlier attempts to be deleted: " + joinNames(names));
+  }
+
+  const auto* launcher = current.count(0) ? current.at(0).get() : nullptr;
+  if (launcher != nullptr && launcher->status.phase == "Succeeded") {
+    desired.phase = "Succeeded";
+    desired.completion_time = obs.now;
+    desired.message = "launcher pod " + launcher->meta.name + " succeeded (attempt " +
+                      attempt.group + ")";
+    desired.pods_ready = 0;
+    setCondition(&desired.conditions, kConditionSucceeded, "True", "LauncherSucceeded",
+                 desired.message, obs.now);
+    setCondition(&desired.conditions, kConditionRunning, "False", "Completed", desired.message,
+                 obs.now);
+    plan.events.push_back({"Normal", "Succeeded", desired.message});
+    for (const auto& [i, pod] : current)
+      if (i != 0 && !pod->meta.deletion_timestamp) plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
+    return finish("launcher succeeded");
+  }
+
+  // Failures of the attempt, in index order; pods evicted by Muster are created again.
+  const proto::Condition* created_cond = findCondition(job.status.conditions, kConditionPodsCreated);
+  const bool all_created = created_cond != nullptr && created_cond->status == "True";
+  std::optional<Failure> failure;
+  std::vector<int32_t> missing;
+  for (int32_t i = 0; i < spec.num_pods && !failure; ++i) {
+    const std::string name = podName(attempt.group, i);
+    auto it = current.find(i);
+    if (it == current.end()) {
+      auto d = obs.deleted.find(name);
+      if (d != obs.deleted.end() && d->second.attempt == attempt.attempt) {
+        if (d->second.by_muster) missing.push_back(i);
+        else failure = Failure{podLabel(name, i) + " was deleted"};
+      } else if (all_created) {
+        failure = Failure{podLabel(name, i) + " is gone (deleted)"};
+      } else {
+        missing.push_back(i);
+      }
+      continue;
+    }
+    const Pod& pod = *it->second;
+    if (pod.status.phase == "Failed") {
+      failure = Failure{podLabel(name, i) + " failed: " + describeTermination(pod)};
+    } else if (pod.meta.deletion_timestamp && !isMusterDisruption(pod) && !terminal(pod)) {
+      failure = Failure{podLabel(name, i) + " was deleted"};
+    } else if (!pod.spec.node_name.empty() && obs.node_exists &&
+               !obs.node_exists(pod.spec.node_name)) {
+      failure = Failure{podLabel(name, i) + " lost its node " + pod.spec.node_name +
+                        " (the node was deleted)"};
+    }
+  }
+  // Pods of the attempt that never joined (none beyond numPods is ever created).
+  for (const auto& [i, pod] : current)
+    if (i >= spec.num_pods && !pod->meta.deletion_timestamp)
+      plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
+
+  if (failure) {
+    if (job.status.restarts >= spec.max_restarts) {
+      return fail("MaxRestartsExceeded",
+                  failure->what + "; no restarts left (maxRestarts " +
+                      std::to_string(spec.max_restarts) + ", restarts " +
+                      std::to_string(job.status.restarts) + "). The pods of attempt " +
+                      attempt.group + " are kept for kubectl logs");
+    }
+    const int32_t next = job.status.restarts + 1;
+    const std::string next_group = groupName(job.meta.name, next);
+    desired.phase = "Restarting";
+    desired.restarts = next;
+    desired.job_group_name = next_group;
+    desired.pods_ready = 0;
+    desired.message = "restart " + std::to_string(next) + " of " +
+                      std::to_string(spec.max_restarts) + ": " + failure->what +
+                      "; attempt " + attempt.group + " is deleted and " + next_group +
+                      " created";
+    setCondition(&desired.conditions, kConditionPodsCreated, "False", "CreatingPods",
+                 "creating the " + std::to_string(spec.num_pods) + " pods of attempt " + next_group,
+                 obs.now);
+    if (findCondition(desired.conditions, kConditionRunning))
+      setCondition(&desired.conditions, kConditionRunning, "False", "Restarting", desired.message,
+                   obs.now);
+    plan.events.push_back({"Warning", "Restarting", desired.message});
+    for (const auto& [i, pod] : current)
+      if (!pod->meta.deletion_timestamp) plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
+    plan.delete_support = attempt;
+    return finish(failure->what);
+  }
+
+  if (!missing.empty()) {
+    plan.create_pods_needed = true;
+    plan.create_pods = missing;
+  } else if (!all_created) {
+    setCondition(&desired.conditions, kConditionPodsCreated, "True", "AllPodsCreated",
+                 "all " + std::to_string(spec.num_pods) + " pods of attempt " + attempt.group +
+                     " created",
+                 obs.now);
+  }
+
+  int32_t running = 0, ready = 0;
+  std::string unschedulable;
+  for (const auto& [i, pod] : current) {
+    if (pod->status.phase == "Running") ++running;
+    if (podReady(*pod)) ++ready;
+    if (const auto* c = pod->findCondition("PodScheduled");
+        unschedulable.empty() && c != nullptr && c->status == "False" && !c->message.empty())
+      unschedulable = c->message;
+  }
+  desired.pods_ready = ready;
+  if (running == spec.num_pods && missing.empty()) {
+    if (desired.phase != "Running") {
+      desired.phase = "Running";
+      desired.message = "all " + std::to_string(spec.num_pods) + " pods of attempt " +
+                        attempt.group + " are running";
+      setCondition(&desired.conditions, kConditionRunning, "True", "AllPodsRunning",
+                   desired.message, obs.now);
+      plan.events.push_back({"Normal", "Running", desired.message});
+    }
+  } else if (desired.phase == "Pending") {
+    desired.message = "attempt " + attempt.group + ": " + std::to_string(running) + " of " +
+                      std::to_string(spec.num_pods) + " pods running";
+    if (!unschedulable.empty()) desired.message += "; not scheduled yet: " + unschedulable;
+  }
+  return finish(missing.empty() ? "in progress" : "creating pods");
+}
+
+}  // namespace muster::jobengine

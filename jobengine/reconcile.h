@@ -1,0 +1,106 @@
+#pragma once
+
+// The ParallelJob state machine as a pure function: what the controller observed about one job
+// (the job, its pods, what it remembers about pods that vanished, which nodes exist) in, a Plan
+// out. The controller (controller.h) executes plans; tests drive this directly.
+//
+// Level-triggered: the attempt in progress is status.restarts, its name status.jobGroupName, and
+// the PodsCreated condition says whether all its pods were created. Every decision is derived
+// from those and the pods, so a restart of the process neither loses nor duplicates an attempt:
+//
+//   (no phase) ──► Pending ──all pods Running──► Running ──launcher Succeeded──► Succeeded
+//                     │                             │        (workers deleted)
+//                     └──── any pod Failed, deleted or its node gone ────┐
+//                                                                        ▼
+//                   restarts < maxRestarts: status first (restarts+1, Restarting, new group),
+//                   then the old attempt is deleted; the new one is created only when no pod
+//                   of the old one is left. Otherwise: Failed, pods kept for `kubectl logs`.
+//
+// A pod evicted by Muster's own scheduler (gang rollback; marked by kDisruptionAnnotation or a
+// DisruptionTarget condition with reason kMusterDisruptionReason) is not a failure: it is
+// created again in the same attempt.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jobengine/runtime.h"
+#include "proto/objects.h"
+
+namespace muster::jobengine {
+
+// Set by muster-scheduler on a pod before it evicts it for its own reasons (value: why).
+inline constexpr char kDisruptionAnnotation[] = "muster.dev/disruption";
+inline constexpr char kMusterDisruptionReason[] = "MusterGangRollback";
+// The pod condition muster-scheduler sets (status True) on a gang member before it evicts it to
+// roll back a gang that cannot be completed.
+inline constexpr char kGangRollbackCondition[] = "muster.dev/GangRollback";
+
+// Condition types the engine writes.
+inline constexpr char kConditionPodsCreated[] = "PodsCreated";
+inline constexpr char kConditionRunning[] = "Running";
+inline constexpr char kConditionSucceeded[] = "Succeeded";
+inline constexpr char kConditionFailed[] = "Failed";
+
+// What the controller remembers about a pod of the job that was deleted (from the informer's
+// delete notification), until the attempt ends.
+struct DeletedPod {
+  int32_t attempt = 0;
+  int32_t index = 0;
+  bool by_muster = false;  // an eviction by Muster's scheduler: recreate, do not restart
+};
+
+struct Observation {
+  const proto::ParallelJob* job = nullptr;
+  std::vector<std::shared_ptr<const proto::Pod>> pods;  // controlled by the job
+  std::map<std::string, DeletedPod> deleted;            // by pod name
+  // Whether a node exists; nullptr while the node cache is not synced (nodes assumed present).
+  std::function<bool(const std::string&)> node_exists;
+  std::string now;  // RFC 3339
+};
+
+struct EventSpec {
+  std::string type;  // "Normal" or "Warning"
+  std::string reason;
+  std::string message;
+};
+
+struct PodRef {
+  std::string name;
+  std::string uid;
+};
+
+struct Plan {
+  AttemptInfo attempt;  // the attempt the actions below belong to
+  // Written first (merge patch on the status subresource, with the observed resourceVersion as
+  // precondition); when the write fails nothing else of the plan runs.
+  std::optional<proto::ParallelJobStatus> status;
+  std::vector<EventSpec> events;  // about the job, after the status write
+  std::vector<PodRef> delete_pods;
+  std::optional<AttemptInfo> delete_support;  // the support objects of that attempt
+  bool create_pods_needed = false;            // create support objects (if absent) and:
+  std::vector<int32_t> create_pods;           // these pod indices
+  std::string why;                            // for logs
+};
+
+Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes);
+
+// Helpers, exposed for tests.
+bool isMusterDisruption(const proto::Pod& pod);
+// Attempt and index from the pod's labels; false when it carries none.
+bool attemptAndIndex(const proto::Pod& pod, int32_t* attempt, int32_t* index);
+// "exit code 1 (Error)": the main container's termination, else the first non-zero one.
+std::string describeTermination(const proto::Pod& pod);
+// Sets or updates a condition; lastTransitionTime changes only when status does.
+void setCondition(std::vector<proto::Condition>* conditions, const std::string& type,
+                  const std::string& status, const std::string& reason,
+                  const std::string& message, const std::string& now);
+const proto::Condition* findCondition(const std::vector<proto::Condition>& conditions,
+                                      std::string_view type);
+bool sameStatus(const proto::ParallelJobStatus& a, const proto::ParallelJobStatus& b);
+
+}  // namespace muster::jobengine

@@ -1,0 +1,47 @@
+#include "jobengine/runtime.h"
+
+#include "jobengine/mpi_openmpi.h"
+#include "jobengine/naming.h"
+
+namespace muster::jobengine {
+
+namespace resources {
+const proto::Resource kServices{"v1", "services", true};
+const proto::Resource kSecrets{"v1", "secrets", true};
+const proto::Resource kConfigMaps{"v1", "configmaps", true};
+}  // namespace resources
+
+void RuntimeRegistry::add(RuntimePtr runtime) {
+  std::string name(runtime->name());
+  runtimes_[name] = std::move(runtime);
+}
+
+const Runtime* RuntimeRegistry::find(std::string_view name) const {
+  auto it = runtimes_.find(name);
+  return it == runtimes_.end() ? nullptr : it->second.get();
+}
+
+std::vector<std::string> RuntimeRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, runtime] : runtimes_) out.push_back(name);
+  return out;
+}
+
+RuntimeRegistry defaultRuntimes(const RuntimeOptions& options) {
+  RuntimeRegistry registry;
+  registry.add(std::make_unique<OpenMpiRuntime>(options));
+  return registry;
+}
+
+std::map<std::string, std::string> attemptLabels(const proto::ParallelJob& job,
+                                                 const AttemptInfo& attempt) {
+  std::map<std::string, std::string> labels = {
+      {kJobUidLabel, job.meta.uid},
+      {kAttemptLabel, std::to_string(attempt.attempt)},
+      {kJobSetNameLabel, attempt.group},
+  };
+  if (isLabelValue(job.meta.name)) labels[kJobNameLabel] = job.meta.name;
+  return labels;
+}
+
+}  // namespace muster::jobengine

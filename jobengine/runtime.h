@@ -1,0 +1,94 @@
+#pragma once
+
+// A runtime turns a ParallelJob into the objects of one attempt. The controller (controller.h)
+// decides when an attempt starts and ends; a runtime only says what an attempt is made of.
+//
+// Contract:
+// - buildSupport() returns the objects created before the pods (Service, Secret, ConfigMap ...).
+//   It may generate secrets, so it is called once per attempt by a given process; objects that
+//   already exist are kept (creation is "create if absent").
+// - buildPod() is deterministic: the same job and attempt give the same pod, so a pod that has to
+//   be created again (after an eviction by Muster's scheduler) matches its siblings.
+// - Both check what they need from the spec and return InvalidArgument with a message written for
+//   the job's owner; the controller then fails the job without creating anything.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/client.h"
+#include "proto/objects.h"
+
+namespace muster::jobengine {
+
+// Labels and annotations the engine puts on what it creates.
+inline constexpr char kJobUidLabel[] = "muster.dev/paralleljob-uid";
+inline constexpr char kJobNameLabel[] = "muster.dev/paralleljob";  // only when a valid label value
+inline constexpr char kAttemptLabel[] = "muster.dev/attempt";
+inline constexpr char kRoleLabel[] = "muster.dev/role";            // "launcher" or "worker"
+inline constexpr char kIndexLabel[] = "muster.dev/index";
+inline constexpr char kJobSetNameLabel[] = "jobset.sigs.k8s.io/jobset-name";
+inline constexpr char kJobGlobalIndexLabel[] = "jobset.sigs.k8s.io/job-global-index";
+inline constexpr char kGangNameAnnotation[] = "gang-scheduling.preferred.jp/gang-name";
+inline constexpr char kGangSizeAnnotation[] = "gang-scheduling.preferred.jp/gang-size";
+inline constexpr char kGangTimeoutAnnotation[] =
+    "gang-scheduling.preferred.jp/gang-schedule-timeout-seconds";
+inline constexpr char kTopologyRequiredAnnotation[] = "muster.dev/topology-required";
+inline constexpr char kTopologyPreferredAnnotation[] = "muster.dev/topology-preferred";
+
+namespace resources {
+extern const proto::Resource kServices;
+extern const proto::Resource kSecrets;
+extern const proto::Resource kConfigMaps;
+}  // namespace resources
+
+struct RuntimeOptions {
+  std::string scheduler_name = "muster-scheduler";  // unless the pod template sets one
+  std::string cluster_domain = "cluster.local";
+};
+
+struct AttemptInfo {
+  int32_t attempt = 0;  // == status.restarts while the attempt runs
+  std::string group;    // groupName(job, attempt)
+};
+
+// One object to create: where, its name, and the JSON body.
+struct ApiObject {
+  const proto::Resource* resource = nullptr;
+  std::string name;
+  std::string body;
+};
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  virtual std::string_view name() const = 0;
+  virtual absl::StatusOr<std::vector<ApiObject>> buildSupport(const proto::ParallelJob& job,
+                                                              const AttemptInfo& attempt) const = 0;
+  virtual absl::StatusOr<std::string> buildPod(const proto::ParallelJob& job,
+                                               const AttemptInfo& attempt, int32_t index) const = 0;
+};
+using RuntimePtr = std::unique_ptr<Runtime>;
+
+class RuntimeRegistry {
+ public:
+  void add(RuntimePtr runtime);
+  const Runtime* find(std::string_view name) const;  // nullptr when unknown
+  std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, RuntimePtr, std::less<>> runtimes_;
+};
+
+// Every runtime Muster ships: mpi-openmpi.
+RuntimeRegistry defaultRuntimes(const RuntimeOptions& options);
+
+// The labels every object of an attempt carries (uid, job name when valid, attempt, jobset-name).
+std::map<std::string, std::string> attemptLabels(const proto::ParallelJob& job,
+                                                 const AttemptInfo& attempt);
+
+}  // namespace muster::jobengine

@@ -1,0 +1,209 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "jobengine/mpi_openmpi.h"
+#include "proto/json.h"
+#include "tests/jobengine/builders.h"
+
+namespace muster::jobengine {
+namespace {
+
+using testing::decodeJob;
+using testing::seedJob;
+using testing::seedJobJson;
+
+const AttemptInfo kAttempt0{0, "mpi-sample-job-0"};
+
+rapidjson::Document podJson(const proto::ParallelJob& job, int32_t index,
+                            const AttemptInfo& attempt = kAttempt0) {
+  OpenMpiRuntime runtime(RuntimeOptions{});
+  auto body = runtime.buildPod(job, attempt, index);
+  INFO(body.status().ToString());
+  REQUIRE(body.ok());
+  auto doc = proto::parseJson(*body);
+  REQUIRE(doc.ok());
+  return std::move(*doc);
+}
+
+const rapidjson::Value* byName(const rapidjson::Value& array, const std::string& name) {
+  for (const auto& v : array.GetArray())
+    if (v.HasMember("name") && v["name"].GetString() == name) return &v;
+  return nullptr;
+}
+
+std::string envOf(const rapidjson::Value& container, const std::string& name) {
+  if (!container.HasMember("env")) return "<unset>";
+  const auto* e = byName(container["env"], name);
+  return e == nullptr ? "<unset>" : e->operator[]("value").GetString();
+}
+
+TEST_CASE("the hostfile lists every pod's FQDN with numProcPerPod slots, launcher first", "[mpi]") {
+  OpenMpiRuntime runtime(RuntimeOptions{});
+  CHECK(runtime.hostfile(seedJob(), kAttempt0) ==
+        "mpi-sample-job-0-0.mpi-sample-job-0.default.svc.cluster.local slots=2\n"
+        "mpi-sample-job-0-1.mpi-sample-job-0.default.svc.cluster.local slots=2\n"
+        "mpi-sample-job-0-2.mpi-sample-job-0.default.svc.cluster.local slots=2\n");
+}
+
+TEST_CASE("the launcher is the user's main with mounts and env behind a wait-for-workers init "
+          "container", "[mpi]") {
+  auto pod = podJson(seedJob(), 0);
+  const auto& meta = pod["metadata"];
+  CHECK(std::string(meta["name"].GetString()) == "mpi-sample-job-0-0");
+  CHECK(std::string(meta["labels"]["jobset.sigs.k8s.io/jobset-name"].GetString()) == "mpi-sample-job-0");
+  CHECK(std::string(meta["labels"]["jobset.sigs.k8s.io/job-global-index"].GetString()) == "0");
+  CHECK(std::string(meta["labels"]["muster.dev/role"].GetString()) == "launcher");
+  CHECK(std::string(meta["annotations"]["gang-scheduling.preferred.jp/gang-name"].GetString()) ==
+        "mpi-sample-job-0");
+  CHECK(std::string(meta["annotations"]["gang-scheduling.preferred.jp/gang-size"].GetString()) == "3");
+  const auto& owner = meta["ownerReferences"][0];
+  CHECK(std::string(owner["kind"].GetString()) == "ParallelJob");
+  CHECK(owner["controller"].GetBool());
+  CHECK(std::string(owner["uid"].GetString()) == "6c1f5a3e-1111-4a8e-9c9e-0123456789ab");
+
+  const auto& spec = pod["spec"];
+  CHECK(std::string(spec["schedulerName"].GetString()) == "muster-scheduler");
+  CHECK(std::string(spec["hostname"].GetString()) == "mpi-sample-job-0-0");
+  CHECK(std::string(spec["subdomain"].GetString()) == "mpi-sample-job-0");
+  CHECK(std::string(spec["restartPolicy"].GetString()) == "Never");
+  const auto* main = byName(spec["containers"], "main");
+  REQUIRE(main != nullptr);
+  CHECK(std::string((*main)["command"][0].GetString()) == "sh");  // untouched
+  CHECK(std::string((*main)["command"][2].GetString()).find("mpirun --allow-run-as-root") !=
+        std::string::npos);
+  CHECK(envOf(*main, "OMPI_MCA_orte_default_hostfile") == "/etc/muster/mpi/hostfile");
+  CHECK(envOf(*main, "OMPI_MCA_prte_default_hostfile") == "/etc/muster/mpi/hostfile");
+  CHECK(envOf(*main, "OMPI_MCA_plm_rsh_args") == "-F /muster/ssh/config");
+  CHECK(envOf(*main, "RDMA_NCCL_CONF") == "<unset>");  // no GPU or RDMA asked for
+  CHECK(byName((*main)["volumeMounts"], "muster-ssh") != nullptr);
+  CHECK(byName((*main)["volumeMounts"], "muster-run") != nullptr);
+
+  REQUIRE(spec.HasMember("initContainers"));
+  const auto& inits = spec["initContainers"];
+  const auto& wait = inits[inits.Size() - 1];
+  CHECK(std::string(wait["name"].GetString()) == "muster-wait-workers");
+  CHECK(std::string(wait["image"].GetString()) == "ghcr.io/pfnet/parallel-controller/openmpi:v0.1.0");
+  CHECK(std::string(wait["command"][1].GetString()) == "/etc/muster/mpi/wait-workers.sh");
+  CHECK(byName(spec["volumes"], "muster-ssh") != nullptr);
+  CHECK(std::string(byName(spec["volumes"], "muster-ssh")->operator[]("secret")["secretName"].GetString()) ==
+        "mpi-sample-job-0-ssh-6c1f5a");
+  CHECK(std::string(byName(spec["volumes"], "muster-mpi")->operator[]("configMap")["name"].GetString()) ==
+        "mpi-sample-job-0-mpi");
+}
+
+TEST_CASE("a worker inherits the launcher and gets a generated main that runs sshd", "[mpi]") {
+  auto pod = podJson(seedJob(), 2);
+  CHECK(std::string(pod["metadata"]["labels"]["muster.dev/role"].GetString()) == "worker");
+  CHECK(std::string(pod["metadata"]["labels"]["jobset.sigs.k8s.io/job-global-index"].GetString()) == "2");
+  const auto& spec = pod["spec"];
+  CHECK(std::string(spec["hostname"].GetString()) == "mpi-sample-job-0-2");
+  CHECK_FALSE(spec.HasMember("initContainers"));
+  REQUIRE(spec["containers"].Size() == 1);
+  const auto& main = spec["containers"][0];
+  CHECK(std::string(main["name"].GetString()) == "main");
+  CHECK(std::string(main["image"].GetString()) == "ghcr.io/pfnet/parallel-controller/openmpi:v0.1.0");
+  CHECK(std::string(main["command"][1].GetString()) == "/etc/muster/mpi/sshd.sh");
+  CHECK(main["ports"][0]["containerPort"].GetInt() == kSshPort);
+  CHECK(main["readinessProbe"]["tcpSocket"]["port"].GetInt() == kSshPort);
+  CHECK(envOf(main, "OMPI_MCA_plm_rsh_args") == "-F /muster/ssh/config");
+}
+
+TEST_CASE("a schedulerName in the template is kept, and topology annotations of the job reach "
+          "every pod", "[mpi]") {
+  auto job = decodeJob(seedJobJson("topo", 2, 1, 3, "mpi-openmpi", "",
+                                   R"({"muster.dev/topology-required":"muster.dev/rack",)"
+                                   R"("muster.dev/topology-preferred":"muster.dev/spine","other":"x"})"));
+  for (int i = 0; i < 2; ++i) {
+    auto pod = podJson(job, i, AttemptInfo{0, "topo-0"});
+    const auto& ann = pod["metadata"]["annotations"];
+    CHECK(std::string(ann["muster.dev/topology-required"].GetString()) == "muster.dev/rack");
+    CHECK(std::string(ann["muster.dev/topology-preferred"].GetString()) == "muster.dev/spine");
+    CHECK_FALSE(ann.HasMember("other"));
+  }
+  std::string json = seedJobJson();
+  std::string with_scheduler = json;
+  with_scheduler.replace(with_scheduler.find(R"("launcher":{"spec":{)"), 20,
+                         R"("launcher":{"spec":{"schedulerName":"other-scheduler",)");
+  auto pod = podJson(decodeJob(with_scheduler), 1);
+  CHECK(std::string(pod["spec"]["schedulerName"].GetString()) == "other-scheduler");
+}
+
+TEST_CASE("pods asking for GPUs or RDMA get RDMA_NCCL_CONF and RDMA_UCX_CONF, written before "
+          "main starts", "[mpi]") {
+  std::string json = seedJobJson();
+  json.replace(json.find(R"("name":"main",)"), 14,
+               R"("name":"main","resources":{"limits":{"nvidia.com/gpu":"2","preferred.jp/rdma":"1"}},)");
+  auto job = decodeJob(json);
+  auto launcher = podJson(job, 0);
+  const auto& main = launcher["spec"]["containers"][0];
+  CHECK(envOf(main, "RDMA_NCCL_CONF") == kNcclConfPath);
+  CHECK(envOf(main, "RDMA_UCX_CONF") == kUcxConfPath);
+  // The init container that runs before main writes them (setup.sh reads the same env).
+  const auto& wait = launcher["spec"]["initContainers"][0];
+  CHECK(envOf(wait, "RDMA_NCCL_CONF") == kNcclConfPath);
+  auto worker = podJson(job, 1);
+  const auto& wmain = worker["spec"]["containers"][0];
+  CHECK(envOf(wmain, "RDMA_UCX_CONF") == kUcxConfPath);
+  CHECK(std::string(wmain["resources"]["limits"]["nvidia.com/gpu"].GetString()) == "2");
+}
+
+TEST_CASE("spec.worker replaces the inherited template: its own main is kept and a missing one is "
+          "generated", "[mpi]") {
+  auto with_main = decodeJob(seedJobJson(
+      "w", 2, 1, 3, "mpi-openmpi",
+      R"(,"worker":{"metadata":{"labels":{"tier":"w"}},"spec":{"containers":[{"name":"main","image":"custom","command":["/bin/sh","/etc/muster/mpi/sshd.sh"]}]}})"));
+  auto pod = podJson(with_main, 1, AttemptInfo{0, "w-0"});
+  CHECK(std::string(pod["metadata"]["labels"]["tier"].GetString()) == "w");
+  CHECK(std::string(pod["spec"]["containers"][0]["image"].GetString()) == "custom");
+  CHECK_FALSE(pod["spec"]["containers"][0].HasMember("readinessProbe"));
+
+  auto without_main = decodeJob(seedJobJson(
+      "w", 2, 1, 3, "mpi-openmpi",
+      R"(,"worker":{"spec":{"containers":[{"name":"sidecar","image":"busybox"}]}})"));
+  auto pod2 = podJson(without_main, 1, AttemptInfo{0, "w-0"});
+  REQUIRE(pod2["spec"]["containers"].Size() == 2);
+  CHECK(std::string(pod2["spec"]["containers"][1]["name"].GetString()) == "main");
+  CHECK(std::string(pod2["spec"]["containers"][1]["command"][1].GetString()) == "/etc/muster/mpi/sshd.sh");
+}
+
+TEST_CASE("the support objects: headless Service publishing not-ready addresses, SSH Secret, "
+          "hostfile ConfigMap", "[mpi]") {
+  OpenMpiRuntime runtime(RuntimeOptions{});
+  auto objects = runtime.buildSupport(seedJob(), kAttempt0);
+  REQUIRE(objects.ok());
+  REQUIRE(objects->size() == 3);
+  auto svc = proto::parseJson((*objects)[0].body);
+  REQUIRE(svc.ok());
+  CHECK((*objects)[0].resource->plural == "services");
+  CHECK(std::string((*svc)["metadata"]["name"].GetString()) == "mpi-sample-job-0");
+  CHECK(std::string((*svc)["spec"]["clusterIP"].GetString()) == "None");
+  CHECK((*svc)["spec"]["publishNotReadyAddresses"].GetBool());
+  CHECK(std::string((*svc)["spec"]["selector"]["jobset.sigs.k8s.io/jobset-name"].GetString()) ==
+        "mpi-sample-job-0");
+  auto secret = proto::parseJson((*objects)[1].body);
+  REQUIRE(secret.ok());
+  const auto& data = (*secret)["stringData"];
+  CHECK(std::string(data["id_ed25519"].GetString()).find("BEGIN OPENSSH PRIVATE KEY") != std::string::npos);
+  CHECK(std::string(data["authorized_keys"].GetString()) == data["id_ed25519.pub"].GetString());
+  CHECK(std::string(data["known_hosts"].GetString()).rfind("* ssh-ed25519 ", 0) == 0);
+  auto cm = proto::parseJson((*objects)[2].body);
+  REQUIRE(cm.ok());
+  CHECK(std::string((*cm)["data"]["hostfile"].GetString()) == runtime.hostfile(seedJob(), kAttempt0));
+  CHECK((*cm)["data"].HasMember("wait-workers.sh"));
+  CHECK((*cm)["metadata"]["ownerReferences"][0]["blockOwnerDeletion"].GetBool());
+}
+
+TEST_CASE("a generated pod decodes as a Pod", "[mpi]") {
+  proto::Pod pod;
+  OpenMpiRuntime runtime(RuntimeOptions{});
+  auto body = runtime.buildPod(seedJob(), kAttempt0, 1);
+  REQUIRE(body.ok());
+  REQUIRE(proto::decodeJson(*body, &pod).ok());
+  CHECK(pod.spec.scheduler_name == "muster-scheduler");
+  CHECK(pod.spec.subdomain == "mpi-sample-job-0");
+  CHECK(pod.meta.controllerRef() != nullptr);
+}
+
+}  // namespace
+}  // namespace muster::jobengine
