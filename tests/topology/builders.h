@@ -1,0 +1,77 @@
+#pragma once
+
+// Builders that make topologies read like the machines they describe:
+//   node().gpu(0, "sw0", 0).nic("mlx5_0", "sw0", 0).build()
+
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "topology/model/topology.h"
+
+namespace muster::topology::testing {
+
+class TopologyBuilder {
+ public:
+  TopologyBuilder& gpu(int32_t index, std::string pcie_switch, int32_t numa,
+                       std::string model = "NVIDIA H100 80GB HBM3") {
+    Gpu g;
+    g.index = index;
+    g.bus_id = busId(index, 0x10);
+    g.model = std::move(model);
+    g.vendor = "NVIDIA Corporation";
+    g.pcie_switch = std::move(pcie_switch);
+    g.numa_node = numa;
+    t_.gpus.push_back(std::move(g));
+    return *this;
+  }
+  TopologyBuilder& nic(std::string name, std::string pcie_switch, int32_t numa,
+                       LinkLayer layer = LinkLayer::kInfiniBand, std::string state = "ACTIVE") {
+    RdmaNic n;
+    n.bus_id = busId(static_cast<int32_t>(t_.rdma_nics.size()), 0x80);
+    n.name = std::move(name);
+    n.pcie_switch = std::move(pcie_switch);
+    n.numa_node = numa;
+    n.link_layer = layer;
+    RdmaPort p;
+    p.state = std::move(state);
+    p.link_layer = layer;
+    p.rate_gbps = 400;
+    n.ports.push_back(p);
+    t_.rdma_nics.push_back(std::move(n));
+    return *this;
+  }
+  TopologyBuilder& numa(int32_t id, std::string cpus) {
+    t_.numa_nodes.push_back({id, std::move(cpus), int64_t{1} << 37});
+    return *this;
+  }
+  Topology build() {
+    Topology t = t_;
+    computeGroups(&t);
+    return t;
+  }
+
+ private:
+  static std::string busId(int32_t i, int32_t base) {
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "0000:%02x:00.0", base + i);
+    return buf;
+  }
+  Topology t_;
+};
+
+inline TopologyBuilder node() { return TopologyBuilder(); }
+
+// A DGX H100-like node: 8 GPUs and 8 NICs, a GPU and a NIC behind each of 8 switches, 4 per
+// NUMA node.
+inline Topology dgxLike() {
+  TopologyBuilder b;
+  b.numa(0, "0-55,112-167").numa(1, "56-111,168-223");
+  for (int i = 0; i < 8; ++i) {
+    const std::string sw = "sw" + std::to_string(i);
+    b.gpu(i, sw, i / 4).nic("mlx5_" + std::to_string(i), sw, i / 4);
+  }
+  return b.build();
+}
+
+}  // namespace muster::topology::testing

@@ -1,0 +1,125 @@
+#include "topology/agent/show.h"
+
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace muster::topology {
+namespace {
+
+// Columns padded to their widest cell, two spaces apart.
+std::string table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (row.size() > width.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string orDash(const std::string& s) { return s.empty() ? "-" : s; }
+std::string numa(int32_t n) { return n < 0 ? "-" : std::to_string(n); }
+
+std::string rateText(double gbps) {
+  if (gbps <= 0) return "-";
+  std::ostringstream out;
+  out << gbps << " Gb/s";
+  return out.str();
+}
+
+}  // namespace
+
+std::string formatTable(const Topology& t) {
+  std::string out;
+  absl::StrAppend(&out, "NUMA nodes: ", t.numa_nodes.size(), "\n");
+  std::vector<std::vector<std::string>> rows = {{"  NUMA", "CPUS", "MEMORY"}};
+  for (const NumaNode& n : t.numa_nodes) {
+    rows.push_back({absl::StrCat("  ", n.id), orDash(n.cpus),
+                    absl::StrCat(n.memory_bytes / (1024 * 1024 * 1024), " GiB")});
+  }
+  out += table(rows);
+
+  absl::StrAppend(&out, "\nGPUs: ", t.gpus.size(), "\n");
+  if (!t.gpus.empty()) {
+    rows = {{"  INDEX", "BUS ID", "MODEL", "NUMA", "PCIE SWITCH", "OS DEVICES", "UUID"}};
+    for (const Gpu& g : t.gpus) {
+      rows.push_back({absl::StrCat("  ", g.index), g.bus_id, orDash(g.model), numa(g.numa_node),
+                      orDash(g.pcie_switch), orDash(absl::StrJoin(g.os_devices, ",")),
+                      orDash(g.uuid)});
+    }
+    out += table(rows);
+  }
+
+  absl::StrAppend(&out, "\nRDMA NICs: ", t.rdma_nics.size(), "\n");
+  if (!t.rdma_nics.empty()) {
+    rows = {{"  NAME", "BUS ID", "NUMA", "PCIE SWITCH", "PORT", "STATE", "LINK", "RATE",
+             "NETDEVS"}};
+    for (const RdmaNic& n : t.rdma_nics) {
+      if (n.ports.empty()) {
+        rows.push_back({absl::StrCat("  ", n.name), orDash(n.bus_id), numa(n.numa_node),
+                        orDash(n.pcie_switch), "-", "-",
+                        std::string(linkLayerName(n.link_layer)), "-",
+                        orDash(absl::StrJoin(n.net_devices, ","))});
+      }
+      for (const RdmaPort& p : n.ports) {
+        rows.push_back({absl::StrCat("  ", n.name), orDash(n.bus_id), numa(n.numa_node),
+                        orDash(n.pcie_switch), std::to_string(p.port), orDash(p.state),
+                        std::string(linkLayerName(p.link_layer)), rateText(p.rate_gbps),
+                        orDash(absl::StrJoin(n.net_devices, ","))});
+      }
+    }
+    out += table(rows);
+  }
+
+  if (!t.gpus.empty() && !t.rdma_nics.empty()) {
+    out += "\nGPU to NIC affinity (closest NICs per GPU):\n";
+    rows = {{"  GPU", "NICS", "SHARED"}};
+    for (const Gpu& g : t.gpus) {
+      std::vector<std::string> sw, nu;
+      for (const RdmaNic& n : t.rdma_nics) {
+        if (!g.pcie_switch.empty() && g.pcie_switch == n.pcie_switch) sw.push_back(n.name);
+        if (g.numa_node >= 0 && g.numa_node == n.numa_node) nu.push_back(n.name);
+      }
+      if (!sw.empty()) {
+        rows.push_back({absl::StrCat("  ", g.index), absl::StrJoin(sw, ","),
+                        absl::StrCat("PCIe switch ", g.pcie_switch)});
+      } else if (!nu.empty()) {
+        rows.push_back({absl::StrCat("  ", g.index), absl::StrJoin(nu, ","),
+                        absl::StrCat("NUMA node ", g.numa_node)});
+      } else {
+        rows.push_back({absl::StrCat("  ", g.index), "-", "node only"});
+      }
+    }
+    out += table(rows);
+  }
+
+  if (!t.groups.empty()) {
+    out += "\nLocality groups:\n";
+    rows = {{"  KIND", "ID", "GPUS", "RDMA NICS"}};
+    for (const LocalityGroup& g : t.groups) {
+      rows.push_back({absl::StrCat("  ", std::string(groupKindName(g.kind))), g.id,
+                      orDash(absl::StrJoin(g.gpus, ",")), orDash(absl::StrJoin(g.rdma_nics, ","))});
+    }
+    out += table(rows);
+  }
+
+  if (!t.warnings.empty()) {
+    out += "\nWarnings:\n";
+    for (const std::string& w : t.warnings) absl::StrAppend(&out, "  ", w, "\n");
+  }
+  return out;
+}
+
+}  // namespace muster::topology
