@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # Builds the pinned kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, etcd, etcdctl
-# and kwok from the Go module proxy into $MUSTER_BIN_DIR (outside the repo), once per version set.
+# and kwok from the Go module proxy into $MUSTER_BIN_DIR (outside the repo), once per version set,
+# and helm ($MUSTER_HELM_VERSION) into the same directory.
 # Idempotent: a complete cache is a no-op. Prints the bin directory on stdout.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.sh"
 bins=(kube-apiserver kube-scheduler kube-controller-manager kubectl etcd etcdctl kwok)
-complete=1
-for b in "${bins[@]}"; do [ -x "$MUSTER_BIN_DIR/$b" ] || complete=0; done
-if [ $complete = 1 ]; then echo "$MUSTER_BIN_DIR"; exit 0; fi
+control_plane_complete() {
+  local b
+  for b in "${bins[@]}"; do [ -x "$MUSTER_BIN_DIR/$b" ] || return 1; done
+}
+# helm is not part of the directory's name, so a changed pin is noticed by asking the binary.
+helm_complete() {
+  [ -x "$MUSTER_BIN_DIR/helm" ] &&
+    [ "$("$MUSTER_BIN_DIR/helm" version --template '{{.Version}}' 2>/dev/null)" = "$MUSTER_HELM_VERSION" ]
+}
+if control_plane_complete && helm_complete; then echo "$MUSTER_BIN_DIR"; exit 0; fi
 
 # One build at a time per cache: two concurrent builds share $work and $stage and wreck each other
 # (one's rm -rf pulls the directory from under the other's go get). A second caller waits for the
@@ -19,9 +27,7 @@ if ! flock -n 9; then
   echo "build.sh: another build of the control plane is running; waiting for it" >&2
   flock 9
 fi
-complete=1
-for b in "${bins[@]}"; do [ -x "$MUSTER_BIN_DIR/$b" ] || complete=0; done
-if [ $complete = 1 ]; then echo "$MUSTER_BIN_DIR"; exit 0; fi
+if control_plane_complete && helm_complete; then echo "$MUSTER_BIN_DIR"; exit 0; fi
 
 command -v go >/dev/null || { echo "build.sh: go is required" >&2; exit 1; }
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
@@ -29,7 +35,7 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 export GONOSUMDB="${GONOSUMDB:-k8s.io,sigs.k8s.io,go.etcd.io}"
 work="$MUSTER_CACHE/build"
 stage="$MUSTER_BIN_DIR.partial"
-mkdir -p "$work" "$stage"
+mkdir -p "$work"
 start=$(date +%s)
 log() { echo "build.sh: $*" >&2; }
 
@@ -80,10 +86,40 @@ build_kwok() {
   GOBIN="$stage" go install -trimpath -ldflags "-s -w" sigs.k8s.io/kwok/cmd/kwok@$MUSTER_KWOK_VERSION
 }
 
-build_etcd
-build_kwok
-build_k8s
-for b in "${bins[@]}"; do [ -x "$stage/$b" ] || { log "missing $b after build"; exit 1; }; done
-rm -rf "$MUSTER_BIN_DIR"; mv "$stage" "$MUSTER_BIN_DIR"
-log "built control plane in $(( $(date +%s) - start ))s into $MUSTER_BIN_DIR"
+# helm, with the version stamps its Makefile sets (`helm version`, and the Kubernetes version that
+# `helm lint`/`helm template` assume without a cluster: that of the client-go it is built with).
+build_helm() {
+  local HV=$MUSTER_HELM_VERSION d="$work/helm-$MUSTER_HELM_VERSION"
+  local major=${HV#v}; major=${major%%.*}
+  rm -rf "$d"; mkdir -p "$d"; cd "$d"
+  go mod init local/helmbuild >/dev/null 2>&1
+  go get "helm.sh/helm/v$major/cmd/helm@$HV" >&2
+  local cg; cg=$(go list -m -f '{{.Version}}' k8s.io/client-go)  # v0.MINOR.PATCH
+  local kminor; kminor=$(echo "$cg" | cut -d. -f2)
+  local p="helm.sh/helm/v$major"
+  local LDF="-s -w -X $p/internal/version.version=$HV -X $p/internal/version.gitTreeState=clean"
+  LDF="$LDF -X $p/pkg/lint/rules.k8sVersionMajor=1 -X $p/pkg/lint/rules.k8sVersionMinor=$kminor"
+  LDF="$LDF -X $p/pkg/chartutil.k8sVersionMajor=1 -X $p/pkg/chartutil.k8sVersionMinor=$kminor"
+  log "building helm $HV"
+  go build -trimpath -ldflags "$LDF" -o "$d/helm" "helm.sh/helm/v$major/cmd/helm"
+  mkdir -p "$MUSTER_BIN_DIR"
+  mv -f "$d/helm" "$MUSTER_BIN_DIR/helm"
+  rm -rf "$d"
+}
+
+if ! control_plane_complete; then
+  mkdir -p "$stage"
+  build_etcd
+  build_kwok
+  build_k8s
+  for b in "${bins[@]}"; do [ -x "$stage/$b" ] || { log "missing $b after build"; exit 1; }; done
+  rm -rf "$MUSTER_BIN_DIR"; mv "$stage" "$MUSTER_BIN_DIR"
+  log "built control plane in $(( $(date +%s) - start ))s into $MUSTER_BIN_DIR"
+fi
+if ! helm_complete; then
+  start=$(date +%s)
+  build_helm
+  helm_complete || { log "helm at $MUSTER_BIN_DIR/helm does not report $MUSTER_HELM_VERSION"; exit 1; }
+  log "built helm $MUSTER_HELM_VERSION in $(( $(date +%s) - start ))s into $MUSTER_BIN_DIR"
+fi
 echo "$MUSTER_BIN_DIR"

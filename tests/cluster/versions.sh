@@ -6,5 +6,9 @@
 MUSTER_K8S_VERSION="${MUSTER_K8S_VERSION:-v1.36.3}"
 MUSTER_ETCD_VERSION="${MUSTER_ETCD_VERSION:-v3.6.16}"
 MUSTER_KWOK_VERSION="${MUSTER_KWOK_VERSION:-v0.8.0}"
+# Helm, for the chart in manifests/charts/muster (helm lint / helm template in the tests). Helm 3's
+# newest release: the chart is apiVersion v2, which Helm 3 and 4 both read. Built into
+# $MUSTER_BIN_DIR/helm next to kubectl; build.sh rebuilds it when `helm version` differs from this.
+MUSTER_HELM_VERSION="${MUSTER_HELM_VERSION:-v3.22.0}"
 MUSTER_CACHE="${MUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/muster}"
 MUSTER_BIN_DIR="$MUSTER_CACHE/bin/k8s-$MUSTER_K8S_VERSION-etcd-$MUSTER_ETCD_VERSION-kwok-$MUSTER_KWOK_VERSION"

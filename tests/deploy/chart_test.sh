@@ -1,0 +1,424 @@
+#!/usr/bin/env bash
+# The Helm chart (manifests/charts/muster) against a real kube-apiserver, and least privilege
+# proven with the chart's own ServiceAccounts:
+#
+#   1. helm lint --strict and helm template on the default values and on each switch (job engine
+#      off, agent off, pod-resources on, ServiceMonitor capability present); bad values refused by
+#      the schema and the templates; the chart's crds/ identical to manifests/crds/.
+#   2. The rendered objects applied with `kubectl apply --dry-run=server`, then for real (CRDs first,
+#      and only those that are absent, as Helm's crds/ does); every object exists afterwards.
+#   3. A token minted for the scheduler's ServiceAccount (TokenRequest) in a kubeconfig that holds
+#      nothing else: `kubectl auth can-i` for each right it must have and for rights it must not
+#      (Secrets, Nodes, pod specs, other Leases, RBAC), and real requests refused.
+#   4. The real muster-scheduler with that token only, --leader-elect=true and the config from the
+#      applied ConfigMap: it takes the Lease in the release namespace, serves /healthz, /readyz and
+#      /metrics, binds a gang of 4 x 8-GPU pods inside one rack (topologyLevels from the chart
+#      values), binds a PodGroup gang and writes its status, marks an impossible gang
+#      Unschedulable with an Event, is never refused by the API server, and on SIGTERM releases
+#      the Lease. A bad value in the rendered config stops it at start with the key named.
+#   5. The topology agent's ServiceAccount: its rights, and muster-topology run with its token when
+#      the binary exists.
+#   6. helm install / upgrade / uninstall of a second release: an existing CRD is left untouched,
+#      an upgrade that changes the config rolls the pods (checksum), uninstall removes the objects
+#      and keeps the CRDs.
+#
+# chart_test.sh --dir DIR [--scheduler BIN] [--topology BIN]
+#     DIR: a running cluster (tests/cluster/up.sh --dir DIR) with kwok nodes.
+#     BIN: muster-scheduler, default $MUSTER_SCHEDULER_BIN, else build/scheduler/muster-scheduler;
+#     muster-topology, default $MUSTER_TOPOLOGY_BIN, else build/topology/muster-topology (skipped
+#     when absent).
+# chart_test.sh --offline   only part 1 (no cluster needed).
+#
+# helm and kubectl: $HELM / $KUBECTL, else $MUSTER_BIN_DIR (tests/cluster/build.sh builds both).
+# Everything it creates is deleted at the end (CRDs only if it installed them). Prints
+# "N passed, M failed" last; exits 1 if a check failed, 2 on a usage or setup error.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+. "$here/lib.sh"
+chart="$root/manifests/charts/muster"
+
+usage() { sed -n '/^# chart_test.sh --dir/,/^# chart_test.sh --offline/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+DIR="" OFFLINE=0
+SCHED=${MUSTER_SCHEDULER_BIN:-$root/build/scheduler/muster-scheduler}
+TOPO=${MUSTER_TOPOLOGY_BIN:-$root/build/topology/muster-topology}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dir) [ $# -ge 2 ] || usage; DIR=$2; shift 2 ;;
+    --scheduler) [ $# -ge 2 ] || usage; SCHED=$2; shift 2 ;;
+    --topology) [ $# -ge 2 ] || usage; TOPO=$2; shift 2 ;;
+    --offline) OFFLINE=1; shift ;;
+    -h|--help) usage ;;
+    *) echo "chart_test.sh: unknown argument: $1" >&2; usage ;;
+  esac
+done
+[ -n "$DIR" ] || [ "$OFFLINE" = 1 ] || usage
+HELM=${HELM:-$MUSTER_BIN_DIR/helm}
+KUBECTL=${KUBECTL:-$MUSTER_BIN_DIR/kubectl}
+[ -x "$HELM" ] || { echo "chart_test.sh: no helm at $HELM (tests/cluster/build.sh builds it)" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/muster-chart-test.XXXXXX)
+# Helm keeps its caches and the release history client-side config under these.
+export HELM_CACHE_HOME="$work/helm/cache" HELM_CONFIG_HOME="$work/helm/config" HELM_DATA_HOME="$work/helm/data"
+h() { "$HELM" "$@"; }
+
+# ---------------------------------------------------------------------------------------------
+echo "# 1. lint and render ($("$HELM" version --template '{{.Version}}'), $chart)"
+expect_ok "helm lint --strict (default values)" h lint --strict "$chart"
+for variant in "jobEngine.enabled=false" "agent.enabled=false" "agent.podResources.enabled=true" \
+               "leaderElection.enabled=false,scheduler.replicas=1" "rbac.create=false" \
+               "topologyLevels={muster.dev/block,muster.dev/spine,muster.dev/rack}"; do
+  expect_ok "helm lint --strict --set $variant" h lint --strict "$chart" --set "$variant"
+done
+render() { h template muster "$chart" --namespace muster-system "$@"; }
+kinds() { render "$@" | sed -n 's/^kind: //p' | sort | tr '\n' ' ' | sed 's/ $//'; }
+expect_eq "default render: the objects" \
+  "ClusterRole ClusterRole ClusterRole ClusterRoleBinding ClusterRoleBinding ClusterRoleBinding ConfigMap DaemonSet Deployment PodDisruptionBudget Role RoleBinding Service ServiceAccount ServiceAccount" kinds
+expect_eq "job engine off: no job-engine ClusterRole/Binding" \
+  "ClusterRole ClusterRole ClusterRoleBinding ClusterRoleBinding ConfigMap DaemonSet Deployment PodDisruptionBudget Role RoleBinding Service ServiceAccount ServiceAccount" \
+  kinds --set jobEngine.enabled=false
+expect_eq "agent off: no DaemonSet, agent ServiceAccount or agent RBAC" \
+  "ClusterRole ClusterRole ClusterRoleBinding ClusterRoleBinding ConfigMap Deployment PodDisruptionBudget Role RoleBinding Service ServiceAccount" \
+  kinds --set agent.enabled=false
+expect_eq "no ServiceMonitor without the monitoring.coreos.com/v1 API" "0" \
+  bash -c "'$HELM' template muster '$chart' | { grep -c '^kind: ServiceMonitor' || true; }"
+expect_eq "a ServiceMonitor when the cluster serves monitoring.coreos.com/v1 ServiceMonitor" "1" \
+  bash -c "'$HELM' template muster '$chart' --api-versions monitoring.coreos.com/v1/ServiceMonitor | grep -c '^kind: ServiceMonitor'"
+expect_eq "job engine off reaches the scheduler config" "    jobEngine:|      enabled: false" \
+  bash -c "'$HELM' template muster '$chart' --set jobEngine.enabled=false | grep -A1 '^    jobEngine:' | paste -sd'|'"
+expect_eq "the Lease lives in the release namespace by default" '      leaseNamespace: "muster-system"' \
+  bash -c "'$HELM' template muster '$chart' -n muster-system | grep 'leaseNamespace:'"
+expect_fail "an unknown value is refused by values.schema.json" "additional properties 'replicaz' not allowed" \
+  render --set scheduler.replicaz=3
+expect_fail "a bad singlePodStrategy is refused" "value must be one of 'pack', 'spread'" \
+  render --set singlePodStrategy=tight
+expect_fail "two replicas without leader election are refused" "scheduler.replicas > 1 needs leaderElection.enabled" \
+  render --set leaderElection.enabled=false
+expect_fail "leaseDurationSeconds <= renewDeadlineSeconds is refused" "leaseDurationSeconds must be greater than" \
+  render --set leaderElection.leaseDurationSeconds=5
+drift=""
+for f in "$root"/manifests/crds/*.yaml; do
+  cmp -s "$f" "$chart/crds/$(basename "$f")" || drift+="$(basename "$f") differs or is missing; "
+done
+for f in "$chart"/crds/*.yaml; do [ -f "$root/manifests/crds/$(basename "$f")" ] || drift+="$(basename "$f") is not in manifests/crds; "; done
+if [ -z "$drift" ]; then ok "the chart's crds/ equal manifests/crds/"
+else not_ok "the chart's crds/ equal manifests/crds/" "$drift"$'\n'"fix: cp manifests/crds/*.yaml manifests/charts/muster/crds/"; fi
+
+if [ "$OFFLINE" = 1 ]; then rm -rf "$work"; summary; exit; fi
+
+# ---------------------------------------------------------------------------------------------
+export KUBECONFIG="$DIR/kubeconfig"
+[ -f "$KUBECONFIG" ] || { echo "chart_test.sh: no $KUBECONFIG (start one: tests/cluster/up.sh --dir $DIR)" >&2; exit 2; }
+[ -x "$KUBECTL" ] || { echo "chart_test.sh: no kubectl at $KUBECTL" >&2; exit 2; }
+[ -x "$SCHED" ] || { echo "chart_test.sh: no muster-scheduler at $SCHED (build it, or pass --scheduler)" >&2; exit 2; }
+k() { "$KUBECTL" --request-timeout=30s "$@"; }
+k get --raw /readyz >/dev/null 2>&1 || { echo "chart_test.sh: the API server of $DIR is not ready" >&2; exit 2; }
+
+NS="muster-chart-$$"           # the release namespace
+WORK_NS="muster-chart-work-$$"  # where the test's pods go
+NS2="muster-chart-helm-$$"      # the helm install/upgrade/uninstall release
+REL=muster
+SA=muster-scheduler AGENT_SA=muster-topology LEASE=muster-scheduler
+CRD_NAMES=(nodetopologies.muster.dev paralleljobs.preferred.jp podgroups.scheduling.x-k8s.io)
+CREATED_CRDS=() sched_pid="" topo_pid="" helm_installed=0 agent_node=""
+for c in "${CRD_NAMES[@]}"; do k get crd "$c" >/dev/null 2>&1 || CREATED_CRDS+=("$c"); done
+
+cleanup() {
+  [ -z "$sched_pid" ] || { kill -KILL "$sched_pid" 2>/dev/null; wait "$sched_pid" 2>/dev/null; }
+  [ -z "$topo_pid" ] || { kill -KILL "$topo_pid" 2>/dev/null; wait "$topo_pid" 2>/dev/null; }
+  [ "$helm_installed" = 0 ] || h uninstall second -n "$NS2" --kubeconfig "$KUBECONFIG" >/dev/null 2>&1
+  [ -z "$agent_node" ] || k delete node "$agent_node" --ignore-not-found >/dev/null 2>&1
+  [ -z "$agent_node" ] || k delete nodetopology "$agent_node" --ignore-not-found >/dev/null 2>&1
+  [ ! -f "$work/rendered.yaml" ] || k delete -f "$work/rendered.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
+  for ns in "$WORK_NS" "$NS" "$NS2"; do delete_namespace "$ns"; done
+  [ ${#CREATED_CRDS[@]} -eq 0 ] || k delete crd "${CREATED_CRDS[@]}" --ignore-not-found >/dev/null 2>&1
+  if [ "$failed" -gt 0 ]; then echo "# logs kept in $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+# ---------------------------------------------------------------------------------------------
+echo "# 2. apply to $(k version -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')"
+expect_eq "helm show crds: the chart's 3 CRDs" "3" bash -c "'$HELM' show crds '$chart' | grep -c '^kind: CustomResourceDefinition'"
+for c in "${CRD_NAMES[@]}"; do
+  if printf '%s\n' "${CREATED_CRDS[@]}" | grep -qx "$c"; then
+    expect_ok "CRD $c: kubectl create --dry-run=server" k create --dry-run=server -f "$chart/crds/$c.yaml"
+    expect_ok "CRD $c: created (it was absent)" k create -f "$chart/crds/$c.yaml"
+  else
+    ok "CRD $c: already installed, left as it is (Helm's crds/ never overwrites one)"
+  fi
+  expect_ok "CRD $c is Established" k wait --for condition=established --timeout=60s "crd/$c"
+done
+
+# A scheduler name of this run's own, so that no other scheduler in the cluster can take the test's
+# pods (and the value is seen to reach the scheduler).
+SCHED_NAME="muster-chart-$$"
+values=(--namespace "$NS" --set "schedulerName=$SCHED_NAME" --set "topologyLevels={muster.dev/block,muster.dev/spine,muster.dev/rack}")
+h template "$REL" "$chart" "${values[@]}" > "$work/rendered.yaml"
+k create namespace "$NS" >/dev/null
+expect_ok "kubectl apply --dry-run=server of the rendered chart" k apply --dry-run=server -f "$work/rendered.yaml"
+expect_ok "kubectl apply of the rendered chart" k apply -f "$work/rendered.yaml"
+want=$(grep -c '^kind:' "$work/rendered.yaml")
+expect_eq "every rendered object exists ($want)" "$want" bash -c "'$KUBECTL' get -f '$work/rendered.yaml' -o name | wc -l"
+expect_eq "the Deployment asks for 2 replicas with leader election" "2 --leader-elect=true" \
+  bash -c "'$KUBECTL' get deploy -n $NS muster-scheduler -o jsonpath='{.spec.replicas} {.spec.template.spec.containers[0].args[2]}'"
+expect_eq "probes on /healthz and /readyz at the metrics port" "/healthz metrics /readyz metrics" \
+  k get deploy -n "$NS" muster-scheduler -o 'jsonpath={.spec.template.spec.containers[0].livenessProbe.httpGet.path} {.spec.template.spec.containers[0].livenessProbe.httpGet.port} {.spec.template.spec.containers[0].readinessProbe.httpGet.path} {.spec.template.spec.containers[0].readinessProbe.httpGet.port}'
+expect_eq "the metrics Service targets port 10259" "metrics 10259" \
+  k get svc -n "$NS" muster-scheduler-metrics -o 'jsonpath={.spec.ports[0].name} {.spec.ports[0].port}'
+ctr='{.spec.template.spec.containers[0]'
+expect_eq "scheduler pod: runAsNonRoot, uid 65532, seccomp RuntimeDefault" "true 65532 RuntimeDefault" \
+  k get deploy -n "$NS" muster-scheduler -o 'jsonpath={.spec.template.spec.securityContext.runAsNonRoot} {.spec.template.spec.securityContext.runAsUser} {.spec.template.spec.securityContext.seccompProfile.type}'
+expect_eq "scheduler container: no privilege escalation, read-only root, drops ALL" "false true [\"ALL\"]" \
+  k get deploy -n "$NS" muster-scheduler -o "jsonpath=$ctr.securityContext.allowPrivilegeEscalation} $ctr.securityContext.readOnlyRootFilesystem} $ctr.securityContext.capabilities.drop}"
+expect_eq "agent: non-root, no privilege escalation, read-only root, drops ALL" "true false true [\"ALL\"]" \
+  k get ds -n "$NS" muster-topology -o "jsonpath={.spec.template.spec.securityContext.runAsNonRoot} $ctr.securityContext.allowPrivilegeEscalation} $ctr.securityContext.readOnlyRootFilesystem} $ctr.securityContext.capabilities.drop}"
+expect_eq "agent: its only host access is /sys, read-only" "host-sys=/sys /sys:true" \
+  k get ds -n "$NS" muster-topology -o "jsonpath={range .spec.template.spec.volumes[?(@.hostPath)]}{.name}={.hostPath.path}{end} {range .spec.template.spec.containers[0].volumeMounts[?(@.name==\"host-sys\")]}{.mountPath}:{.readOnly}{end}"
+expect_eq "agent: no host network, PID or IPC namespace, not privileged" "   " \
+  k get ds -n "$NS" muster-topology -o "jsonpath={.spec.template.spec.hostNetwork} {.spec.template.spec.hostPID} {.spec.template.spec.hostIPC} $ctr.securityContext.privileged}"
+expect_eq "the DaemonSet gets NODE_NAME from the downward API" "NODE_NAME=spec.nodeName" \
+  k get ds -n "$NS" muster-topology -o 'jsonpath={.spec.template.spec.containers[0].env[0].name}={.spec.template.spec.containers[0].env[0].valueFrom.fieldRef.fieldPath}'
+expect_ok "kubectl apply of the rendered chart again (idempotent)" k apply -f "$work/rendered.yaml"
+
+# ---------------------------------------------------------------------------------------------
+echo "# 3. least privilege: the scheduler's ServiceAccount, token only"
+token=$(k create token "$SA" -n "$NS" --duration=1h 2>"$work/token.err")
+if [ -n "$token" ]; then ok "TokenRequest for $NS/$SA"; else not_ok "TokenRequest for $NS/$SA" "$(cat "$work/token.err")"; fi
+kubeconfig_with_token "$KUBECONFIG" "$token" "$work/sa.kubeconfig"
+as_sa() { "$KUBECTL" --kubeconfig "$work/sa.kubeconfig" --request-timeout=30s "$@"; }
+expect_eq "the token authenticates as the ServiceAccount" "system:serviceaccount:$NS:$SA" \
+  as_sa auth whoami -o 'jsonpath={.status.userInfo.username}'
+expect_eq "the kubeconfig holds no other credential" "token " \
+  "$KUBECTL" --kubeconfig "$work/sa.kubeconfig" config view --raw -o 'go-template={{range $k, $v := (index .users 0).user}}{{$k}} {{end}}'
+# can_i AS WANT NAME VERB RESOURCE [ARGS...]: `kubectl auth can-i` (a SelfSubjectAccessReview made
+# with the token itself) answers WANT (yes/no). Its stderr (warnings) is shown only on a mismatch.
+can_i() {
+  local as=$1 want=$2 name=$3 out; shift 3
+  out=$("$as" auth can-i "$@" 2>"$work/can-i.err")
+  if [ "$out" = "$want" ]; then ok "$name"
+  else not_ok "$name" "kubectl auth can-i $*: want $want, got '$out' $(cat "$work/can-i.err")"; fi
+}
+can() { local name=$1; shift; can_i as_sa yes "allowed: $name" "$@"; }
+cannot() { local name=$1; shift; can_i as_sa no "refused: $name" "$@"; }
+can "list pods in all namespaces" list pods -A
+can "watch pods in all namespaces" watch pods -A
+can "list nodes" list nodes
+can "watch nodes" watch nodes
+can "list podgroups in all namespaces" list podgroups.scheduling.x-k8s.io -A
+can "create pods/binding" create pods --subresource=binding -n "$WORK_NS"
+can "create pods/eviction" create pods --subresource=eviction -n "$WORK_NS"
+can "patch pods/status" patch pods --subresource=status -n "$WORK_NS"
+can "create events" create events -n "$WORK_NS"
+can "patch podgroups/status" patch podgroups.scheduling.x-k8s.io --subresource=status -n "$WORK_NS"
+can "create leases in the release namespace" create leases.coordination.k8s.io -n "$NS"
+can "get its Lease" get leases.coordination.k8s.io/$LEASE -n "$NS"
+can "update its Lease" update leases.coordination.k8s.io/$LEASE -n "$NS"
+# The job engine (same ServiceAccount, jobEngine.enabled=true by default).
+can "job engine: create pods" create pods -n "$WORK_NS"
+can "job engine: delete pods" delete pods -n "$WORK_NS"
+can "job engine: create services" create services -n "$WORK_NS"
+can "job engine: create configmaps" create configmaps -n "$WORK_NS"
+can "job engine: create secrets" create secrets -n "$WORK_NS"
+can "job engine: delete secrets" delete secrets -n "$WORK_NS"
+can "job engine: watch paralleljobs" watch paralleljobs.preferred.jp -A
+can "job engine: update paralleljobs/status" update paralleljobs.preferred.jp --subresource=status -n "$WORK_NS"
+cannot "list secrets in all namespaces" list secrets -A
+cannot "get a secret" get secrets -n "$WORK_NS"
+cannot "watch secrets" watch secrets -n "$WORK_NS"
+cannot "delete nodes" delete nodes
+cannot "patch nodes" patch nodes
+cannot "update nodes" update nodes
+cannot "patch a pod's spec" patch pods -n "$WORK_NS"
+cannot "update a pod" update pods -n "$WORK_NS"
+cannot "update pods/status (only patch)" update pods --subresource=status -n "$WORK_NS"
+cannot "create leases in kube-system" create leases.coordination.k8s.io -n kube-system
+cannot "update another Lease in its namespace" update leases.coordination.k8s.io/kube-scheduler -n "$NS"
+cannot "delete its Lease" delete leases.coordination.k8s.io/$LEASE -n "$NS"
+cannot "write NodeTopology (the agent's)" create nodetopologies.muster.dev
+cannot "create clusterrolebindings" create clusterrolebindings
+cannot "escalate clusterroles" escalate clusterroles
+cannot "impersonate users" impersonate users
+cannot "create serviceaccounts/token" create serviceaccounts --subresource=token -n "$NS"
+cannot "delete podgroups" delete podgroups.scheduling.x-k8s.io -n "$WORK_NS"
+cannot "delete paralleljobs" delete paralleljobs.preferred.jp -n "$WORK_NS"
+cannot "job engine: change a ParallelJob's spec (only its status)" patch paralleljobs.preferred.jp -n "$WORK_NS"
+expect_fail "a real request: listing Secrets cluster-wide is Forbidden" "Forbidden" as_sa get secrets -A
+expect_fail "a real request: deleting a node is Forbidden (server dry run)" "Forbidden" \
+  as_sa delete node "$(k get nodes -o 'jsonpath={.items[0].metadata.name}')" --dry-run=server
+
+# ---------------------------------------------------------------------------------------------
+echo "# 4. muster-scheduler with the ServiceAccount's token only ($SCHED)"
+k get configmap -n "$NS" muster-scheduler -o 'jsonpath={.data.config\.yaml}' > "$work/config.yaml"
+expect_ok "the config from the applied ConfigMap names the rack level" grep -q '"muster.dev/rack"' "$work/config.yaml"
+expect_ok "and the scheduler name" grep -qx "  - \"$SCHED_NAME\"" "$work/config.yaml"
+"$SCHED" --kubeconfig "$work/sa.kubeconfig" --config "$work/config.yaml" --identity chart-test-a \
+  --leader-elect=true --metrics-bind-address 127.0.0.1:0 -v=3 > "$work/scheduler.log" 2>&1 &
+sched_pid=$!
+lease_holder() { k get lease -n "$NS" "$LEASE" -o 'jsonpath={.spec.holderIdentity}' 2>/dev/null; }
+holder_is() { [ "$(lease_holder)" = "$1" ]; }
+if wait_until 30 holder_is chart-test-a; then ok "it takes the Lease $NS/$LEASE (holderIdentity chart-test-a)"
+else not_ok "it takes the Lease $NS/$LEASE" "holder: '$(lease_holder)'"$'\n'"$(tail -n 20 "$work/scheduler.log")"; fi
+wait_until 10 test -n "$(metrics_url "$work/scheduler.log")"
+url=$(metrics_url "$work/scheduler.log")
+ready() { [ "$(http_status "$url/readyz")" = 200 ]; }
+expect_eq "/healthz answers 200" "200" http_status "$url/healthz"
+if wait_until 30 ready; then ok "/readyz answers 200"; else not_ok "/readyz answers 200" "got $(http_status "$url/readyz")"; fi
+
+k create namespace "$WORK_NS" >/dev/null
+gang_pods "$WORK_NS" g 4 8 "$SCHED_NAME" '    muster.dev/topology-required: muster.dev/rack' > "$work/gang.yaml"
+expect_ok "a gang of 4 pods x 8 GPUs is created" k apply -f "$work/gang.yaml"
+all_bound() { [ "$(bound_count "$WORK_NS" muster-test/gang="$1")" = "$2" ]; }
+if wait_until 60 all_bound g 4; then ok "all 4 pods of the gang are bound"
+else not_ok "all 4 pods of the gang are bound" "$(k get pods -n "$WORK_NS" -o wide 2>&1)"$'\n'"$(tail -n 20 "$work/scheduler.log")"; fi
+nodes=$(k get pods -n "$WORK_NS" -l muster-test/gang=g -o 'jsonpath={range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u)
+expect_eq "on 4 different nodes (8 GPUs each)" "4" bash -c "grep -c . <<<'$nodes'"
+racks=$(for n in $nodes; do k get node "$n" -o 'jsonpath={.metadata.labels.muster\.dev/rack}{"\n"}'; done | sort -u | grep -c .)
+expect_eq "inside one rack, as muster.dev/topology-required asks (topologyLevels reached the scheduler)" "1" echo "$racks"
+expect_ok "a Scheduled Event for the gang's pods" \
+  wait_until 20 bash -c "'$KUBECTL' get events -n $WORK_NS --field-selector reason=Scheduled -o name | grep -q ."
+
+# A PodGroup gang: PodGroup watched, pods bound, status written.
+cat > "$work/podgroup.yaml" <<EOF
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {name: pg, namespace: $WORK_NS}
+spec: {minMember: 2}
+EOF
+for i in 0 1; do
+  cat >> "$work/podgroup.yaml" <<EOF
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: pg-$i
+  namespace: $WORK_NS
+  labels: {scheduling.x-k8s.io/pod-group: pg, muster-test/gang: pg}
+spec:
+  schedulerName: $SCHED_NAME
+  containers:
+  - name: main
+    image: registry.k8s.io/pause:3.10
+    resources:
+      limits: {nvidia.com/gpu: "8"}
+EOF
+done
+expect_ok "a PodGroup (minMember 2) and its 2 pods are created" k apply -f "$work/podgroup.yaml"
+if wait_until 60 all_bound pg 2; then ok "the PodGroup's pods are bound"
+else not_ok "the PodGroup's pods are bound" "$(k get pods -n "$WORK_NS" -l muster-test/gang=pg -o wide 2>&1)"; fi
+pg_phase() { k get podgroup -n "$WORK_NS" pg -o 'jsonpath={.status.phase}'; }
+pg_scheduled() { case "$(pg_phase)" in Scheduled|Running) return 0 ;; *) return 1 ;; esac; }
+if wait_until 30 pg_scheduled; then ok "the PodGroup's status is written (phase $(pg_phase))"
+else not_ok "the PodGroup's status is written" "phase: '$(pg_phase)'"; fi
+
+# A gang no node can hold: 16 GPUs per pod on 8-GPU nodes.
+gang_pods "$WORK_NS" big 2 16 "$SCHED_NAME" > "$work/big.yaml"
+expect_ok "an impossible gang (2 pods x 16 GPUs) is created" k apply -f "$work/big.yaml"
+unschedulable() {
+  [ "$(k get pod -n "$WORK_NS" big-0 -o 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].reason}')" = Unschedulable ]
+}
+if wait_until 30 unschedulable; then ok "it is marked PodScheduled=False/Unschedulable (pods/status patch)"
+else not_ok "it is marked PodScheduled=False/Unschedulable" "$(k get pod -n "$WORK_NS" big-0 -o jsonpath='{.status}' 2>&1)"; fi
+expect_ok "with a FailedScheduling Event" \
+  wait_until 20 bash -c "'$KUBECTL' get events -n $WORK_NS --field-selector reason=FailedScheduling,involvedObject.name=big-0 -o name | grep -q ."
+expect_eq "and it stays unbound" "0" bound_count "$WORK_NS" muster-test/gang=big
+
+metrics=$(curl -s -m 5 "$url/metrics")
+binds=$(awk '/^muster_binds_total\{result="success"\}/ {print $2}' <<<"$metrics")
+expect_ok "/metrics: muster_binds_total{result=\"success\"} >= 6 (got ${binds:-none})" test "${binds:-0}" -ge 6
+expect_ok "/metrics: scheduler_schedule_attempts_total is exported" grep -q '^scheduler_schedule_attempts_total' <<<"$metrics"
+expect_eq "the API server refused none of its requests (no 403 in its log)" "0" \
+  bash -c "grep -ci 'forbidden' '$work/scheduler.log' || true"
+kill -TERM "$sched_pid"
+exited() { ! kill -0 "$sched_pid" 2>/dev/null; }
+if wait_until 20 exited; then
+  wait "$sched_pid"; rc=$?; sched_pid=""
+  expect_eq "SIGTERM: it exits 0" "0" echo "$rc"
+else not_ok "SIGTERM: it exits within 20 s"; fi
+expect_eq "SIGTERM: the Lease is released (holderIdentity empty)" "" lease_holder
+
+# A bad value that the schema cannot see (the host level listed explicitly) stops it at start.
+h template "$REL" "$chart" -n "$NS" --set 'topologyLevels={kubernetes.io/hostname}' -s templates/configmap.yaml |
+  awk '/^  config.yaml: \|$/ {on = 1; next} on && /^    / {print substr($0, 5); next} on {exit}' > "$work/bad.yaml"
+expect_fail "a rendered config with a bad value is refused at start, naming the key" "topologyLevels[0]" \
+  "$SCHED" --kubeconfig "$work/sa.kubeconfig" --config "$work/bad.yaml" --metrics-bind-address 127.0.0.1:0
+
+# jobEngine.enabled=false takes the job engine's rights away from the same ServiceAccount.
+h template "$REL" "$chart" "${values[@]}" --set jobEngine.enabled=false > "$work/rendered-nojob.yaml"
+expect_eq "job engine off: the chart renders no job-engine RBAC" "0" \
+  bash -c "grep -c 'name: muster-jobengine' '$work/rendered-nojob.yaml' || true"
+expect_ok "job engine off: apply, and remove the job-engine ClusterRole/Binding it no longer renders" \
+  bash -c "'$KUBECTL' apply -f '$work/rendered-nojob.yaml' >/dev/null && '$KUBECTL' delete clusterrolebinding,clusterrole muster-jobengine"
+no_create_pods() { [ "$(as_sa auth can-i create pods -n "$WORK_NS" 2>/dev/null)" = no ]; }
+if wait_until 10 no_create_pods; then ok "job engine off: the ServiceAccount can no longer create pods"
+else not_ok "job engine off: the ServiceAccount can no longer create pods"; fi
+cannot "job engine off: create secrets" create secrets -n "$WORK_NS"
+cannot "job engine off: watch paralleljobs" watch paralleljobs.preferred.jp -A
+can "job engine off: still create pods/binding" create pods --subresource=binding -n "$WORK_NS"
+
+# ---------------------------------------------------------------------------------------------
+echo "# 5. least privilege: the topology agent's ServiceAccount"
+atoken=$(k create token "$AGENT_SA" -n "$NS" --duration=1h 2>"$work/atoken.err")
+if [ -n "$atoken" ]; then ok "TokenRequest for $NS/$AGENT_SA"; else not_ok "TokenRequest for $NS/$AGENT_SA" "$(cat "$work/atoken.err")"; fi
+kubeconfig_with_token "$KUBECONFIG" "$atoken" "$work/agent.kubeconfig"
+as_agent() { "$KUBECTL" --kubeconfig "$work/agent.kubeconfig" --request-timeout=30s "$@"; }
+acan() { local name=$1; shift; can_i as_agent yes "agent allowed: $name" "$@"; }
+acannot() { local name=$1; shift; can_i as_agent no "agent refused: $name" "$@"; }
+acan "create nodetopologies" create nodetopologies.muster.dev
+acan "update nodetopologies" update nodetopologies.muster.dev
+acan "patch nodetopologies/status" patch nodetopologies.muster.dev --subresource=status
+acan "get nodes" get nodes
+acan "patch nodes (labels)" patch nodes
+acannot "list pods" list pods -A
+acannot "create pods/binding" create pods --subresource=binding -n "$WORK_NS"
+acannot "delete nodes" delete nodes
+acannot "delete nodetopologies" delete nodetopologies.muster.dev
+acannot "list secrets" list secrets -A
+acannot "update nodes/status" update nodes --subresource=status
+acannot "create events" create events -n "$NS"
+if [ -x "$TOPO" ]; then
+  # A node object of its own (no kwok annotation, so nothing runs there), for the agent to describe.
+  agent_node="muster-chart-agent-$$"
+  k create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Node
+metadata: {name: $agent_node, labels: {kubernetes.io/hostname: $agent_node}}
+EOF
+  # As the DaemonSet runs it (NODE_NAME from the downward API), once, with the agent's token only.
+  NODE_NAME="$agent_node" "$TOPO" agent --once -v 2 --kubeconfig "$work/agent.kubeconfig" > "$work/topology.log" 2>&1 &
+  topo_pid=$!
+  topo_done() { ! kill -0 "$topo_pid" 2>/dev/null; }
+  if wait_until 120 topo_done; then
+    wait "$topo_pid"; rc=$?; topo_pid=""
+    expect_eq "muster-topology agent --once with the agent's token exits 0" "0" echo "$rc"
+  else not_ok "muster-topology agent --once finishes within 120 s" "$(tail -n 20 "$work/topology.log")"; fi
+  expect_ok "it published NodeTopology $agent_node" k get nodetopology "$agent_node"
+  expect_eq "the agent was refused nothing (no 403 in its log)" "0" bash -c "grep -ci 'forbidden' '$work/topology.log' || true"
+else
+  skip "muster-topology agent with its token" "no binary at $TOPO"
+fi
+
+# ---------------------------------------------------------------------------------------------
+echo "# 6. helm install / upgrade / uninstall (release \"second\" in $NS2)"
+hk() { h --kubeconfig "$KUBECONFIG" "$@"; }
+rv_before=$(k get crd podgroups.scheduling.x-k8s.io -o 'jsonpath={.metadata.resourceVersion}')
+expect_ok "helm install" hk install second "$chart" -n "$NS2" --create-namespace --set agent.enabled=false
+helm_installed=1
+expect_eq "the existing PodGroup CRD was not touched (same resourceVersion)" "$rv_before" \
+  k get crd podgroups.scheduling.x-k8s.io -o 'jsonpath={.metadata.resourceVersion}'
+expect_eq "helm status: deployed" "deployed" bash -c "'$HELM' --kubeconfig '$KUBECONFIG' status second -n $NS2 -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"info\"][\"status\"])'"
+expect_ok "its Deployment exists" k get deploy -n "$NS2" second-muster-scheduler
+sum_before=$(k get deploy -n "$NS2" second-muster-scheduler -o 'jsonpath={.spec.template.metadata.annotations.checksum/config}')
+expect_ok "helm upgrade with topology levels" hk upgrade second "$chart" -n "$NS2" --reuse-values \
+  --set 'topologyLevels={muster.dev/spine,muster.dev/rack}'
+expect_ok "the upgraded ConfigMap has the levels" \
+  bash -c "'$KUBECTL' get cm -n $NS2 second-muster-scheduler -o jsonpath='{.data.config\.yaml}' | grep -q muster.dev/spine"
+sum_after=$(k get deploy -n "$NS2" second-muster-scheduler -o 'jsonpath={.spec.template.metadata.annotations.checksum/config}')
+if [ -n "$sum_before" ] && [ "$sum_before" != "$sum_after" ]; then ok "a config change rolls the scheduler pods (checksum/config changed)"
+else not_ok "a config change rolls the scheduler pods" "before $sum_before after $sum_after"; fi
+expect_ok "helm uninstall" hk uninstall second -n "$NS2"
+helm_installed=0
+expect_fail "uninstall removed the Deployment" "NotFound" k get deploy -n "$NS2" second-muster-scheduler
+expect_fail "uninstall removed the ClusterRole" "NotFound" k get clusterrole second-muster-scheduler
+expect_ok "uninstall kept the CRDs" k get crd paralleljobs.preferred.jp podgroups.scheduling.x-k8s.io nodetopologies.muster.dev
+
+summary
