@@ -135,8 +135,35 @@ void Recorder::unschedulable(const proto::Pod& pod, const std::string& message) 
   req.content_type = std::string(proto::contentType(proto::PatchType::kStrategicMerge));
   req.body = proto::podConditionPatch(cond);
   asio::post(strand_, [this, req = std::move(req), key = pod.meta.namespace_ + "/" + pod.meta.name]() mutable {
-    post(std::move(req), "PodScheduled condition of " + key);
+    writeStatus(key, std::move(req));
   });
+}
+
+void Recorder::writeStatus(const std::string& pod_key, proto::Request request) {
+  StatusWrites& w = status_writes_[pod_key];
+  if (w.in_flight) {
+    w.next = std::move(request);
+    return;
+  }
+  w.in_flight = true;
+  asio::co_spawn(strand_, [this, pod_key, request = std::move(request)]() mutable -> asio::awaitable<void> {
+    for (;;) {
+      auto result = co_await client_->call(request);
+      if (!result.ok() && !proto::isNotFound(result.status())) {
+        eventErrors().inc();
+        MUSTER_LOG_WARNING("Write refused", "what", "PodScheduled condition of " + pod_key,
+                           "error", result.status().ToString());
+      }
+      // Back on strand_ (the coroutine runs there): send the newest pending write, if any.
+      StatusWrites& w = status_writes_[pod_key];
+      if (!w.next) {
+        status_writes_.erase(pod_key);
+        co_return;
+      }
+      request = std::move(*w.next);
+      w.next.reset();
+    }
+  }, asio::detached);
 }
 
 }  // namespace muster::scheduler

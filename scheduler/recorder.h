@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "proto/asio.h"
@@ -40,6 +41,10 @@ class Recorder {
  private:
   bool admit(const std::string& key);
   void post(proto::Request request, std::string what);
+  // Status writes for one pod go out one at a time, in order, the newest pending one replacing
+  // any older one not yet sent: concurrent patches could land in the wrong order and leave a
+  // stale condition behind.
+  void writeStatus(const std::string& pod_key, proto::Request request);
 
   std::shared_ptr<proto::Client> client_;
   proto::asio::strand<proto::asio::any_io_executor> strand_;
@@ -48,6 +53,11 @@ class Recorder {
   double tokens_;
   std::chrono::steady_clock::time_point refilled_;
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point, int>> per_object_;
+  struct StatusWrites {
+    bool in_flight = false;
+    std::optional<proto::Request> next;
+  };
+  std::map<std::string, StatusWrites> status_writes_;
 };
 
 // RFC 3339 in UTC with second precision, as metav1.Time.

@@ -19,6 +19,9 @@ using proto::PodGroup;
 
 namespace {
 
+// The pod condition set (True) on a pod before Muster evicts it to roll back a gang.
+constexpr char kGangRollbackCondition[] = "muster.dev/GangRollback";
+
 struct Metrics {
   metrics::Family<metrics::Counter>& attempts = metrics::defaultRegistry().counter(
       "scheduler_schedule_attempts_total",
@@ -452,12 +455,35 @@ void Scheduler::evictBoundMembers(const GangAttempt& attempt, const std::string&
     recorder_.event(*pod, "Warning", "GangEvicted",
                     absl::StrCat("evicted: the rest of gang ", attempt.key.toString(),
                                  " cannot be placed with it (", why, ")"));
-    proto::Request req;
-    req.verb = proto::Verb::kPost;
-    req.path = proto::resources::kPods.objectPath(ns, name, "eviction");
-    req.body = proto::evictionBody(ns, name);
-    asio::co_spawn(strand_, [client = client_, req = std::move(req), pod_key]() -> asio::awaitable<void> {
-      auto result = co_await client->call(req);
+    // First mark the pod as rolled back by Muster itself (the job engine does not count such a
+    // pod as a failure), through pods/status which the scheduler may already patch; then evict.
+    // No marker, no eviction.
+    proto::PodCondition rollback;
+    rollback.type = kGangRollbackCondition;
+    rollback.status = "True";
+    rollback.reason = "GangRollback";
+    rollback.message = absl::StrCat("the rest of gang ", attempt.key.toString(),
+                                    " cannot be placed with this pod");
+    rollback.last_transition_time = rfc3339Now();
+    proto::Request mark;
+    mark.verb = proto::Verb::kPatch;
+    mark.path = proto::resources::kPods.objectPath(ns, name, "status");
+    mark.content_type = std::string(proto::contentType(proto::PatchType::kStrategicMerge));
+    mark.body = proto::podConditionPatch(rollback);
+    proto::Request evict;
+    evict.verb = proto::Verb::kPost;
+    evict.path = proto::resources::kPods.objectPath(ns, name, "eviction");
+    evict.body = proto::evictionBody(ns, name);
+    asio::co_spawn(strand_, [client = client_, mark = std::move(mark), evict = std::move(evict),
+                             pod_key]() -> asio::awaitable<void> {
+      auto marked = co_await client->call(mark);
+      if (!marked.ok()) {
+        if (!proto::isNotFound(marked.status()))
+          MUSTER_LOG_WARNING("Cannot mark pod for eviction", "pod", pod_key, "error",
+                             marked.status().ToString());
+        co_return;
+      }
+      auto result = co_await client->call(evict);
       if (!result.ok() && !proto::isNotFound(result.status()))
         MUSTER_LOG_WARNING("Eviction refused", "pod", pod_key, "error", result.status().ToString());
     }, asio::detached);

@@ -20,6 +20,8 @@ constexpr char kConfig[] = R"(topologyLevels: [muster.dev/block, muster.dev/spin
 metricsBindAddress: 127.0.0.1:0
 leaderElection:
   enabled: false
+jobEngine:
+  enabled: false
 queue:
   initialBackoffSeconds: 1
   maxBackoffSeconds: 2
@@ -470,6 +472,85 @@ TEST_CASE("pods naming another scheduler stay pending and untouched") {
   auto theirs = pods(*env.client, env.run).at("theirs");
   CHECK(theirs.spec.node_name.empty());
   CHECK(theirs.findCondition("PodScheduled") == nullptr);
+}
+
+}  // namespace muster::e2e
+
+namespace muster::e2e {
+
+TEST_CASE("a PodGroup gang is placed whole, its status follows its pods, and /metrics shows the work") {
+  Env env("pg");
+  auto applied = TestCluster::get().kubectl(
+      {"apply", "-f", std::string(MUSTER_SOURCE_DIR) + "/manifests/crds/podgroups.scheduling.x-k8s.io.yaml"});
+  REQUIRE(applied.ok());
+  REQUIRE(TestCluster::get()
+              .kubectl({"wait", "--for", "condition=established", "--timeout=60s",
+                        "crd/podgroups.scheduling.x-k8s.io"})
+              .ok());
+  for (int i = 0; i < 4; ++i) createNode(*env.client, absl::StrCat(env.run, "-n", i), env.run, {});
+  waitNodesReady(*env.client, env.run, 4);
+  SchedulerProcess sched(kConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+
+  const std::string group = env.run;  // unique per run
+  proto::Request req;
+  req.verb = proto::Verb::kPost;
+  req.path = proto::resources::kPodGroups.collectionPath("default");
+  req.body = absl::StrCat(R"({"apiVersion":"scheduling.x-k8s.io/v1alpha1","kind":"PodGroup","metadata":{"name":")",
+                          group, R"(","labels":{"e2e-run":")", env.run,
+                          R"("}},"spec":{"minMember":4}})");
+  REQUIRE(env.client->callSync(req).ok());
+  for (int i = 0; i < 4; ++i) {
+    PodBuilder pod(absl::StrCat("m", i), env.run);
+    pod.withGpus(8);
+    std::string json = pod.json();
+    // The PodGroup label, as mpi-operator and the coscheduling plugin set it.
+    auto at = json.find(R"("labels":{)") + std::string(R"("labels":{)").size();
+    json.insert(at, absl::StrCat(R"("scheduling.x-k8s.io/pod-group":")", group, R"(",)"));
+    proto::Request create_pod;
+    create_pod.verb = proto::Verb::kPost;
+    create_pod.path = proto::resources::kPods.collectionPath("default");
+    create_pod.body = json;
+    REQUIRE(env.client->callSync(create_pod).ok());
+    if (i < 3) {
+      // Fewer than minMember exist: nothing is bound yet.
+      CHECK_FALSE(waitFor([&] { return boundCount(pods(*env.client, env.run)) > 0; },
+                          std::chrono::milliseconds(300)));
+    }
+  }
+  REQUIRE(waitFor([&] { return boundCount(pods(*env.client, env.run)) == 4; }));
+  // kwok runs them; the PodGroup's status says so.
+  auto status = [&]() -> proto::PodGroupStatus {
+    auto body = env.client->callSync([&] {
+      proto::Request get;
+      get.path = proto::resources::kPodGroups.objectPath("default", group);
+      return get;
+    }());
+    proto::PodGroup pg;
+    if (!body.ok() || !proto::decodeJson(*body, &pg).ok()) return {};
+    return pg.status;
+  };
+  REQUIRE(waitFor([&] {
+    auto s = status();
+    return s.phase == "Running" && s.running == 4 && s.scheduled == 4;
+  }));
+
+  // The metrics endpoint serves what an operator watches.
+  std::string log = sched.logTail(1000000);
+  auto at = log.find("metrics=\"http://");
+  REQUIRE(at != std::string::npos);
+  std::string url = log.substr(at + 9, log.find('"', at + 9) - (at + 9));
+  auto metrics = runCommand({"curl", "-sf", url});
+  REQUIRE(metrics.ok());
+  CHECK_THAT(*metrics, Catch::Contains("scheduler_schedule_attempts_total{result=\"scheduled\"} 1"));
+  CHECK_THAT(*metrics, Catch::Contains("muster_binds_total{result=\"success\"} 4"));
+  CHECK_THAT(*metrics, Catch::Contains("muster_gang_placement_duration_seconds_count 1"));
+  std::string readyz_url = url.substr(0, url.rfind('/')) + "/readyz";
+  auto ready = runCommand({"curl", "-sf", readyz_url});
+  REQUIRE(ready.ok());
+  CHECK(*ready == "ok\n");
+  (void)TestCluster::get().kubectl({"delete", "podgroup", group, "-n", "default", "--wait=false"});
 }
 
 }  // namespace muster::e2e
