@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Muster's main command on the embedded default: a real local control plane (etcd +
 # kube-apiserver + kwok) with simulated 8-GPU nodes in a block/spine/rack topology, muster-scheduler
-# running against it, and a 12-pod gang of full-node pods submitted and shown placed (which nodes,
-# which racks). Leaves the cluster and the scheduler running and prints how to use and stop them.
+# running against it (scheduler + ParallelJob job engine), a 12-pod gang of full-node pods shown
+# placed (which nodes, which racks), and the seed guide's mpi-sample-job run through the seed's own
+# troubleshooting commands. Leaves the cluster and muster-scheduler running and prints how to use
+# and stop them.
 #
 #   tests/demo.sh [--nodes N]        (default 32 nodes: 1 block, 1 spine, 4 racks of 8)
 set -euo pipefail
@@ -73,9 +75,30 @@ echo
 echo "== Nodes: GPUs in use per node and rack"
 "$build/proto/musterctl" --kubeconfig "$kubeconfig" nodes | awk 'NR==1 || $3 != "0/8"'
 echo
+echo "== The seed guide's ParallelJob, applied verbatim (tests/manifests/testdata/seed-1-mpi-sample-job.yaml)"
+"${kubectl[@]}" apply -f tests/manifests/testdata/seed-1-mpi-sample-job.yaml
+phase() { "${kubectl[@]}" get paralleljobs mpi-sample-job -o jsonpath='{.status.phase}'; }
+for _ in $(seq 1 300); do [ "$(phase)" = Running ] && break; sleep 0.2; done
+echo "\$ kubectl get paralleljobs mpi-sample-job"
+"${kubectl[@]}" get paralleljobs mpi-sample-job
+jobset_name=$("${kubectl[@]}" get paralleljobs mpi-sample-job -o jsonpath={".status.jobGroupName"})
+echo "\$ jobset_name=\$(kubectl get paralleljobs mpi-sample-job -o jsonpath={\".status.jobGroupName\"})   # $jobset_name"
+echo "\$ kubectl get jobs,pods -l jobset.sigs.k8s.io/jobset-name=\${jobset_name} -o wide"
+"${kubectl[@]}" get jobs,pods -l "jobset.sigs.k8s.io/jobset-name=${jobset_name}" -o wide
+echo "\$ kubectl get pod -l jobset.sigs.k8s.io/jobset-name=\${jobset_name},jobset.sigs.k8s.io/job-global-index=0 -o name   # rank 0, the launcher"
+"${kubectl[@]}" get pod -l "jobset.sigs.k8s.io/jobset-name=${jobset_name},jobset.sigs.k8s.io/job-global-index=0" -o name
+echo "The hostfile the launcher's mpirun reads:"
+"${kubectl[@]}" get configmap "${jobset_name}-mpi" -o jsonpath='{.data.hostfile}'
+echo
+echo "kwok simulates the containers; tell it the launcher's main exits 0 (a real cluster runs mpirun):"
+"${kubectl[@]}" annotate pod "${jobset_name}-0" muster.dev/sim-succeed-after=1s >/dev/null
+for _ in $(seq 1 300); do [ "$(phase)" = Succeeded ] && break; sleep 0.2; done
+"${kubectl[@]}" get paralleljobs mpi-sample-job
+echo
 echo "The cluster and muster-scheduler keep running (metrics: http://127.0.0.1:10259/metrics). Try:"
 echo "  export KUBECONFIG=$kubeconfig PATH=$MUSTER_BIN_DIR:\$PATH"
 echo "  kubectl get pods -o wide; kubectl get events --field-selector reason=Scheduled"
+echo "  kubectl describe paralleljobs mpi-sample-job"
 echo "  kubectl get nodes -L muster.dev/rack,muster.dev/spine"
 echo "Stop both with:"
 echo "  bash tests/cluster/down.sh --dir $dir"
