@@ -310,6 +310,35 @@ pg_scheduled() { case "$(pg_phase)" in Scheduled|Running) return 0 ;; *) return 
 if wait_until 30 pg_scheduled; then ok "the PodGroup's status is written (phase $(pg_phase))"
 else not_ok "the PodGroup's status is written" "phase: '$(pg_phase)'"; fi
 
+# A ParallelJob: the job engine in the same process, with the same token, creates the attempt
+# (Service, Secret, ConfigMap, pods) and the scheduler binds it; kwok then ends the launcher.
+cat > "$work/pjob.yaml" <<EOF
+apiVersion: preferred.jp/v1alpha1
+kind: ParallelJob
+metadata: {name: pj, namespace: $WORK_NS}
+spec:
+  runtimeRef: {name: mpi-openmpi}
+  numPods: 2
+  numProcPerPod: 1
+  launcher:
+    spec:
+      schedulerName: $SCHED_NAME
+      containers:
+      - name: main
+        image: registry.k8s.io/pause:3.10
+        resources:
+          limits: {nvidia.com/gpu: "1"}
+EOF
+expect_ok "a ParallelJob of 2 pods is created" k apply -f "$work/pjob.yaml"
+pj_phase() { k get paralleljobs -n "$WORK_NS" pj -o 'jsonpath={.status.phase}'; }
+pj_is() { [ "$(pj_phase)" = "$1" ]; }
+if wait_until 60 pj_is Running; then ok "the job engine ran it with the chart's token: phase Running, pods bound"
+else not_ok "the job engine ran it with the chart's token" "phase '$(pj_phase)'"$'\n'"$(tail -n 20 "$work/scheduler.log")"; fi
+pj_group=$(k get paralleljobs -n "$WORK_NS" pj -o 'jsonpath={.status.jobGroupName}')
+k annotate pod -n "$WORK_NS" "${pj_group}-0" muster.dev/sim-succeed-after=1s >/dev/null 2>&1 || true
+if wait_until 60 pj_is Succeeded; then ok "the launcher succeeded: the ParallelJob is Succeeded"
+else not_ok "the ParallelJob is Succeeded" "phase '$(pj_phase)'"; fi
+
 # A gang no node can hold: 16 GPUs per pod on 8-GPU nodes.
 gang_pods "$WORK_NS" big 2 16 "$SCHED_NAME" > "$work/big.yaml"
 expect_ok "an impossible gang (2 pods x 16 GPUs) is created" k apply -f "$work/big.yaml"
@@ -324,7 +353,7 @@ expect_eq "and it stays unbound" "0" bound_count "$WORK_NS" muster-test/gang=big
 
 metrics=$(curl -s -m 5 "$url/metrics")
 binds=$(awk '/^muster_binds_total\{result="success"\}/ {print $2}' <<<"$metrics")
-expect_ok "/metrics: muster_binds_total{result=\"success\"} >= 6 (got ${binds:-none})" test "${binds:-0}" -ge 6
+expect_ok "/metrics: muster_binds_total{result=\"success\"} >= 8 (got ${binds:-none})" test "${binds:-0}" -ge 8
 expect_ok "/metrics: scheduler_schedule_attempts_total is exported" grep -q '^scheduler_schedule_attempts_total' <<<"$metrics"
 expect_eq "the API server refused none of its requests (no 403 in its log)" "0" \
   bash -c "grep -ci 'forbidden' '$work/scheduler.log' || true"
