@@ -1,0 +1,78 @@
+#pragma once
+
+// Discrete-event simulation of one scheduler policy on one cluster and job stream. It drives the
+// real scheduler code: ClusterCache (assume/forget), SchedulingQueue (priority order, backoff,
+// unschedulable set, reservations) on a simulated clock, and place() for Muster; the baselines
+// use the same cache, filters and queue and differ only in where they put a gang's pods:
+//
+//   muster     scheduler::place(): lowest topology domain that fits, tightest, fullest first
+//   first-fit  each pod on the first node, in a fixed scan order, that passes the filters
+//   best-fit   each pod on the feasible node with the least free GPUs left (most-allocated),
+//              topology-blind (ties: scan order)
+//
+// The scan order of the baselines is a seeded permutation of the nodes, unrelated to topology,
+// as a node list usually is. All are all-or-nothing for gangs (a baseline that cannot place every
+// member places none), so the comparison isolates the choice of nodes.
+//
+// Time is simulated: a decision takes no simulated time (its wall time is measured separately).
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/sim/workload.h"
+
+namespace muster::bench {
+
+enum class Policy { kMuster, kFirstFit, kBestFit };
+const char* policyName(Policy policy);
+
+struct SimOptions {
+  Policy policy = Policy::kMuster;
+  uint32_t seed = 1;              // the baselines' scan order
+  double sample_interval_s = 0;   // 0: (last arrival) / 200
+  double reservation_after_s = 300;
+  double end_s = 0;  // stop at this simulated time (0: when every job has finished)
+};
+
+struct SizeStats {
+  int64_t jobs = 0;
+  int64_t placed = 0;
+  double delay_mean_s = 0;
+  double delay_p50_s = 0;
+  double delay_p99_s = 0;
+  // Gangs of more than one pod: blocks (top level) and racks (leaf level) spanned, and the
+  // fewest that could have held the gang given the free capacity when it was placed.
+  double top_mean = 0, top_min_mean = 0, top_at_min = 0;  // at_min: share of gangs at the minimum
+  double leaf_mean = 0, leaf_min_mean = 0, leaf_at_min = 0;
+};
+
+struct SimResult {
+  std::string policy;
+  int64_t nodes = 0;
+  int64_t gpus = 0;
+  int64_t jobs = 0;
+  int64_t placed = 0;
+  double horizon_s = 0;  // last arrival
+  double makespan_s = 0;  // last completion
+  // Time-weighted over [0, last arrival]: allocated GPUs / all GPUs, and fragmentation = share of
+  // free GPUs on partly used nodes (a full-node pod cannot use them).
+  double allocation_mean = 0;
+  double fragmentation_mean = 0;
+  std::vector<std::pair<double, double>> allocation_series;  // (t, allocation)
+  std::vector<std::pair<double, double>> fragmentation_series;
+  std::map<std::string, SizeStats> by_size;  // "1", "2-8", "9-16", "17-64", "65-256", ">256", "all"
+  SizeStats gangs;                           // every gang of more than one pod
+  int64_t decisions = 0;       // place() (or baseline) calls
+  int64_t failed_decisions = 0;
+  double decision_wall_ms = 0;  // summed wall time of the decisions (machine-dependent)
+};
+
+SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>& jobs,
+                   const SimOptions& options);
+
+// Gang-size bucket of a job for the by_size tables.
+std::string sizeBucket(int pods);
+
+}  // namespace muster::bench

@@ -1,0 +1,200 @@
+#include "bench/sim/workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace muster::bench {
+namespace {
+
+void placeInTopology(std::vector<SimNode>& nodes, const TopologyShape& shape) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    int rack = static_cast<int>(i) / shape.nodes_per_rack;
+    int spine = rack / shape.racks_per_spine;
+    nodes[i].rack = rack;
+    nodes[i].spine = spine;
+    nodes[i].block = spine / shape.spines_per_block;
+  }
+}
+
+// A CSV file whose first line names the columns. No quoting: the trace has none.
+struct Csv {
+  std::map<std::string, size_t> column;
+  std::vector<std::vector<std::string>> rows;
+};
+
+absl::StatusOr<Csv> readCsv(const std::string& path, const std::vector<std::string>& required) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  Csv csv;
+  std::string line;
+  bool header = true;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;  // comments: our synthetic samples say so
+    std::vector<std::string> cells = absl::StrSplit(line, ',');
+    if (header) {
+      for (size_t i = 0; i < cells.size(); ++i) {
+        csv.column[std::string(absl::StripAsciiWhitespace(cells[i]))] = i;
+      }
+      for (const std::string& name : required) {
+        if (!csv.column.count(name)) {
+          return absl::InvalidArgumentError(absl::StrCat(path, ": no column ", name));
+        }
+      }
+      header = false;
+      continue;
+    }
+    cells.resize(csv.column.size());
+    csv.rows.push_back(std::move(cells));
+  }
+  if (header) return absl::InvalidArgumentError(absl::StrCat(path, ": empty"));
+  return csv;
+}
+
+int64_t toInt(const std::string& s, int64_t fallback) {
+  int64_t v = 0;
+  double d = 0;
+  if (absl::SimpleAtoi(absl::StripAsciiWhitespace(s), &v)) return v;
+  if (absl::SimpleAtod(absl::StripAsciiWhitespace(s), &d)) return static_cast<int64_t>(d);
+  return fallback;
+}
+
+}  // namespace
+
+std::vector<SimNode> syntheticCluster(int count, const TopologyShape& shape) {
+  std::vector<SimNode> nodes(count);
+  for (int i = 0; i < count; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "node-%05d", i);
+    nodes[i].name = name;
+    nodes[i].model = "SIM8";
+  }
+  placeInTopology(nodes, shape);
+  return nodes;
+}
+
+absl::StatusOr<std::vector<SimNode>> readNodeCsv(const std::string& path,
+                                                 const TopologyShape& shape) {
+  auto csv = readCsv(path, {"sn", "cpu_milli", "memory_mib", "gpu", "model"});
+  if (!csv.ok()) return csv.status();
+  std::vector<SimNode> nodes;
+  for (const auto& row : csv->rows) {
+    SimNode n;
+    n.name = row[csv->column["sn"]];
+    n.cpu_milli = toInt(row[csv->column["cpu_milli"]], 0);
+    n.memory_mib = toInt(row[csv->column["memory_mib"]], 0);
+    n.gpus = static_cast<int>(toInt(row[csv->column["gpu"]], 0));
+    n.model = row[csv->column["model"]];
+    nodes.push_back(std::move(n));
+  }
+  placeInTopology(nodes, shape);
+  return nodes;
+}
+
+absl::StatusOr<std::vector<SimJob>> readPodCsv(const std::string& path,
+                                               const TraceOptions& options) {
+  auto csv = readCsv(path, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec",
+                            "qos", "pod_phase", "creation_time", "deletion_time",
+                            "scheduled_time"});
+  if (!csv.ok()) return csv.status();
+  auto col = [&](const std::vector<std::string>& row, const char* name) -> const std::string& {
+    return row[csv->column[name]];
+  };
+  int64_t t_min = INT64_MAX, t_max = 0;
+  for (const auto& row : csv->rows) {
+    for (const char* c : {"creation_time", "deletion_time", "scheduled_time"}) {
+      int64_t t = toInt(col(row, c), -1);
+      if (t < 0) continue;
+      t_min = std::min(t_min, t);
+      t_max = std::max(t_max, t);
+    }
+  }
+  if (t_min == INT64_MAX) t_min = 0;
+  std::vector<SimJob> jobs;
+  for (const auto& row : csv->rows) {
+    if (options.limit > 0 && static_cast<int64_t>(jobs.size()) >= options.limit) break;
+    SimJob j;
+    j.name = col(row, "name");
+    int64_t created = toInt(col(row, "creation_time"), t_min);
+    int64_t scheduled = toInt(col(row, "scheduled_time"), 0);
+    int64_t deleted = toInt(col(row, "deletion_time"), 0);
+    if (deleted <= 0) deleted = t_max;
+    int64_t start = scheduled > 0 ? scheduled : created;
+    j.arrival = static_cast<double>(created - t_min) * options.time_scale;
+    j.duration = static_cast<double>(std::max<int64_t>(1, deleted - start)) * options.time_scale;
+    int64_t num_gpu = toInt(col(row, "num_gpu"), 0);
+    int64_t gpu_milli = toInt(col(row, "gpu_milli"), 0);
+    if (num_gpu == 0 && gpu_milli > 0) num_gpu = 1;
+    j.gpus_per_pod = static_cast<int>(num_gpu);
+    j.cpu_milli_per_pod = toInt(col(row, "cpu_milli"), 0);
+    j.memory_mib_per_pod = toInt(col(row, "memory_mib"), 0);
+    const std::string& qos = col(row, "qos");
+    j.priority = qos == "LS" ? 100 : qos == "Guaranteed" ? 50 : qos == "Burstable" ? 10 : 0;
+    const std::string& spec = col(row, "gpu_spec");
+    if (!spec.empty() && spec.find('|') == std::string::npos) j.gpu_model = spec;
+    if (num_gpu >= options.min_gpus && !options.gang_pods.empty()) {
+      size_t h = std::hash<std::string>{}(j.name);
+      j.pods = options.gang_pods[h % options.gang_pods.size()];
+    }
+    jobs.push_back(std::move(j));
+  }
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const SimJob& a, const SimJob& b) { return a.arrival < b.arrival; });
+  return jobs;
+}
+
+std::vector<SimJob> syntheticJobs(const SyntheticOptions& options, int64_t cluster_gpus) {
+  std::mt19937_64 rng(options.seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  double total_weight = 0;
+  for (auto [size, w] : options.sizes) total_weight += w;
+  auto drawSize = [&] {
+    double x = u(rng) * total_weight;
+    for (auto [size, w] : options.sizes) {
+      if (x < w) return size;
+      x -= w;
+    }
+    return options.sizes.back().first;
+  };
+  std::vector<SimJob> jobs(options.jobs);
+  double gpu_seconds = 0;
+  for (int i = 0; i < options.jobs; ++i) {
+    SimJob& j = jobs[i];
+    j.name = absl::StrCat("job-", i);
+    j.pods = drawSize();
+    if (j.pods == 1) {
+      static constexpr int kSingle[] = {1, 2, 4, 8};
+      j.gpus_per_pod = kSingle[static_cast<int>(u(rng) * 4) % 4];
+    } else {
+      j.gpus_per_pod = u(rng) < 0.8 ? 8 : 4;
+    }
+    j.cpu_milli_per_pod = 6000 * j.gpus_per_pod;
+    j.memory_mib_per_pod = int64_t{48} * 1024 * j.gpus_per_pod;
+    // Exponential, floored at a minute, capped at 8× the mean (a bounded tail keeps runs short).
+    j.duration = std::clamp(-std::log(1 - u(rng)) * options.mean_duration_s, 60.0,
+                            8 * options.mean_duration_s);
+    j.priority = u(rng) < options.high_priority_share ? 100 : 0;
+    gpu_seconds += j.duration * j.pods * j.gpus_per_pod;
+  }
+  // Arrival rate λ so that λ · E[GPU·s per job] = load · cluster GPUs.
+  double mean_gpu_seconds = gpu_seconds / std::max(1, options.jobs);
+  double rate = options.load * static_cast<double>(cluster_gpus) / mean_gpu_seconds;
+  double t = 0;
+  for (SimJob& j : jobs) {
+    j.arrival = t;
+    t += -std::log(1 - u(rng)) / rate;
+  }
+  return jobs;
+}
+
+}  // namespace muster::bench
