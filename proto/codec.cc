@@ -3,13 +3,6 @@
 #include <utility>
 
 
-#define MUSTER_RETURN_IF_ERROR(expr)         \
-  do {                                       \
-    if (absl::Status _status = (expr);       \
-        !_status.ok()) {                     \
-      return _status;                        \
-    }                                        \
-  } while (false)
 
 namespace muster::proto {
 namespace {
@@ -32,16 +25,6 @@ absl::Status decodeList(const rapidjson::Value& object, const JsonPath& path,
   });
 }
 
-// Calls fn(member, member_path) when the member `name` is present; it must be an object.
-template <typename Fn>
-absl::Status withObject(const rapidjson::Value& object, const JsonPath& path,
-                        std::string_view name, Fn&& fn) {
-  const rapidjson::Value* v = findField(object, name);
-  if (v == nullptr) return absl::OkStatus();
-  const JsonPath member_path = path.field(name);
-  MUSTER_RETURN_IF_ERROR(expectObject(*v, member_path));
-  return fn(*v, member_path);
-}
 
 // True when the member `name` is a non-empty array; an error when it is not an array at all.
 absl::Status hasElements(const rapidjson::Value& object, const JsonPath& path,
@@ -621,4 +604,3 @@ std::string evictionBody(std::string_view pod_namespace, std::string_view pod_na
 
 }  // namespace muster::proto
 
-#undef MUSTER_RETURN_IF_ERROR

@@ -144,4 +144,24 @@ class JsonWriter {
   rapidjson::Writer<rapidjson::StringBuffer> writer_;
 };
 
+// Calls fn(member, member_path) when the member `name` is present; it must be an object.
+template <typename Fn>
+absl::Status withObject(const rapidjson::Value& object, const JsonPath& path,
+                        std::string_view name, Fn&& fn) {
+  const rapidjson::Value* v = findField(object, name);
+  if (v == nullptr) return absl::OkStatus();
+  const JsonPath member_path = path.field(name);
+  if (absl::Status s = expectObject(*v, member_path); !s.ok()) return s;
+  return fn(*v, member_path);
+}
+
 }  // namespace muster::proto
+
+// Returns from the calling function when `expr` (an absl::Status) is not OK. For decoders.
+#define MUSTER_RETURN_IF_ERROR(expr)   \
+  do {                                 \
+    if (absl::Status _status = (expr); \
+        !_status.ok()) {               \
+      return _status;                  \
+    }                                  \
+  } while (false)

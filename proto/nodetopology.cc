@@ -6,13 +6,6 @@
 
 #include "proto/codec.h"
 
-#define MUSTER_NT_RETURN_IF_ERROR(expr)  \
-  do {                                   \
-    if (absl::Status _status = (expr);   \
-        !_status.ok()) {                 \
-      return _status;                    \
-    }                                    \
-  } while (false)
 
 namespace muster::proto {
 
@@ -22,15 +15,6 @@ const Resource kNodeTopologies{"muster.dev/v1alpha1", "nodetopologies", false};
 
 namespace {
 
-template <typename Fn>
-absl::Status withObject(const rapidjson::Value& object, const JsonPath& path,
-                        std::string_view name, Fn&& fn) {
-  const rapidjson::Value* v = findField(object, name);
-  if (v == nullptr) return absl::OkStatus();
-  const JsonPath member_path = path.field(name);
-  MUSTER_NT_RETURN_IF_ERROR(expectObject(*v, member_path));
-  return fn(*v, member_path);
-}
 
 absl::Status readNumber(const rapidjson::Value& object, const JsonPath& path,
                         std::string_view name, double* out) {
@@ -53,46 +37,46 @@ absl::Status readInt32List(const rapidjson::Value& object, const JsonPath& path,
 
 absl::Status decodeNuma(const rapidjson::Value& v, const JsonPath& path,
                         NodeTopologyNumaNode* out) {
-  MUSTER_NT_RETURN_IF_ERROR(expectObject(v, path));
-  MUSTER_NT_RETURN_IF_ERROR(readInt32(v, path, "id", &out->id));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "cpus", &out->cpus));
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "id", &out->id));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "cpus", &out->cpus));
   return readInt64(v, path, "memoryBytes", &out->memory_bytes);
 }
 
 absl::Status decodeGpu(const rapidjson::Value& v, const JsonPath& path, NodeTopologyGpu* out) {
-  MUSTER_NT_RETURN_IF_ERROR(expectObject(v, path));
-  MUSTER_NT_RETURN_IF_ERROR(readInt32(v, path, "index", &out->index));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "busId", &out->bus_id));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "vendor", &out->vendor));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "model", &out->model));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "uuid", &out->uuid));
-  MUSTER_NT_RETURN_IF_ERROR(readInt32(v, path, "numaNode", &out->numa_node));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "pcieSwitch", &out->pcie_switch));
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "index", &out->index));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "busId", &out->bus_id));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "vendor", &out->vendor));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "model", &out->model));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "uuid", &out->uuid));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "numaNode", &out->numa_node));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "pcieSwitch", &out->pcie_switch));
   return readStringList(v, path, "osDevices", &out->os_devices);
 }
 
 absl::Status decodePort(const rapidjson::Value& v, const JsonPath& path,
                         NodeTopologyRdmaPort* out) {
-  MUSTER_NT_RETURN_IF_ERROR(expectObject(v, path));
-  MUSTER_NT_RETURN_IF_ERROR(readInt32(v, path, "port", &out->port));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "state", &out->state));
-  MUSTER_NT_RETURN_IF_ERROR(readNumber(v, path, "rateGbps", &out->rate_gbps));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "linkLayer", &out->link_layer));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "gid", &out->gid));
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "port", &out->port));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "state", &out->state));
+  MUSTER_RETURN_IF_ERROR(readNumber(v, path, "rateGbps", &out->rate_gbps));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "linkLayer", &out->link_layer));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "gid", &out->gid));
   return readString(v, path, "guid", &out->guid);
 }
 
 absl::Status decodeNic(const rapidjson::Value& v, const JsonPath& path,
                        NodeTopologyRdmaNic* out) {
-  MUSTER_NT_RETURN_IF_ERROR(expectObject(v, path));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "name", &out->name));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "busId", &out->bus_id));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "model", &out->model));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "nodeGuid", &out->node_guid));
-  MUSTER_NT_RETURN_IF_ERROR(readInt32(v, path, "numaNode", &out->numa_node));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "pcieSwitch", &out->pcie_switch));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "linkLayer", &out->link_layer));
-  MUSTER_NT_RETURN_IF_ERROR(readStringList(v, path, "netDevices", &out->net_devices));
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "name", &out->name));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "busId", &out->bus_id));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "model", &out->model));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "nodeGuid", &out->node_guid));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "numaNode", &out->numa_node));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "pcieSwitch", &out->pcie_switch));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "linkLayer", &out->link_layer));
+  MUSTER_RETURN_IF_ERROR(readStringList(v, path, "netDevices", &out->net_devices));
   return forEachElement(v, path, "ports", [out](const rapidjson::Value& e, const JsonPath& p) {
     return decodePort(e, p, &out->ports.emplace_back());
   });
@@ -100,48 +84,48 @@ absl::Status decodeNic(const rapidjson::Value& v, const JsonPath& path,
 
 absl::Status decodeGroup(const rapidjson::Value& v, const JsonPath& path,
                          NodeTopologyGroup* out) {
-  MUSTER_NT_RETURN_IF_ERROR(expectObject(v, path));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "id", &out->id));
-  MUSTER_NT_RETURN_IF_ERROR(readString(v, path, "kind", &out->kind));
-  MUSTER_NT_RETURN_IF_ERROR(readInt32List(v, path, "gpus", &out->gpus));
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "id", &out->id));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "kind", &out->kind));
+  MUSTER_RETURN_IF_ERROR(readInt32List(v, path, "gpus", &out->gpus));
   return readStringList(v, path, "rdmaNics", &out->rdma_nics);
 }
 
 absl::Status decodeSpec(const rapidjson::Value& spec, const JsonPath& p, NodeTopologySpec* s) {
-  MUSTER_NT_RETURN_IF_ERROR(readString(spec, p, "nodeName", &s->node_name));
-  MUSTER_NT_RETURN_IF_ERROR(
+  MUSTER_RETURN_IF_ERROR(readString(spec, p, "nodeName", &s->node_name));
+  MUSTER_RETURN_IF_ERROR(
       withObject(spec, p, "summary", [s](const rapidjson::Value& v, const JsonPath& vp) {
-        MUSTER_NT_RETURN_IF_ERROR(readInt32(v, vp, "gpus", &s->summary.gpus));
-        MUSTER_NT_RETURN_IF_ERROR(readInt32(v, vp, "rdmaNics", &s->summary.rdma_nics));
-        MUSTER_NT_RETURN_IF_ERROR(readString(v, vp, "gpuModel", &s->summary.gpu_model));
+        MUSTER_RETURN_IF_ERROR(readInt32(v, vp, "gpus", &s->summary.gpus));
+        MUSTER_RETURN_IF_ERROR(readInt32(v, vp, "rdmaNics", &s->summary.rdma_nics));
+        MUSTER_RETURN_IF_ERROR(readString(v, vp, "gpuModel", &s->summary.gpu_model));
         return readString(v, vp, "linkLayer", &s->summary.link_layer);
       }));
-  MUSTER_NT_RETURN_IF_ERROR(
+  MUSTER_RETURN_IF_ERROR(
       forEachElement(spec, p, "numaNodes", [s](const rapidjson::Value& e, const JsonPath& ep) {
         return decodeNuma(e, ep, &s->numa_nodes.emplace_back());
       }));
-  MUSTER_NT_RETURN_IF_ERROR(
+  MUSTER_RETURN_IF_ERROR(
       forEachElement(spec, p, "gpus", [s](const rapidjson::Value& e, const JsonPath& ep) {
         return decodeGpu(e, ep, &s->gpus.emplace_back());
       }));
-  MUSTER_NT_RETURN_IF_ERROR(
+  MUSTER_RETURN_IF_ERROR(
       forEachElement(spec, p, "rdmaNics", [s](const rapidjson::Value& e, const JsonPath& ep) {
         return decodeNic(e, ep, &s->rdma_nics.emplace_back());
       }));
-  MUSTER_NT_RETURN_IF_ERROR(
+  MUSTER_RETURN_IF_ERROR(
       forEachElement(spec, p, "groups", [s](const rapidjson::Value& e, const JsonPath& ep) {
         return decodeGroup(e, ep, &s->groups.emplace_back());
       }));
-  MUSTER_NT_RETURN_IF_ERROR(
+  MUSTER_RETURN_IF_ERROR(
       withObject(spec, p, "allocatable", [s](const rapidjson::Value& v, const JsonPath& vp) {
         NodeTopologyAllocatable& a = s->allocatable.emplace();
-        MUSTER_NT_RETURN_IF_ERROR(readInt32List(v, vp, "freeGpus", &a.free_gpus));
+        MUSTER_RETURN_IF_ERROR(readInt32List(v, vp, "freeGpus", &a.free_gpus));
         return readStringList(v, vp, "freeRdmaNics", &a.free_rdma_nics);
       }));
   return withObject(spec, p, "source", [s](const rapidjson::Value& v, const JsonPath& vp) {
-    MUSTER_NT_RETURN_IF_ERROR(readString(v, vp, "agentVersion", &s->source.agent_version));
-    MUSTER_NT_RETURN_IF_ERROR(readString(v, vp, "hwlocVersion", &s->source.hwloc_version));
-    MUSTER_NT_RETURN_IF_ERROR(readString(v, vp, "discoveredAt", &s->source.discovered_at));
+    MUSTER_RETURN_IF_ERROR(readString(v, vp, "agentVersion", &s->source.agent_version));
+    MUSTER_RETURN_IF_ERROR(readString(v, vp, "hwlocVersion", &s->source.hwloc_version));
+    MUSTER_RETURN_IF_ERROR(readString(v, vp, "discoveredAt", &s->source.discovered_at));
     return readStringList(v, vp, "warnings", &s->source.warnings);
   });
 }
@@ -264,16 +248,16 @@ bool sameFacts(const NodeTopologySpec& a, const NodeTopologySpec& b) {
 
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, NodeTopology* out) {
   *out = NodeTopology{};
-  MUSTER_NT_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
   if (const rapidjson::Value* meta = findField(v, "metadata"); meta != nullptr) {
-    MUSTER_NT_RETURN_IF_ERROR(decode(*meta, path.field("metadata"), &out->meta));
+    MUSTER_RETURN_IF_ERROR(decode(*meta, path.field("metadata"), &out->meta));
   }
-  MUSTER_NT_RETURN_IF_ERROR(
+  MUSTER_RETURN_IF_ERROR(
       withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
         return decodeSpec(spec, p, &out->spec);
       }));
   return withObject(v, path, "status", [out](const rapidjson::Value& status, const JsonPath& p) {
-    MUSTER_NT_RETURN_IF_ERROR(
+    MUSTER_RETURN_IF_ERROR(
         readInt64(status, p, "observedGeneration", &out->status.observed_generation));
     return forEachElement(status, p, "conditions",
                           [out](const rapidjson::Value& e, const JsonPath& ep) {
