@@ -17,6 +17,8 @@ constexpr char kSshVolume[] = "muster-ssh";
 constexpr char kConfigVolume[] = "muster-mpi";
 constexpr char kRunVolume[] = "muster-run";
 constexpr char kWaitContainer[] = "muster-wait-workers";
+constexpr char kRdmaConfContainer[] = "muster-rdma-conf";
+constexpr const char* kDeviceResources[] = {"nvidia.com/gpu", "preferred.jp/rdma"};
 
 Value str(std::string_view s, Alloc& a) {
   return Value(s.data(), static_cast<rapidjson::SizeType>(s.size()), a);
@@ -126,6 +128,65 @@ Value command(std::initializer_list<std::string_view> argv, Alloc& a) {
   Value v(rapidjson::kArrayType);
   for (auto arg : argv) v.PushBack(str(arg, a), a);
   return v;
+}
+
+// The first init container of a pod asking for GPUs or RDMA: `muster-topology rdma-conf` from
+// Muster's own image writes the NCCL/UCX files for the devices the pod got (setup.sh, later, keeps
+// a non-empty file). argv only, no shell: nothing the user wrote reaches a command line.
+//
+// It asks for main's nvidia.com/gpu and preferred.jp/rdma (limits, and requests where main has
+// them), as given: the kubelet's device manager lets app containers reuse the devices allocated to
+// init containers, so rdma-conf sees the very GPUs and NICs main gets. main's cpu and memory are
+// copied too, because an init container without cpu and memory limits would make a Guaranteed pod
+// Burstable (the kubelet's CPU and memory managers reuse an init container's allocation as well).
+// The pod's effective request does not change: it is the larger of the largest init container's
+// and the sum of the app containers', and this one asks for no more than main alone. Being first,
+// no sidecar (restartable init container) runs beside it to add to that.
+Value rdmaConfContainer(const Value& main, std::string_view image, Alloc& a) {
+  Value c(rapidjson::kObjectType);
+  c.AddMember("name", kRdmaConfContainer, a);
+  c.AddMember("image", str(image, a), a);
+  c.AddMember("imagePullPolicy", "IfNotPresent", a);
+  c.AddMember("command", command({"muster-topology", "rdma-conf", "--nccl-out", kNcclConfPath,
+                                  "--ucx-out", kUcxConfPath}, a), a);
+  addMount(c, kRunVolume, kRunMountPath, false, a);
+  addEnv(c, "RDMA_NCCL_CONF", kNcclConfPath, a);
+  addEnv(c, "RDMA_UCX_CONF", kUcxConfPath, a);
+  // The user's choice of NICs, when main's env makes one (an entry copied as written).
+  if (auto env = main.FindMember("env"); env != main.MemberEnd() && env->value.IsArray()) {
+    for (const auto& e : env->value.GetArray()) {
+      if (!e.IsObject() || stringOf(e, "name") != "MUSTER_RDMA_DEVICES") continue;
+      member(c, "env", rapidjson::kArrayType, a).PushBack(Value(e, a), a);
+      break;
+    }
+  }
+  Value resources(rapidjson::kObjectType);
+  if (auto res = main.FindMember("resources");
+      res != main.MemberEnd() && res->value.IsObject()) {
+    for (const char* kind : {"limits", "requests"}) {
+      auto from = res->value.FindMember(kind);
+      if (from == res->value.MemberEnd() || !from->value.IsObject()) continue;
+      Value to(rapidjson::kObjectType);
+      for (const char* name : kDeviceResources)
+        if (auto q = from->value.FindMember(name); q != from->value.MemberEnd())
+          to.AddMember(str(name, a), Value(q->value, a), a);
+      for (const char* name : {"cpu", "memory"})
+        if (auto q = from->value.FindMember(name); q != from->value.MemberEnd())
+          to.AddMember(str(name, a), Value(q->value, a), a);
+      if (!to.ObjectEmpty()) resources.AddMember(str(kind, a), to, a);
+    }
+  }
+  if (!resources.ObjectEmpty()) c.AddMember("resources", resources, a);
+  Value security(rapidjson::kObjectType);
+  security.AddMember("allowPrivilegeEscalation", false, a);
+  Value drop(rapidjson::kArrayType);
+  drop.PushBack("ALL", a);
+  Value capabilities(rapidjson::kObjectType);
+  capabilities.AddMember("drop", drop, a);
+  security.AddMember("capabilities", capabilities, a);
+  security.AddMember("readOnlyRootFilesystem", true, a);
+  c.AddMember("securityContext", security, a);
+  return c;
 }
 
 // The worker's `main`: sshd in the launcher's image, with its resources, env and security context.
@@ -332,6 +393,7 @@ absl::StatusOr<std::string> OpenMpiRuntime::buildPod(const proto::ParallelJob& j
   labels[kIndexLabel] = std::to_string(index);
   labels[kJobGlobalIndexLabel] = std::to_string(index);
   for (const char* key : {kTopologyRequiredAnnotation, kTopologyPreferredAnnotation,
+                          kGpuNicAffinityAnnotation,
                           kGangTimeoutAnnotation}) {
     if (auto it = job.meta.annotations.find(key); it != job.meta.annotations.end())
       annotations[key] = it->second;
@@ -409,6 +471,17 @@ absl::StatusOr<std::string> OpenMpiRuntime::buildPod(const proto::ParallelJob& j
     wireContainer(wait, job, index, accelerators, a);
     Value& inits = member(spec, "initContainers", rapidjson::kArrayType, a);
     if (findByName(inits, kWaitContainer) == nullptr) inits.PushBack(wait, a);
+  }
+  if (accelerators && !options_.rdma_conf_image.empty()) {
+    // First of all init containers, so setup.sh (in the wait container or main) finds its files.
+    Value rdma_conf = rdmaConfContainer(*main, options_.rdma_conf_image, a);
+    Value& inits = member(spec, "initContainers", rapidjson::kArrayType, a);
+    if (findByName(inits, kRdmaConfContainer) == nullptr) {  // the user's own one wins
+      Value reordered(rapidjson::kArrayType);
+      reordered.PushBack(rdma_conf, a);
+      for (auto& c : inits.GetArray()) reordered.PushBack(c, a);  // moves
+      inits = reordered;
+    }
   }
   pod.AddMember("spec", spec, a);
   return proto::toJson(pod);

@@ -19,6 +19,11 @@
 //   worker accepts SSH. The user's `main` starts after it, unchanged apart from mounts and env.
 // - sshd.sh, the generated worker `main`: runs setup.sh, then sshd in the foreground on port 2222
 //   (non-privileged, so it works for non-root users; root gets /run/sshd created).
+//
+// A pod asking for nvidia.com/gpu or preferred.jp/rdma gets, as its first init container,
+// muster-rdma-conf: `muster-topology rdma-conf` from RuntimeOptions::rdma_conf_image (none when
+// that is empty). It asks for main's GPU and RDMA (and cpu/memory) amounts, so the kubelet gives
+// it main's devices, and writes the NCCL/UCX files into /muster/rdma; setup.sh keeps them.
 
 #include "jobengine/runtime.h"
 

@@ -39,6 +39,7 @@ inline constexpr char kGangTimeoutAnnotation[] =
     "gang-scheduling.preferred.jp/gang-schedule-timeout-seconds";
 inline constexpr char kTopologyRequiredAnnotation[] = "muster.dev/topology-required";
 inline constexpr char kTopologyPreferredAnnotation[] = "muster.dev/topology-preferred";
+inline constexpr char kGpuNicAffinityAnnotation[] = "muster.dev/gpu-nic-affinity";
 
 namespace resources {
 extern const proto::Resource kServices;
@@ -49,6 +50,10 @@ extern const proto::Resource kConfigMaps;
 struct RuntimeOptions {
   std::string scheduler_name = "muster-scheduler";  // unless the pod template sets one
   std::string cluster_domain = "cluster.local";
+  // Muster's own image (it holds muster-topology). Pods asking for nvidia.com/gpu or
+  // preferred.jp/rdma get a first init container from it that runs `muster-topology rdma-conf`.
+  // Empty: no such init container is added (the NCCL/UCX files stay settings-free placeholders).
+  std::string rdma_conf_image;
 };
 
 struct AttemptInfo {

@@ -2,11 +2,16 @@
 //
 //   muster-scheduler [--kubeconfig PATH] [--context NAME] [--config muster.yaml] [-v N]
 //                    [--identity ID] [--leader-elect=true|false] [--metrics-bind-address H:P]
-//                    [--scheduler=true|false] [--job-engine=true|false]
+//                    [--scheduler=true|false] [--job-engine=true|false] [--rdma-conf-image IMAGE]
 //
 // --scheduler / --job-engine switch either part off (both on by default; the job engine also
 // follows the config's jobEngine.enabled, which the flag overrides). Both run only while this
 // process holds the leader lease.
+//
+// --rdma-conf-image names Muster's own image (the chart passes its own): the job engine then gives
+// every ParallelJob pod that asks for nvidia.com/gpu or preferred.jp/rdma a first init container
+// running `muster-topology rdma-conf` from it. Without the flag (or with an empty value) no such
+// init container is added.
 //
 // Without --kubeconfig it uses $KUBECONFIG, then the in-cluster service account, then
 // ~/.kube/config. A bad config is fatal at startup with a clear message; at runtime errors are
@@ -39,7 +44,7 @@ int usage(const char* error = nullptr) {
   if (error) std::cerr << "muster-scheduler: " << error << "\n";
   std::cerr << "usage: muster-scheduler [--kubeconfig PATH] [--context NAME] [--config FILE] "
                "[-v N] [--identity ID] [--leader-elect=true|false] [--metrics-bind-address H:P] "
-               "[--scheduler=true|false] [--job-engine=true|false]\n";
+               "[--scheduler=true|false] [--job-engine=true|false] [--rdma-conf-image IMAGE]\n";
   return 2;
 }
 
@@ -51,6 +56,7 @@ std::string defaultIdentity() {
 
 int run(int argc, char** argv) {
   std::string kubeconfig, context, config_path, identity = defaultIdentity(), metrics_address;
+  std::string rdma_conf_image;
   std::optional<bool> leader_elect, job_engine;
   bool scheduler_enabled = true;
   for (int i = 1; i < argc; ++i) {
@@ -68,6 +74,7 @@ int run(int argc, char** argv) {
     else if (auto v = value("--config")) config_path = *v;
     else if (auto v = value("--identity")) identity = *v;
     else if (auto v = value("--metrics-bind-address")) metrics_address = *v;
+    else if (auto v = value("--rdma-conf-image")) rdma_conf_image = *v;
     else if (auto v = value("-v")) log::setVerbosity(std::atoi(v->c_str()));
     else if (auto v = value("--v")) log::setVerbosity(std::atoi(v->c_str()));
     else if (auto v = value("--leader-elect")) {
@@ -119,6 +126,7 @@ int run(int argc, char** argv) {
   jobengine::ControllerOptions engine_options;
   engine_options.identity = identity;
   engine_options.runtime.scheduler_name = config.scheduler_names.front();
+  engine_options.runtime.rdma_conf_image = rdma_conf_image;
   jobengine::Controller engine(*client, io.get_executor(), engine_options);
   auto start_all = [&] {
     if (scheduler_enabled) scheduler.start();
@@ -155,7 +163,7 @@ int run(int argc, char** argv) {
                       ":" + std::to_string((*server)->port()) + "/metrics",
                   "leaderElection", config.leader_election.enabled ? "true" : "false",
                   "scheduler", scheduler_enabled ? "true" : "false", "jobEngine",
-                  config.job_engine_enabled ? "true" : "false");
+                  config.job_engine_enabled ? "true" : "false", "rdmaConfImage", rdma_conf_image);
 
   int exit_code = 0;
   std::unique_ptr<proto::LeaderElector> elector;

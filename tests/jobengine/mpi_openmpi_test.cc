@@ -16,8 +16,9 @@ using testing::seedJobJson;
 const AttemptInfo kAttempt0{0, "mpi-sample-job-0"};
 
 rapidjson::Document podJson(const proto::ParallelJob& job, int32_t index,
-                            const AttemptInfo& attempt = kAttempt0) {
-  OpenMpiRuntime runtime(RuntimeOptions{});
+                            const AttemptInfo& attempt = kAttempt0,
+                            const RuntimeOptions& options = RuntimeOptions{}) {
+  OpenMpiRuntime runtime(options);
   auto body = runtime.buildPod(job, attempt, index);
   INFO(body.status().ToString());
   REQUIRE(body.ok());
@@ -37,6 +38,20 @@ std::string envOf(const rapidjson::Value& container, const std::string& name) {
   const auto* e = byName(container["env"], name);
   return e == nullptr ? "<unset>" : e->operator[]("value").GetString();
 }
+
+// The seed job with `fields` added to the launcher's main (e.g. its resources).
+std::string seedWithMain(const std::string& fields) {
+  std::string json = seedJobJson();
+  json.replace(json.find(R"("name":"main",)"), 14, R"("name":"main",)" + fields + ",");
+  return json;
+}
+
+std::string nameAt(const rapidjson::Value& array, rapidjson::SizeType i) {
+  return array[i]["name"].GetString();
+}
+
+const RuntimeOptions kWithRdmaConf{"muster-scheduler", "cluster.local",
+                                   "registry.example.com/muster:0.1.0"};
 
 TEST_CASE("the hostfile lists every pod's FQDN with numProcPerPod slots, launcher first", "[mpi]") {
   OpenMpiRuntime runtime(RuntimeOptions{});
@@ -113,12 +128,14 @@ TEST_CASE("a schedulerName in the template is kept, and topology annotations of 
           "every pod", "[mpi]") {
   auto job = decodeJob(seedJobJson("topo", 2, 1, 3, "mpi-openmpi", "",
                                    R"({"muster.dev/topology-required":"muster.dev/rack",)"
-                                   R"("muster.dev/topology-preferred":"muster.dev/spine","other":"x"})"));
+                                   R"("muster.dev/topology-preferred":"muster.dev/spine",)"
+                                   R"("muster.dev/gpu-nic-affinity":"required","other":"x"})"));
   for (int i = 0; i < 2; ++i) {
     auto pod = podJson(job, i, AttemptInfo{0, "topo-0"});
     const auto& ann = pod["metadata"]["annotations"];
     CHECK(std::string(ann["muster.dev/topology-required"].GetString()) == "muster.dev/rack");
     CHECK(std::string(ann["muster.dev/topology-preferred"].GetString()) == "muster.dev/spine");
+    CHECK(std::string(ann["muster.dev/gpu-nic-affinity"].GetString()) == "required");
     CHECK_FALSE(ann.HasMember("other"));
   }
   std::string json = seedJobJson();
@@ -146,6 +163,116 @@ TEST_CASE("pods asking for GPUs or RDMA get RDMA_NCCL_CONF and RDMA_UCX_CONF, wr
   const auto& wmain = worker["spec"]["containers"][0];
   CHECK(envOf(wmain, "RDMA_UCX_CONF") == kUcxConfPath);
   CHECK(std::string(wmain["resources"]["limits"]["nvidia.com/gpu"].GetString()) == "2");
+}
+
+TEST_CASE("pods asking for GPUs run muster-topology rdma-conf first, from Muster's image and "
+          "with main's devices", "[mpi][rdma-conf]") {
+  auto job = decodeJob(seedWithMain(
+      R"("resources":{"limits":{"nvidia.com/gpu":"8","preferred.jp/rdma":"4","cpu":"32",)"
+      R"("memory":"256Gi","hugepages-2Mi":"1Gi","ephemeral-storage":"10Gi"},)"
+      R"("requests":{"nvidia.com/gpu":"8","preferred.jp/rdma":"4","cpu":"32","memory":"256Gi"}})"));
+  for (int32_t index : {0, 1}) {
+    INFO("pod " << index);
+    auto pod = podJson(job, index, kAttempt0, kWithRdmaConf);
+    const auto& spec = pod["spec"];
+    const auto& main = *byName(spec["containers"], "main");
+    REQUIRE(spec.HasMember("initContainers"));
+    const auto& inits = spec["initContainers"];
+    REQUIRE(inits.Size() == (index == 0 ? 2u : 1u));
+    const auto& rdma = inits[0];
+    CHECK(nameAt(inits, 0) == "muster-rdma-conf");
+    CHECK(std::string(rdma["image"].GetString()) == "registry.example.com/muster:0.1.0");
+    CHECK(std::string(rdma["imagePullPolicy"].GetString()) == "IfNotPresent");
+    CHECK(proto::toJson(rdma["command"]) ==
+          R"(["muster-topology","rdma-conf","--nccl-out","/muster/rdma/nccl.conf",)"
+          R"("--ucx-out","/muster/rdma/ucx.conf"])");
+    CHECK_FALSE(rdma.HasMember("args"));
+    REQUIRE(rdma["volumeMounts"].Size() == 1);
+    CHECK(std::string(rdma["volumeMounts"][0]["name"].GetString()) == "muster-run");
+    CHECK(std::string(rdma["volumeMounts"][0]["mountPath"].GetString()) == kRunMountPath);
+    CHECK_FALSE(rdma["volumeMounts"][0].HasMember("readOnly"));
+    CHECK(envOf(rdma, "RDMA_NCCL_CONF") == kNcclConfPath);
+    CHECK(envOf(rdma, "RDMA_UCX_CONF") == kUcxConfPath);
+    CHECK(envOf(rdma, "RDMA_NCCL_CONF") == envOf(main, "RDMA_NCCL_CONF"));
+    CHECK(envOf(rdma, "RDMA_UCX_CONF") == envOf(main, "RDMA_UCX_CONF"));
+    // The same devices as main (the kubelet hands them on), and cpu/memory so a Guaranteed pod
+    // stays Guaranteed; nothing else.
+    CHECK(proto::toJson(rdma["resources"]["limits"]) ==
+          R"({"nvidia.com/gpu":"8","preferred.jp/rdma":"4","cpu":"32","memory":"256Gi"})");
+    CHECK(proto::toJson(rdma["resources"]["requests"]) ==
+          R"({"nvidia.com/gpu":"8","preferred.jp/rdma":"4","cpu":"32","memory":"256Gi"})");
+    for (const char* res : {"nvidia.com/gpu", "preferred.jp/rdma"}) {
+      CHECK(std::string(rdma["resources"]["limits"][res].GetString()) ==
+            main["resources"]["limits"][res].GetString());
+    }
+    const auto& security = rdma["securityContext"];
+    CHECK_FALSE(security["allowPrivilegeEscalation"].GetBool());
+    CHECK(proto::toJson(security["capabilities"]) == R"({"drop":["ALL"]})");
+    CHECK(security["readOnlyRootFilesystem"].GetBool());
+    if (index == 0) CHECK(nameAt(inits, 1) == "muster-wait-workers");  // still last
+  }
+}
+
+TEST_CASE("the rdma-conf init container copies device amounts as given, limits alone when main "
+          "has no requests, and main's MUSTER_RDMA_DEVICES", "[mpi][rdma-conf]") {
+  auto job = decodeJob(seedWithMain(
+      R"("env":[{"name":"MUSTER_RDMA_DEVICES","value":"mlx5_0,mlx5_1"},{"name":"X","value":"y"}],)"
+      R"("resources":{"limits":{"preferred.jp/rdma":"2"}})"));
+  auto pod = podJson(job, 1, kAttempt0, kWithRdmaConf);
+  const auto& rdma = pod["spec"]["initContainers"][0];
+  CHECK(nameAt(pod["spec"]["initContainers"], 0) == "muster-rdma-conf");
+  CHECK(proto::toJson(rdma["resources"]) == R"({"limits":{"preferred.jp/rdma":"2"}})");
+  CHECK(envOf(rdma, "MUSTER_RDMA_DEVICES") == "mlx5_0,mlx5_1");
+  CHECK(envOf(rdma, "X") == "<unset>");
+}
+
+TEST_CASE("pods asking for neither GPUs nor RDMA get no rdma-conf init container",
+          "[mpi][rdma-conf]") {
+  auto launcher = podJson(seedJob(), 0, kAttempt0, kWithRdmaConf);
+  REQUIRE(launcher["spec"]["initContainers"].Size() == 1);
+  CHECK(nameAt(launcher["spec"]["initContainers"], 0) == "muster-wait-workers");
+  auto worker = podJson(seedJob(), 1, kAttempt0, kWithRdmaConf);
+  CHECK_FALSE(worker["spec"].HasMember("initContainers"));
+}
+
+TEST_CASE("without an rdma-conf image no rdma-conf init container is added", "[mpi][rdma-conf]") {
+  auto job = decodeJob(seedWithMain(R"("resources":{"limits":{"nvidia.com/gpu":"1"}})"));
+  auto launcher = podJson(job, 0);
+  REQUIRE(launcher["spec"]["initContainers"].Size() == 1);
+  CHECK(nameAt(launcher["spec"]["initContainers"], 0) == "muster-wait-workers");
+  CHECK(envOf(launcher["spec"]["initContainers"][0], "RDMA_NCCL_CONF") == kNcclConfPath);
+  auto worker = podJson(job, 1);
+  CHECK_FALSE(worker["spec"].HasMember("initContainers"));
+}
+
+TEST_CASE("the rdma-conf init container goes before the user's own init containers, and a user's "
+          "muster-rdma-conf is kept as written", "[mpi][rdma-conf]") {
+  const std::string gpus = R"("resources":{"limits":{"nvidia.com/gpu":"1"}})";
+  std::string with_prep = seedWithMain(gpus);
+  with_prep.replace(with_prep.find(R"("launcher":{"spec":{)"), 20,
+                    R"("launcher":{"spec":{"initContainers":[{"name":"prep","image":"busybox"}],)");
+  auto launcher = podJson(decodeJob(with_prep), 0, kAttempt0, kWithRdmaConf);
+  const auto& inits = launcher["spec"]["initContainers"];
+  REQUIRE(inits.Size() == 3);
+  CHECK(nameAt(inits, 0) == "muster-rdma-conf");
+  CHECK(nameAt(inits, 1) == "prep");
+  CHECK(std::string(inits[1]["image"].GetString()) == "busybox");
+  CHECK(nameAt(inits, 2) == "muster-wait-workers");
+
+  std::string with_own = seedWithMain(gpus);
+  with_own.replace(with_own.find(R"("launcher":{"spec":{)"), 20,
+                   R"("launcher":{"spec":{"initContainers":[{"name":"prep","image":"busybox"},)"
+                   R"({"name":"muster-rdma-conf","image":"mine","command":["my-rdma-conf"]}],)");
+  for (int32_t index : {0, 1}) {
+    INFO("pod " << index);
+    auto pod = podJson(decodeJob(with_own), index, kAttempt0, kWithRdmaConf);
+    const auto& own = pod["spec"]["initContainers"];
+    REQUIRE(own.Size() == (index == 0 ? 3u : 2u));
+    CHECK(nameAt(own, 0) == "prep");
+    CHECK(proto::toJson(own[1]) ==
+          R"({"name":"muster-rdma-conf","image":"mine","command":["my-rdma-conf"]})");
+    if (index == 0) CHECK(nameAt(own, 2) == "muster-wait-workers");
+  }
 }
 
 TEST_CASE("spec.worker replaces the inherited template: its own main is kept and a missing one is "
