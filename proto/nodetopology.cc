@@ -119,8 +119,13 @@ absl::Status decodeSpec(const rapidjson::Value& spec, const JsonPath& p, NodeTop
   MUSTER_RETURN_IF_ERROR(
       withObject(spec, p, "allocatable", [s](const rapidjson::Value& v, const JsonPath& vp) {
         NodeTopologyAllocatable& a = s->allocatable.emplace();
-        MUSTER_RETURN_IF_ERROR(readInt32List(v, vp, "freeGpus", &a.free_gpus));
-        return readStringList(v, vp, "freeRdmaNics", &a.free_rdma_nics);
+        if (findField(v, "freeGpus") != nullptr) {
+          MUSTER_RETURN_IF_ERROR(readInt32List(v, vp, "freeGpus", &a.free_gpus.emplace()));
+        }
+        if (findField(v, "freeRdmaNics") != nullptr) {
+          return readStringList(v, vp, "freeRdmaNics", &a.free_rdma_nics.emplace());
+        }
+        return absl::OkStatus();
       }));
   return withObject(spec, p, "source", [s](const rapidjson::Value& v, const JsonPath& vp) {
     MUSTER_RETURN_IF_ERROR(readString(v, vp, "agentVersion", &s->source.agent_version));
@@ -222,8 +227,16 @@ void writeSpec(JsonWriter& w, const NodeTopologySpec& s, bool for_patch) {
 
   if (s.allocatable) {
     w.key("allocatable").beginObject();
-    writeIntList(w, "freeGpus", s.allocatable->free_gpus);
-    writeStringList(w, "freeRdmaNics", s.allocatable->free_rdma_nics);
+    if (s.allocatable->free_gpus) {
+      writeIntList(w, "freeGpus", *s.allocatable->free_gpus);
+    } else if (for_patch) {
+      w.key("freeGpus").null();
+    }
+    if (s.allocatable->free_rdma_nics) {
+      writeStringList(w, "freeRdmaNics", *s.allocatable->free_rdma_nics);
+    } else if (for_patch) {
+      w.key("freeRdmaNics").null();
+    }
     w.endObject();
   } else if (for_patch) {
     w.key("allocatable").null();

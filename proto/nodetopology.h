@@ -83,9 +83,11 @@ struct NodeTopologyGroup {
   bool operator==(const NodeTopologyGroup&) const = default;
 };
 
+// Each list is absent when the agent could not tell which devices of that kind pods hold (device
+// ids it cannot map to the topology): it never lists as free what it cannot vouch for.
 struct NodeTopologyAllocatable {
-  std::vector<int32_t> free_gpus;
-  std::vector<std::string> free_rdma_nics;
+  std::optional<std::vector<int32_t>> free_gpus;
+  std::optional<std::vector<std::string>> free_rdma_nics;
   bool operator==(const NodeTopologyAllocatable&) const = default;
 };
 

@@ -60,8 +60,20 @@ NodeId ClusterCache::slotFor(std::string_view name) {
     nodes_.emplace_back();
   }
   nodes_[id].name = std::string(name);
+  if (auto d = devices_.find(av(name)); d != devices_.end()) nodes_[id].devices = d->second;
   node_ids_.emplace(std::string(name), id);
   return id;
+}
+
+void ClusterCache::setNodeDevices(std::string_view node,
+                                  std::shared_ptr<const NodeDevices> devices) {
+  if (auto it = node_ids_.find(av(node)); it != node_ids_.end()) nodes_[it->second].devices = devices;
+  if (devices) {
+    devices_[std::string(node)] = std::move(devices);
+  } else {
+    devices_.erase(av(node));
+  }
+  ++generation_;
 }
 
 void ClusterCache::releaseSlotIfUnused(NodeId id) {

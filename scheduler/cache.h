@@ -14,12 +14,15 @@
 //   contiguous range of `Topology::order`, with each domain's free resources summed and kept
 //   current incrementally (placement prunes whole domains by these sums). It is rebuilt lazily,
 //   on the next topology() call, after a node is added or removed or a topology label changes.
+// - Device layouts: the NodeDevices of each node that published a NodeTopology (kept by node name,
+//   so one may arrive before its node).
 //
 // Not thread-safe: the scheduler calls every method from one strand (topology() mutates the lazily
 // rebuilt index even though it is const).
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +32,7 @@
 #include "absl/status/status.h"
 #include "proto/objects.h"
 #include "scheduler/config.h"
+#include "scheduler/devices.h"
 #include "scheduler/pod_info.h"
 #include "scheduler/resources.h"
 
@@ -46,6 +50,8 @@ struct NodeInfo {
   Resources allocatable;
   Resources requested;  // bound and assumed pods; requested[kPods] is their number
   std::vector<HostPort> used_ports;
+  // The node's GPU/RDMA NIC layout from its NodeTopology; null when none is published.
+  std::shared_ptr<const NodeDevices> devices;
 
   int64_t freeOf(ResourceId id) const { return allocatable[id] - requested[id]; }
   Resources free() const {
@@ -89,6 +95,10 @@ class ClusterCache {
   void updatePod(const proto::Pod& pod) { upsertPod(pod); }
   void removePod(const proto::Pod& pod) { removePod(podKey(pod)); }
   void removePod(std::string_view pod_key);
+  // The node's device layout (null: it has none, e.g. its NodeTopology was deleted).
+  void setNodeDevices(std::string_view node, std::shared_ptr<const NodeDevices> devices);
+  // How many nodes (present or not) have a device layout.
+  size_t nodesWithDevices() const { return devices_.size(); }
 
   // Accounts `pod` on `node` ahead of the Binding. NotFound when the node is unknown;
   // AlreadyExists when the pod is already on a node.
@@ -132,6 +142,7 @@ class ClusterCache {
   std::vector<NodeId> free_slots_;
   absl::flat_hash_map<std::string, NodeId> node_ids_;
   absl::flat_hash_map<std::string, CachedPod> pods_;
+  absl::flat_hash_map<std::string, std::shared_ptr<const NodeDevices>> devices_;
   size_t present_count_ = 0;
   uint64_t generation_ = 0;
   mutable Topology topology_;

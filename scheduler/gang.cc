@@ -112,6 +112,15 @@ absl::StatusOr<GangSpec> gangSpecOf(const proto::Pod& pod, const PodGroupLookup&
                                 av(kTopologyRequiredAnnotation), " (",
                                 av(config.levelKey(spec.required_level)), ")"));
   }
+  const std::string* affinity = find(annotations, kGpuNicAffinityAnnotation);
+  if (affinity == nullptr && group != nullptr) {
+    affinity = find(group->meta.annotations, kGpuNicAffinityAnnotation);
+  }
+  if (affinity != nullptr) {
+    absl::StatusOr<GpuNicAffinity> parsed = parseGpuNicAffinity(*affinity);
+    if (!parsed.ok()) return invalid(std::string(parsed.status().message()));
+    spec.gpu_nic_affinity = *parsed;
+  }
   return spec;
 }
 

@@ -15,6 +15,9 @@
 // else from the PodGroup's annotations. Both may be set when the preferred level is at or below
 // the required one.
 //
+// GPU↔NIC alignment: muster.dev/gpu-nic-affinity: required | preferred (default preferred; see
+// scheduler/devices.h), read from the pod, else from the PodGroup's annotations.
+//
 // The schedule timeout: when a gang has not been placed this long after the queue first saw it,
 // the queue reports it as timed out (the lead emits an Event and updates the PodGroup); Muster
 // holds nothing while a gang waits, so there is nothing to release. 0 or absent: the config's
@@ -30,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "proto/objects.h"
 #include "scheduler/config.h"
+#include "scheduler/devices.h"
 
 namespace muster::scheduler {
 
@@ -68,6 +72,7 @@ struct GangSpec {
   // Topology level indices (SchedulerConfig::levelIndex); -1: none.
   int required_level = -1;
   int preferred_level = -1;
+  GpuNicAffinity gpu_nic_affinity = GpuNicAffinity::kPreferred;
   // The pod names a PodGroup that does not exist (yet): the gang waits.
   bool pod_group_missing = false;
 

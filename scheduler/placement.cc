@@ -69,6 +69,8 @@ struct Group {
   SparseRequest req;
   bool has_ports = false;
   bool fast_static = false;  // no nodeName, nodeSelector or required affinity
+  topology::DeviceRequest dev;  // GPUs and RDMA NICs per pod
+  bool align = false;           // asks for both: GPU↔NIC alignment matters
   int64_t count = 0;
   std::vector<int32_t>* cap = nullptr;  // by position
   std::vector<int64_t>* pre = nullptr;  // prefix sums of cap, size N + 1
@@ -89,6 +91,33 @@ struct Child {
   uint32_t idx;
 };
 
+// Most room first, then preferred affinity, then the fullest (least free), then order.
+void sortChildren(std::vector<Child>& children) {
+  std::sort(children.begin(), children.end(), [](const Child& x, const Child& y) {
+    if (x.cap != y.cap) return x.cap > y.cap;
+    if (x.affinity != y.affinity) return x.affinity > y.affinity;
+    if (x.free_dom != y.free_dom) return x.free_dom < y.free_dom;
+    return x.idx < y.idx;
+  });
+}
+
+// Among sorted children[start..], the tightest that takes all of `need`: the smallest capacity
+// >= need, the most preferred among equals; end() when none can.
+std::vector<Child>::const_iterator tightestFor(const std::vector<Child>& children, size_t start,
+                                               int64_t need) {
+  auto first = children.begin() + static_cast<ptrdiff_t>(start);
+  auto fits_end = std::partition_point(first, children.end(),
+                                       [&](const Child& c) { return c.cap >= need; });
+  if (fits_end == first) return children.end();
+  int64_t tightest = (fits_end - 1)->cap;
+  return std::partition_point(first, fits_end, [&](const Child& c) { return c.cap > tightest; });
+}
+
+// 2: every pod of the count can be aligned behind one PCIe switch; 1: on one NUMA node; 0: not.
+int alignScore(const AlignedCapacity& c, int64_t count) {
+  return c.pcie >= count ? 2 : c.numa >= count ? 1 : 0;
+}
+
 class Placer {
  public:
   Placer(const GangRequest& request, const ClusterCache& cache, const PlacementOptions& options)
@@ -97,7 +126,10 @@ class Placer {
         options_(options),
         topo_(cache.topology()),
         levels_(static_cast<int>(cache.levels().size())),
-        n_(static_cast<uint32_t>(topo_.order.size())) {}
+        n_(static_cast<uint32_t>(topo_.order.size())),
+        gpu_id_(findResource(kGpuResource)),
+        rdma_id_(findResource(kRdmaResource)),
+        align_required_(request.gpu_nic_affinity == GpuNicAffinity::kRequired) {}
 
   ~Placer() {
     for (NodeId id : blocked_ids_) tls_scratch.blocked[id] = 0;
@@ -150,6 +182,12 @@ class Placer {
   // compares, no division, and skips domains whose summed free cannot hold the pod.
   std::optional<uint32_t> bestNodeForSinglePod();
   bool fitsOne(const Group& g, NodeId id) const;
+  // GPU↔NIC alignment of the group's pods on a node, with `extra` tentatively placed there too.
+  AlignedCapacity alignedOn(const Group& g, const NodeInfo& n, const Resources* extra) const;
+  // distribute() into the nodes [b, e) of order, by alignment tiers (the file comment of
+  // placement.h, point 6).
+  bool distributeAligned(uint32_t b, uint32_t e, int64_t need, Group& g,
+                         std::vector<std::pair<uint32_t, int64_t>>* out);
   GangPlacement makePlacement(int level, uint32_t idx) const;
   Unschedulable diagnose(std::string headline_extra) const;
   std::string needs() const;
@@ -162,6 +200,8 @@ class Placer {
   const Topology& topo_;
   const int levels_;
   const uint32_t n_;
+  const std::optional<ResourceId> gpu_id_, rdma_id_;
+  const bool align_required_;
   std::vector<Group> groups_;
   ResourceId dominant_ = kCpu;
   int64_t total_count_ = 0;
@@ -193,6 +233,12 @@ void Placer::buildGroups() {
       g.req = sparse(p.requests);
       g.has_ports = !p.host_ports.empty();
       g.fast_static = !p.has_node_selector && p.pod.spec.node_name.empty();
+      g.dev.gpus = gpu_id_ ? static_cast<int32_t>(p.requests[*gpu_id_]) : 0;
+      g.dev.rdma_nics = rdma_id_ ? static_cast<int32_t>(p.requests[*rdma_id_]) : 0;
+      // Without any NodeTopology in the cluster there is nothing to prefer (and nothing to pay);
+      // required alignment still refuses every node.
+      g.align = g.dev.gpus > 0 && g.dev.rdma_nics > 0 &&
+                (cache_.nodesWithDevices() > 0 || align_required_);
       groups_.push_back(std::move(g));
       found = &groups_.back();
     }
@@ -255,7 +301,15 @@ int32_t Placer::nodeCap(const Group& g, NodeId id, const Resources* extra,
   }
   int64_t c = capacityOn(g.req, n, extra);
   if (g.has_ports && c > 1) c = 1;
+  if (c > 0 && g.align && align_required_) c = std::min<int64_t>(c, alignedOn(g, n, extra).numa);
   return static_cast<int32_t>(c);
+}
+
+AlignedCapacity Placer::alignedOn(const Group& g, const NodeInfo& n, const Resources* extra) const {
+  if (!g.align || !n.devices) return {};
+  int64_t gpus = n.requested[*gpu_id_] + (extra ? (*extra)[*gpu_id_] : 0);
+  int64_t nics = n.requested[*rdma_id_] + (extra ? (*extra)[*rdma_id_] : 0);
+  return n.devices->alignedCapacity(g.dev, gpus, nics);
 }
 
 bool Placer::fitsOne(const Group& g, NodeId id) const {
@@ -270,6 +324,7 @@ bool Placer::fitsOne(const Group& g, NodeId id) const {
   }
   if (lacksRequiredLabel(id)) return false;
   if (g.has_ports && !filterNodePorts(*g.rep, n).ok()) return false;
+  if (g.align && align_required_ && alignedOn(g, n, nullptr).numa < 1) return false;
   return true;
 }
 
@@ -278,8 +333,10 @@ std::optional<uint32_t> Placer::bestNodeForSinglePod() {
   const bool spread = options_.single_pod_strategy == SinglePodStrategy::kSpread;
   const int64_t want = g.rep->requests[dominant_];
   int64_t best_aff = 0, best_free = 0;
+  int best_align = 0;
   uint32_t best = n_;
-  // Packing without affinity: a node the pod fills exactly cannot be beaten by a later one.
+  // Packing without affinity: a node the pod fills exactly cannot be beaten by a later one
+  // (unless alignment matters and this node is not aligned behind a PCIe switch).
   const bool exact_fit_wins = !spread && !g.rep->has_preferred_affinity;
   bool done = false;
   auto visitRange = [&](uint32_t b, uint32_t e) {
@@ -288,14 +345,18 @@ std::optional<uint32_t> Placer::bestNodeForSinglePod() {
       if (!fitsOne(g, id)) continue;
       const NodeInfo& n = cache_.node(id);
       int64_t aff = g.rep->has_preferred_affinity ? preferredAffinityScore(*g.rep, n) : 0;
+      int align = g.align ? alignScore(alignedOn(g, n, nullptr), 1) : 0;
       int64_t left = n.freeOf(dominant_) - want;
       bool take = best == n_ || aff > best_aff ||
-                  (aff == best_aff && (spread ? left > best_free : left < best_free));
+                  (aff == best_aff &&
+                   (align > best_align ||
+                    (align == best_align && (spread ? left > best_free : left < best_free))));
       if (take) {
         best = p;
         best_aff = aff;
+        best_align = align;
         best_free = left;
-        done = exact_fit_wins && left == 0;
+        done = exact_fit_wins && left == 0 && (!g.align || align == 2);
       }
     }
   };
@@ -383,6 +444,7 @@ bool Placer::distribute(int level, uint32_t idx, int64_t need, Group& g,
   if (isHost(cl)) {
     b = unitBegin(level, idx);
     e = unitEnd(level, idx);
+    if (g.align) return distributeAligned(b, e, need, g, out);
   } else if (level < 0) {
     b = 0;
     e = static_cast<uint32_t>(topo_.levels[0].size());
@@ -399,29 +461,66 @@ bool Placer::distribute(int level, uint32_t idx, int64_t need, Group& g,
     int64_t aff = affinity ? preferredAffinityScore(*g.rep, nodeAt(c)) : 0;
     children.push_back(Child{cap, aff, freeDom(cl, c), c});
   }
-  std::sort(children.begin(), children.end(), [](const Child& x, const Child& y) {
-    if (x.cap != y.cap) return x.cap > y.cap;
-    if (x.affinity != y.affinity) return x.affinity > y.affinity;
-    if (x.free_dom != y.free_dom) return x.free_dom < y.free_dom;
-    return x.idx < y.idx;
-  });
+  sortChildren(children);
   size_t start = 0;
   while (need > 0) {
     if (start == children.size()) return false;
-    auto first = children.begin() + static_cast<ptrdiff_t>(start);
-    auto fits_end = std::partition_point(first, children.end(),
-                                         [&](const Child& c) { return c.cap >= need; });
-    if (fits_end != first) {
-      // The tightest child that takes everything left: the smallest capacity >= need, and the
-      // most preferred among equals.
-      int64_t tightest = (fits_end - 1)->cap;
-      auto pick = std::partition_point(first, fits_end,
-                                       [&](const Child& c) { return c.cap > tightest; });
+    if (auto pick = tightestFor(children, start, need); pick != children.end()) {
       return distribute(cl, pick->idx, need, g, out);
     }
     const Child& c = children[start++];
     if (!distribute(cl, c.idx, c.cap, g, out)) return false;
     need -= c.cap;
+  }
+  return true;
+}
+
+bool Placer::distributeAligned(uint32_t b, uint32_t e, int64_t need, Group& g,
+                               std::vector<std::pair<uint32_t, int64_t>>* out) {
+  struct Candidate {
+    uint32_t pos;
+    int64_t cap;
+    AlignedCapacity aligned;
+    int64_t affinity;
+    int64_t free_dom;
+    int64_t taken = 0;
+  };
+  std::vector<Candidate> nodes;
+  for (uint32_t p = b; p < e; ++p) {
+    int64_t cap = (*g.cap)[p];
+    if (cap <= 0) continue;
+    auto ex = extra_.find(p);
+    const NodeInfo& n = nodeAt(p);
+    nodes.push_back(Candidate{p, cap, alignedOn(g, n, ex == extra_.end() ? nullptr : &ex->second),
+                              g.rep->has_preferred_affinity ? preferredAffinityScore(*g.rep, n) : 0,
+                              freeDom(levels_, p)});
+  }
+  std::vector<Child> children;
+  // Tier 0: pods aligned behind a PCIe switch; 1: on a NUMA node; 2: anywhere on the node.
+  for (int tier = 0; tier < 3 && need > 0; ++tier) {
+    children.clear();
+    for (uint32_t i = 0; i < nodes.size(); ++i) {
+      const Candidate& c = nodes[i];
+      int64_t limit = tier == 0   ? std::min<int64_t>(c.cap, c.aligned.pcie)
+                      : tier == 1 ? std::min<int64_t>(c.cap, c.aligned.numa)
+                                  : c.cap;
+      if (limit - c.taken > 0) children.push_back(Child{limit - c.taken, c.affinity, c.free_dom, i});
+    }
+    sortChildren(children);
+    for (size_t start = 0; need > 0 && start < children.size();) {
+      if (auto pick = tightestFor(children, start, need); pick != children.end()) {
+        nodes[pick->idx].taken += need;
+        need = 0;
+        break;
+      }
+      const Child& c = children[start++];
+      nodes[c.idx].taken += c.cap;
+      need -= c.cap;
+    }
+  }
+  if (need > 0) return false;
+  for (const Candidate& c : nodes) {
+    if (c.taken > 0) out->emplace_back(c.pos, c.taken);
   }
   return true;
 }
@@ -477,6 +576,7 @@ std::optional<std::pair<int, uint32_t>> Placer::search() {
   for (int level = levels_; level >= ceiling; --level) {
     struct Candidate {
       int64_t affinity;
+      int align;  // the whole gang on this node: alignScore of its main group
       int64_t leftover;
       int64_t free_dom;
       uint32_t idx;
@@ -487,8 +587,11 @@ std::optional<std::pair<int, uint32_t>> Placer::search() {
       int64_t aff = isHost(level) && main.rep->has_preferred_affinity
                         ? preferredAffinityScore(*main.rep, nodeAt(idx))
                         : 0;
+      int align = isHost(level) && main.align
+                      ? alignScore(alignedOn(main, nodeAt(idx), nullptr), main.count)
+                      : 0;
       candidates.push_back(
-          Candidate{aff, capsum(main, level, idx) - main.count, freeDom(level, idx), idx});
+          Candidate{aff, align, capsum(main, level, idx) - main.count, freeDom(level, idx), idx});
     };
     if (level < 0) {
       consider(0);
@@ -510,6 +613,7 @@ std::optional<std::pair<int, uint32_t>> Placer::search() {
     if (candidates.empty()) continue;
     auto better = [&](const Candidate& x, const Candidate& y) {
       if (x.affinity != y.affinity) return x.affinity > y.affinity;
+      if (x.align != y.align) return x.align > y.align;
       if (x.leftover != y.leftover) return spread ? x.leftover > y.leftover : x.leftover < y.leftover;
       if (x.free_dom != y.free_dom) return spread ? x.free_dom > y.free_dom : x.free_dom < y.free_dom;
       return x.idx < y.idx;
@@ -563,6 +667,18 @@ GangPlacement Placer::makePlacement(int level, uint32_t idx) const {
   }
   const int preferred = request_.preferred_level;
   out.fell_back = preferred >= 0 && (level < 0 || level < preferred);
+  // Alignment as the nodes stand before this gang: per node, the first pods get the best devices.
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    const Group& g = groups_[gi];
+    if (!g.align) continue;
+    out.gpu_nic_pods += static_cast<int>(g.count);
+    for (const auto& [pos, k] : fill_out_[gi]) {
+      AlignedCapacity a = alignedOn(g, nodeAt(pos), nullptr);
+      int64_t pcie = std::min<int64_t>(k, a.pcie);
+      out.gpu_nic_pcie += static_cast<int>(pcie);
+      out.gpu_nic_numa += static_cast<int>(std::min<int64_t>(k, a.numa) - pcie);
+    }
+  }
   return out;
 }
 
@@ -601,6 +717,14 @@ Unschedulable Placer::diagnose(std::string headline_extra) const {
     }
     Status s = filterNode(*main.rep, n);
     if (s.ok() && lacksRequiredLabel(id)) s = Status::unresolvable(missing_label_reason);
+    if (s.ok() && main.align && align_required_ && alignedOn(main, n, nullptr).numa < 1) {
+      s = n.devices ? Status::unschedulable(
+                          "node(s) had no free GPU and RDMA NIC on one PCIe switch or NUMA node "
+                          "(muster.dev/gpu-nic-affinity: required)")
+                    : Status::unresolvable(
+                          "node(s) had no NodeTopology, which muster.dev/gpu-nic-affinity: "
+                          "required needs");
+    }
     diag.add(s);
   }
   std::vector<std::string> parts;
@@ -757,6 +881,9 @@ std::vector<std::string> Placer::reservation() {
         !lacksRequiredLabel(id)) {
       c = static_cast<int32_t>(capacityOn(main.req, empty, nullptr));
       if (main.has_ports && c > 1) c = 1;
+      if (c > 0 && main.align && align_required_) {
+        c = std::min(c, empty.devices ? empty.devices->alignedCapacity(main.dev, 0, 0).numa : 0);
+      }
     }
     eventual[p] = c;
     eventual_pre[p + 1] = eventual_pre[p] + c;

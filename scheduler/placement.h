@@ -23,7 +23,15 @@
 //    resource (GPUs first, then cpu) — most-allocated; or spread: the most — least-allocated.
 //    Preferred node affinity comes first; ties go to the first node in topology order, so racks
 //    fill one after another and large gangs find whole racks free.
-// 6. Members already bound (or assumed) are fixed: the gang is placed in a domain that contains
+// 6. GPU↔RDMA NIC alignment inside nodes (scheduler/devices.h), for members asking for both
+//    nvidia.com/gpu and preferred.jp/rdma, from the nodes' NodeTopology: within the leaf domain
+//    being filled, nodes are used in tiers — first as many pods as can get GPUs and NICs behind
+//    one PCIe switch, then on one NUMA node, then anywhere — each tier with the same tightest /
+//    fullest rule; a gang that fits on one node takes the best-aligned such node; a single pod
+//    ranks alignment right after preferred affinity. The network domain is chosen first and
+//    alignment never makes a gang span more domains. muster.dev/gpu-nic-affinity: required
+//    makes alignment (PCIe switch or NUMA node) a filter: only aligned capacity counts.
+// 7. Members already bound (or assumed) are fixed: the gang is placed in a domain that contains
 //    them all. When that is impossible, the result says evict_bound_members: the caller evicts
 //    them and requeues the gang, so no gang stays partly bound.
 
@@ -49,6 +57,7 @@ struct GangRequest {
   int32_t min_member = 1;
   int required_level = -1;   // SchedulerConfig::levelIndex; -1: none
   int preferred_level = -1;
+  GpuNicAffinity gpu_nic_affinity = GpuNicAffinity::kPreferred;
   // Nodes reserved for other gangs that this gang may not use (SchedulingQueue fills this).
   std::vector<std::string> blocked_nodes;
 };
@@ -73,6 +82,11 @@ struct GangPlacement {
   std::string domain;
   int domains_spanned = 1;  // top-level domains (or nodes, without levels) used when level is -1
   bool fell_back = false;   // a preferred level was given and not met
+  // Members asking for both GPUs and RDMA NICs, and how many of them landed where their devices
+  // can be aligned behind one PCIe switch / (only) on one NUMA node, by the nodes' NodeTopology.
+  int gpu_nic_pods = 0;
+  int gpu_nic_pcie = 0;
+  int gpu_nic_numa = 0;
   // "muster.dev/rack=r2", "node n7", "3 muster.dev/block domains".
   std::string describe() const;
 };

@@ -307,6 +307,7 @@ GangRequest SchedulingQueue::buildRequest(const GangAttempt& attempt) const {
   r.min_member = attempt.spec.min_member;
   r.required_level = attempt.spec.required_level;
   r.preferred_level = attempt.spec.preferred_level;
+  r.gpu_nic_affinity = attempt.spec.gpu_nic_affinity;
   for (const auto& [key, reservation] : reservations_) {
     if (key == attempt.key || reservation.priority < attempt.priority) continue;
     r.blocked_nodes.insert(r.blocked_nodes.end(), reservation.nodes.begin(),

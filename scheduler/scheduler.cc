@@ -123,6 +123,8 @@ void Scheduler::start() {
   pods_ = makeInformer<Pod>(client_, proto::resources::kPods, executor_);
   nodes_ = makeInformer<Node>(client_, proto::resources::kNodes, executor_);
   pod_groups_ = makeInformer<PodGroup>(client_, proto::resources::kPodGroups, executor_);
+  topologies_ = makeInformer<proto::NodeTopology>(client_, proto::resources::kNodeTopologies,
+                                                  executor_);
   pods_->addIndex("podgroup", [](const Pod& p) {
     auto it = p.meta.labels.find("scheduling.x-k8s.io/pod-group");
     if (it == p.meta.labels.end()) return std::vector<std::string>{};
@@ -150,8 +152,16 @@ void Scheduler::start() {
       [this](const auto&, const auto& g) { asio::post(strand_, [this, g] { onPodGroup(g, false); }); },
       [this](const auto& g) { asio::post(strand_, [this, g] { onPodGroup(g, true); }); },
   });
+  topologies_->addHandlers({
+      [this](const auto& t) { asio::post(strand_, [this, t] { onNodeTopology(t, false); }); },
+      [this](const auto&, const auto& t) {
+        asio::post(strand_, [this, t] { onNodeTopology(t, false); });
+      },
+      [this](const auto& t) { asio::post(strand_, [this, t] { onNodeTopology(t, true); }); },
+  });
   nodes_->start();
   pod_groups_->start();
+  topologies_->start();
   pods_->start();
   asio::co_spawn(strand_, loop(), asio::detached);
   asio::co_spawn(strand_, housekeeping(), asio::detached);
@@ -163,6 +173,7 @@ void Scheduler::stop() {
   if (pods_) pods_->stop();
   if (nodes_) nodes_->stop();
   if (pod_groups_) pod_groups_->stop();
+  if (topologies_) topologies_->stop();
   asio::post(strand_, [this] { kick(); });
 }
 
@@ -234,6 +245,27 @@ void Scheduler::onPodGroup(const std::shared_ptr<const PodGroup>& group, bool de
   kick();
 }
 
+void Scheduler::onNodeTopology(const std::shared_ptr<const proto::NodeTopology>& topology,
+                               bool deleted) {
+  // Named after its node (spec.nodeName repeats it; the agent writes both).
+  const std::string& node =
+      topology->spec.node_name.empty() ? topology->meta.name : topology->spec.node_name;
+  std::shared_ptr<const NodeDevices> devices;
+  if (!deleted) {
+    absl::StatusOr<std::shared_ptr<const NodeDevices>> parsed =
+        NodeDevices::fromNodeTopology(*topology);
+    if (parsed.ok()) {
+      devices = *std::move(parsed);
+    } else {
+      MUSTER_LOG_WARNING("NodeTopology ignored: the node is placed as if it had none", "node",
+                         node, "error", parsed.status().ToString());
+    }
+  }
+  cache_.setNodeDevices(node, std::move(devices));
+  queue_.onClusterEvent(ClusterEvent::kNodeUpdated);
+  kick();
+}
+
 // --- the loop -----------------------------------------------------------------------------------
 
 asio::awaitable<void> Scheduler::loop() {
@@ -243,7 +275,20 @@ asio::awaitable<void> Scheduler::loop() {
     boost::system::error_code ec;
     co_await wakeup_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
+  // NodeTopologies are worth a short wait (placing without them ignores GPU↔NIC alignment), but
+  // not a hang: the CRD may not be installed, or no agent runs.
+  const auto topology_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!stopping_ && !topologies_->hasSynced() &&
+         std::chrono::steady_clock::now() < topology_deadline) {
+    wakeup_->expires_after(std::chrono::milliseconds(100));
+    boost::system::error_code ec;
+    co_await wakeup_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
   if (stopping_) co_return;
+  if (!topologies_->hasSynced()) {
+    MUSTER_LOG_WARNING("NodeTopologies not listed yet (is the CRD installed and may the scheduler "
+                       "list them?); placing without GPU-NIC alignment until they are");
+  }
   ready_ = true;
   MUSTER_LOG_INFO(1, "Caches synced, scheduling", "nodes", cache_.nodeCount(), "pods",
                   cache_.podCount());
@@ -330,7 +375,9 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
   queue_.reportPlaced(attempt, placement);
   observe("scheduled");
   MUSTER_LOG_INFO(2, "Gang placed", "gang", attempt.key.toString(), "pods",
-                  placement.assignments.size(), "domain", placement.describe());
+                  placement.assignments.size(), "domain", placement.describe(), "gpuNicPods",
+                  placement.gpu_nic_pods, "alignedPCIeSwitch", placement.gpu_nic_pcie,
+                  "alignedNUMANode", placement.gpu_nic_numa);
   bindGang(attempt, placement);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 
-// The scheduling loop: informers (pods, nodes, PodGroups) feed the ClusterCache and the
+// The scheduling loop: informers (pods, nodes, PodGroups, NodeTopologies) feed the ClusterCache and the
 // SchedulingQueue; one gang at a time is decided against the cache, assumed whole, and bound
 // concurrently. Everything stateful runs on one strand (strand_); informer handlers post to it.
 //
@@ -17,6 +17,7 @@
 #include "proto/asio.h"
 #include "proto/client.h"
 #include "proto/informer.h"
+#include "proto/nodetopology.h"
 #include "proto/objects.h"
 #include "scheduler/cache.h"
 #include "scheduler/config.h"
@@ -55,6 +56,7 @@ class Scheduler {
   void onNode(const std::shared_ptr<const proto::Node>& old_node,
               const std::shared_ptr<const proto::Node>& node);
   void onPodGroup(const std::shared_ptr<const proto::PodGroup>& group, bool deleted);
+  void onNodeTopology(const std::shared_ptr<const proto::NodeTopology>& topology, bool deleted);
   void scheduleOne(GangAttempt attempt);
   void reportUnschedulable(const GangAttempt& attempt, const Unschedulable& verdict);
   void bindGang(const GangAttempt& attempt, const GangPlacement& placement);
@@ -73,6 +75,8 @@ class Scheduler {
   std::unique_ptr<proto::Informer<proto::Pod>> pods_;
   std::unique_ptr<proto::Informer<proto::Node>> nodes_;
   std::unique_ptr<proto::Informer<proto::PodGroup>> pod_groups_;
+  // Not waited for: without the CRD or any agent, placement ignores GPU↔NIC alignment.
+  std::unique_ptr<proto::Informer<proto::NodeTopology>> topologies_;
 
   // On strand_.
   ClusterCache cache_;

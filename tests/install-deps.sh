@@ -12,6 +12,7 @@ pkgs=(
   libboost-dev libboost-system-dev libssl-dev openssl
   rapidjson-dev libyaml-cpp-dev libabsl-dev catch2
   libhwloc-dev hwloc-nox libibverbs-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   python3 curl procps iproute2
   openssh-client openssh-server openmpi-bin libopenmpi-dev util-linux
   "$@"

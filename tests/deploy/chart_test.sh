@@ -65,7 +65,8 @@ h() { "$HELM" "$@"; }
 # ---------------------------------------------------------------------------------------------
 echo "# 1. lint and render ($("$HELM" version --template '{{.Version}}'), $chart)"
 expect_ok "helm lint --strict (default values)" h lint --strict "$chart"
-for variant in "jobEngine.enabled=false" "agent.enabled=false" "agent.podResources.enabled=true" \
+for variant in "jobEngine.enabled=false" "jobEngine.rdmaConfInitContainer=false" \
+               "agent.enabled=false" "agent.podResources.enabled=true" \
                "leaderElection.enabled=false,scheduler.replicas=1" "rbac.create=false" \
                "topologyLevels={muster.dev/block,muster.dev/spine,muster.dev/rack}"; do
   expect_ok "helm lint --strict --set $variant" h lint --strict "$chart" --set "$variant"
@@ -86,6 +87,11 @@ expect_eq "a ServiceMonitor when the cluster serves monitoring.coreos.com/v1 Ser
   bash -c "'$HELM' template muster '$chart' --api-versions monitoring.coreos.com/v1/ServiceMonitor | grep -c '^kind: ServiceMonitor'"
 expect_eq "job engine off reaches the scheduler config" "    jobEngine:|      enabled: false" \
   bash -c "'$HELM' template muster '$chart' --set jobEngine.enabled=false | grep -A1 '^    jobEngine:' | paste -sd'|'"
+expect_eq "the job engine's rdma-conf init container uses the chart's own image" \
+  '            - "--rdma-conf-image=registry.example.com/muster:0.2.0"' \
+  bash -c "'$HELM' template muster '$chart' --set image.repository=registry.example.com/muster --set image.tag=0.2.0 | grep -e '--rdma-conf-image'"
+expect_eq "jobEngine.rdmaConfInitContainer=false (or the job engine off): no --rdma-conf-image" "0 0" \
+  bash -c "for v in jobEngine.rdmaConfInitContainer=false jobEngine.enabled=false; do '$HELM' template muster '$chart' --set \$v | { grep -c -e '--rdma-conf-image' || true; }; done | paste -sd' '"
 expect_eq "the Lease lives in the release namespace by default" '      leaseNamespace: "muster-system"' \
   bash -c "'$HELM' template muster '$chart' -n muster-system | grep 'leaseNamespace:'"
 expect_fail "an unknown value is refused by values.schema.json" "additional properties 'replicaz' not allowed" \
@@ -216,6 +222,8 @@ can "update its Lease" update leases.coordination.k8s.io/$LEASE -n "$NS"
 # The job engine (same ServiceAccount, jobEngine.enabled=true by default).
 can "job engine: create pods" create pods -n "$WORK_NS"
 can "job engine: delete pods" delete pods -n "$WORK_NS"
+can "watch nodetopologies (GPU/NIC alignment)" watch nodetopologies.muster.dev
+can "list nodetopologies" list nodetopologies.muster.dev
 can "job engine: create services" create services -n "$WORK_NS"
 can "job engine: create configmaps" create configmaps -n "$WORK_NS"
 can "job engine: create secrets" create secrets -n "$WORK_NS"

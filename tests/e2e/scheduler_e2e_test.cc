@@ -16,17 +16,6 @@
 namespace muster::e2e {
 namespace {
 
-constexpr char kConfig[] = R"(topologyLevels: [muster.dev/block, muster.dev/spine, muster.dev/rack]
-metricsBindAddress: 127.0.0.1:0
-leaderElection:
-  enabled: false
-jobEngine:
-  enabled: false
-queue:
-  initialBackoffSeconds: 1
-  maxBackoffSeconds: 2
-)";
-
 struct Env {
   IoThread io;
   std::shared_ptr<proto::Client> client;
@@ -96,40 +85,6 @@ void create(proto::Client& client, const PodBuilder& pod) {
   REQUIRE(created.ok());
 }
 
-std::map<std::string, proto::Pod> pods(proto::Client& client, const std::string& run) {
-  std::map<std::string, proto::Pod> out;
-  proto::Request req;
-  req.path = proto::resources::kPods.collectionPath("default");
-  req.query = {{"labelSelector", "e2e-run=" + run}};
-  auto body = client.callSync(req);
-  REQUIRE(body.ok());
-  rapidjson::Document doc;
-  doc.Parse(body->c_str());
-  for (const auto& item : doc["items"].GetArray()) {
-    proto::Pod p;
-    REQUIRE(proto::decode(item, &p).ok());
-    out[p.meta.name] = std::move(p);
-  }
-  return out;
-}
-
-std::map<std::string, proto::Node> nodes(proto::Client& client, const std::string& run) {
-  std::map<std::string, proto::Node> out;
-  proto::Request req;
-  req.path = proto::resources::kNodes.collectionPath();
-  req.query = {{"labelSelector", "e2e-run=" + run}};
-  auto body = client.callSync(req);
-  REQUIRE(body.ok());
-  rapidjson::Document doc;
-  doc.Parse(body->c_str());
-  for (const auto& item : doc["items"].GetArray()) {
-    proto::Node n;
-    REQUIRE(proto::decode(item, &n).ok());
-    out[n.meta.name] = std::move(n);
-  }
-  return out;
-}
-
 int boundCount(const std::map<std::string, proto::Pod>& ps, const std::string& prefix = "") {
   int n = 0;
   for (const auto& [name, p] : ps)
@@ -155,7 +110,7 @@ void makeRacks(Env& env, int racks, int nodes_per_rack) {
 
 std::set<std::string> racksOf(Env& env, const std::map<std::string, proto::Pod>& ps,
                               const std::string& prefix) {
-  auto ns = nodes(*env.client, env.run);
+  auto ns = listNodes(*env.client, env.run);
   std::set<std::string> out;
   for (const auto& [name, p] : ps)
     if (name.rfind(prefix, 0) == 0 && !p.spec.node_name.empty())
@@ -180,7 +135,7 @@ TEST_CASE("feasibility rules: each pod that fits is bound, each that must not st
   createNode(*env.client, env.run + "-x", env.run, {{"zone", "x"}}, notready);
   waitNodesReady(*env.client, env.run, 3);
 
-  SchedulerProcess sched(kConfig);
+  SchedulerProcess sched(kTestSchedulerConfig);
   sched.start();
   REQUIRE(sched.waitReady());
 
@@ -207,7 +162,7 @@ TEST_CASE("feasibility rules: each pod that fits is bound, each that must not st
       R"("affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"NotIn","values":["a","t","c","x"]}]}]}}})"));
   // Host ports: the second pod asking for the same port on the one usable node stays pending.
   create(*env.client, zone("port-first", "a").hostPort(8080));
-  REQUIRE(waitFor([&] { return !pods(*env.client, env.run).at("port-first").spec.node_name.empty(); }));
+  REQUIRE(waitFor([&] { return !listPods(*env.client, env.run).at("port-first").spec.node_name.empty(); }));
   create(*env.client, zone("port-second", "a").hostPort(8080));
   // Something Muster does not implement: never scheduled as if absent.
   create(*env.client, zone("pod-affinity", "a").spec(
@@ -228,14 +183,14 @@ TEST_CASE("feasibility rules: each pod that fits is bound, each that must not st
       {"port-second", "free ports"},
       {"pod-affinity", "does not implement"}};
   REQUIRE(waitFor([&] {
-    auto ps = pods(*env.client, env.run);
+    auto ps = listPods(*env.client, env.run);
     for (const auto& [name, node] : expect_bound)
       if (!ps.count(name) || ps.at(name).spec.node_name != node) return false;
     for (const auto& [name, why] : expect_pending)
       if (!ps.count(name) || conditionMessage(ps.at(name)).empty()) return false;
     return true;
   }));
-  auto ps = pods(*env.client, env.run);
+  auto ps = listPods(*env.client, env.run);
   for (const auto& [name, why] : expect_pending) {
     INFO(name << ": " << conditionMessage(ps.at(name)));
     CHECK(ps.at(name).spec.node_name.empty());
@@ -256,30 +211,30 @@ TEST_CASE("a gang of 8 full-node pods with room for 7 is not bound at all, and o
   for (int i = 0; i < 7; ++i)
     createNode(*env.client, absl::StrCat(env.run, "-n", i), env.run, {{"muster.dev/rack", env.run}});
   waitNodesReady(*env.client, env.run, 7);
-  SchedulerProcess sched(kConfig);
+  SchedulerProcess sched(kTestSchedulerConfig);
   sched.start();
   REQUIRE(sched.waitReady());
   for (int i = 0; i < 8; ++i)
     create(*env.client, PodBuilder(absl::StrCat("w", i), env.run).withGpus(8).gang("train", 8));
   REQUIRE(waitFor([&] {
-    auto ps = pods(*env.client, env.run);
+    auto ps = listPods(*env.client, env.run);
     for (const auto& [n, p] : ps)
       if (conditionMessage(p).find("needs 8 pods") == std::string::npos) return false;
     return ps.size() == 8;
   }));
-  auto ps = pods(*env.client, env.run);
+  auto ps = listPods(*env.client, env.run);
   CHECK(boundCount(ps) == 0);
   INFO(conditionMessage(ps.begin()->second));
   CHECK_THAT(conditionMessage(ps.begin()->second),
              Catch::Contains("gang default/train needs 8 pods × 8 nvidia.com/gpu") &&
                  Catch::Contains("can hold 7"));
   // Still none bound a while later (no partial binding while it waits).
-  CHECK_FALSE(waitFor([&] { return boundCount(pods(*env.client, env.run)) > 0; },
+  CHECK_FALSE(waitFor([&] { return boundCount(listPods(*env.client, env.run)) > 0; },
                       std::chrono::seconds(3)));
   createNode(*env.client, env.run + "-n7", env.run, {{"muster.dev/rack", env.run}});
-  REQUIRE(waitFor([&] { return boundCount(pods(*env.client, env.run)) == 8; }));
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run)) == 8; }));
   std::set<std::string> used;
-  for (const auto& [n, p] : pods(*env.client, env.run)) used.insert(p.spec.node_name);
+  for (const auto& [n, p] : listPods(*env.client, env.run)) used.insert(p.spec.node_name);
   CHECK(used.size() == 8);
 }
 
@@ -287,7 +242,7 @@ TEST_CASE("two gangs each needing 60% of the cluster: one binds whole, the other
   Env env("twogangs");
   for (int i = 0; i < 10; ++i) createNode(*env.client, absl::StrCat(env.run, "-n", i), env.run, {});
   waitNodesReady(*env.client, env.run, 10);
-  SchedulerProcess sched(kConfig);
+  SchedulerProcess sched(kTestSchedulerConfig);
   sched.start();
   REQUIRE(sched.waitReady());
   for (int i = 0; i < 6; ++i) {
@@ -295,14 +250,14 @@ TEST_CASE("two gangs each needing 60% of the cluster: one binds whole, the other
     create(*env.client, PodBuilder(absl::StrCat("b", i), env.run).withGpus(8).gang("gb", 6));
   }
   REQUIRE(waitFor([&] {
-    auto ps = pods(*env.client, env.run);
+    auto ps = listPods(*env.client, env.run);
     return boundCount(ps, "a") + boundCount(ps, "b") == 6;
   }));
-  auto ps = pods(*env.client, env.run);
+  auto ps = listPods(*env.client, env.run);
   const bool a_won = boundCount(ps, "a") == 6;
   CHECK((a_won ? boundCount(ps, "b") : boundCount(ps, "a")) == 0);
   const std::string loser = a_won ? "b" : "a";
-  CHECK_FALSE(waitFor([&] { return boundCount(pods(*env.client, env.run), loser) > 0; },
+  CHECK_FALSE(waitFor([&] { return boundCount(listPods(*env.client, env.run), loser) > 0; },
                       std::chrono::seconds(3)));
   // Delete the winner: the other gang binds, whole.
   for (int i = 0; i < 6; ++i) {
@@ -312,26 +267,26 @@ TEST_CASE("two gangs each needing 60% of the cluster: one binds whole, the other
     del.query = {{"gracePeriodSeconds", "0"}};
     REQUIRE(env.client->callSync(del).ok());
   }
-  REQUIRE(waitFor([&] { return boundCount(pods(*env.client, env.run), loser) == 6; }));
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), loser) == 6; }));
 }
 
 TEST_CASE("gangs land in as few racks as they need, and a required rack level never falls back") {
   Env env("topo");
   makeRacks(env, 4, 8);
-  SchedulerProcess sched(kConfig);
+  SchedulerProcess sched(kTestSchedulerConfig);
   sched.start();
   REQUIRE(sched.waitReady());
   for (int i = 0; i < 16; ++i)
     create(*env.client, PodBuilder(absl::StrCat("big", i), env.run).withGpus(8).gang("big", 16));
-  REQUIRE(waitFor([&] { return boundCount(pods(*env.client, env.run), "big") == 16; }));
-  CHECK(racksOf(env, pods(*env.client, env.run), "big").size() == 2);
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "big") == 16; }));
+  CHECK(racksOf(env, listPods(*env.client, env.run), "big").size() == 2);
 
   for (int i = 0; i < 8; ++i)
     create(*env.client, PodBuilder(absl::StrCat("small", i), env.run).withGpus(8).gang("small", 8));
-  REQUIRE(waitFor([&] { return boundCount(pods(*env.client, env.run), "small") == 8; }));
-  auto small_racks = racksOf(env, pods(*env.client, env.run), "small");
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "small") == 8; }));
+  auto small_racks = racksOf(env, listPods(*env.client, env.run), "small");
   CHECK(small_racks.size() == 1);
-  for (const auto& r : racksOf(env, pods(*env.client, env.run), "big")) CHECK_FALSE(small_racks.count(r));
+  for (const auto& r : racksOf(env, listPods(*env.client, env.run), "big")) CHECK_FALSE(small_racks.count(r));
 
   // 8 nodes are left, one whole rack; 9 pods required inside one rack cannot fit anywhere.
   for (int i = 0; i < 9; ++i)
@@ -340,21 +295,21 @@ TEST_CASE("gangs land in as few racks as they need, and a required rack level ne
                             .gang("nine", 9)
                             .annotate("muster.dev/topology-required", "muster.dev/rack"));
   REQUIRE(waitFor([&] {
-    auto ps = pods(*env.client, env.run);
+    auto ps = listPods(*env.client, env.run);
     return ps.count("nine0") && conditionMessage(ps.at("nine0")).find("muster.dev/rack") != std::string::npos;
   }));
-  auto ps = pods(*env.client, env.run);
+  auto ps = listPods(*env.client, env.run);
   CHECK(boundCount(ps, "nine") == 0);
   INFO(conditionMessage(ps.at("nine0")));
   CHECK_THAT(conditionMessage(ps.at("nine0")), Catch::Contains("gang default/nine needs 9 pods"));
-  CHECK_FALSE(waitFor([&] { return boundCount(pods(*env.client, env.run), "nine") > 0; },
+  CHECK_FALSE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "nine") > 0; },
                       std::chrono::seconds(3)));
 }
 
 TEST_CASE("a stream of 1-pod jobs does not starve a waiting 32-pod gang past the reservation time") {
   Env env("starve");
   makeRacks(env, 4, 8);
-  std::string config = std::string(kConfig) + "  reservationAfterSeconds: 3\n";
+  std::string config = std::string(kTestSchedulerConfig) + "  reservationAfterSeconds: 3\n";
   SchedulerProcess sched(config);
   sched.start();
   REQUIRE(sched.waitReady());
@@ -366,15 +321,15 @@ TEST_CASE("a stream of 1-pod jobs does not starve a waiting 32-pod gang past the
                             .annotate("muster.dev/sim-succeed-after", "3s"));
   };
   for (int i = 0; i < 64; ++i) single();
-  REQUIRE(waitFor([&] { return boundCount(pods(*env.client, env.run), "s") >= 64; }));
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "s") >= 64; }));
   for (int i = 0; i < 32; ++i)
     create(*env.client, PodBuilder(absl::StrCat("gang", i), env.run).withGpus(8).gang("wide", 32));
   auto gang_created = std::chrono::steady_clock::now();
-  int singles_bound_at_gang = boundCount(pods(*env.client, env.run), "s");
+  int singles_bound_at_gang = boundCount(listPods(*env.client, env.run), "s");
   bool placed = false;
   while (std::chrono::steady_clock::now() - gang_created < std::chrono::seconds(60)) {
     for (int i = 0; i < 8; ++i) single();  // ~16 new single jobs a second
-    if (boundCount(pods(*env.client, env.run), "gang") == 32) {
+    if (boundCount(listPods(*env.client, env.run), "gang") == 32) {
       placed = true;
       break;
     }
@@ -385,7 +340,7 @@ TEST_CASE("a stream of 1-pod jobs does not starve a waiting 32-pod gang past the
             << created << " single-pod jobs" << std::endl;
   REQUIRE(placed);
   // Small jobs kept running meanwhile: the gang did not block them while it could not fit.
-  CHECK(boundCount(pods(*env.client, env.run), "s") > singles_bound_at_gang);
+  CHECK(boundCount(listPods(*env.client, env.run), "s") > singles_bound_at_gang);
 }
 
 TEST_CASE("50 gangs of 20, scheduler killed twice mid-binding: every gang ends fully bound, none stays partly bound") {
@@ -394,7 +349,7 @@ TEST_CASE("50 gangs of 20, scheduler killed twice mid-binding: every gang ends f
     createNode(*env.client, absl::StrCat(env.run, "-n", i), env.run,
                {{"muster.dev/rack", absl::StrCat(env.run, "-rack", i / 8)}});
   waitNodesReady(*env.client, env.run, 125);
-  SchedulerProcess sched(kConfig);
+  SchedulerProcess sched(kTestSchedulerConfig);
   sched.start();
   REQUIRE(sched.waitReady());
 
@@ -416,7 +371,7 @@ TEST_CASE("50 gangs of 20, scheduler killed twice mid-binding: every gang ends f
       }
     });
   }
-  auto bound = [&] { return boundCount(pods(*env.client, env.run)); };
+  auto bound = [&] { return boundCount(listPods(*env.client, env.run)); };
   REQUIRE(waitFor([&] { return bound() >= 100; }, std::chrono::seconds(120), std::chrono::milliseconds(5)));
   sched.kill9();
   int at_first_kill = bound();
@@ -438,7 +393,7 @@ TEST_CASE("50 gangs of 20, scheduler killed twice mid-binding: every gang ends f
   // either not bound at all or bound whole.
   auto partly_bound = [&] {
     std::map<std::string, int> per_gang;
-    for (const auto& [name, p] : pods(*env.client, env.run))
+    for (const auto& [name, p] : listPods(*env.client, env.run))
       if (!p.spec.node_name.empty()) per_gang[name.substr(0, name.find('-'))]++;
     std::vector<std::string> partial;
     for (const auto& [g, n] : per_gang)
@@ -462,14 +417,14 @@ TEST_CASE("pods naming another scheduler stay pending and untouched") {
   Env env("other");
   createNode(*env.client, env.run + "-n0", env.run, {});
   waitNodesReady(*env.client, env.run, 1);
-  SchedulerProcess sched(kConfig);
+  SchedulerProcess sched(kTestSchedulerConfig);
   sched.start();
   REQUIRE(sched.waitReady());
   create(*env.client, PodBuilder("theirs", env.run).schedulerName("someone-else").withGpus(1));
   create(*env.client, PodBuilder("ours", env.run).withGpus(1));
-  REQUIRE(waitFor([&] { return !pods(*env.client, env.run).at("ours").spec.node_name.empty(); }));
+  REQUIRE(waitFor([&] { return !listPods(*env.client, env.run).at("ours").spec.node_name.empty(); }));
   // Ours was decided, and theirs arrived before it: theirs got no node and no condition.
-  auto theirs = pods(*env.client, env.run).at("theirs");
+  auto theirs = listPods(*env.client, env.run).at("theirs");
   CHECK(theirs.spec.node_name.empty());
   CHECK(theirs.findCondition("PodScheduled") == nullptr);
 }
@@ -489,7 +444,7 @@ TEST_CASE("a PodGroup gang is placed whole, its status follows its pods, and /me
               .ok());
   for (int i = 0; i < 4; ++i) createNode(*env.client, absl::StrCat(env.run, "-n", i), env.run, {});
   waitNodesReady(*env.client, env.run, 4);
-  SchedulerProcess sched(kConfig);
+  SchedulerProcess sched(kTestSchedulerConfig);
   sched.start();
   REQUIRE(sched.waitReady());
 
@@ -515,11 +470,11 @@ TEST_CASE("a PodGroup gang is placed whole, its status follows its pods, and /me
     REQUIRE(env.client->callSync(create_pod).ok());
     if (i < 3) {
       // Fewer than minMember exist: nothing is bound yet.
-      CHECK_FALSE(waitFor([&] { return boundCount(pods(*env.client, env.run)) > 0; },
+      CHECK_FALSE(waitFor([&] { return boundCount(listPods(*env.client, env.run)) > 0; },
                           std::chrono::milliseconds(300)));
     }
   }
-  REQUIRE(waitFor([&] { return boundCount(pods(*env.client, env.run)) == 4; }));
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run)) == 4; }));
   // kwok runs them; the PodGroup's status says so.
   auto status = [&]() -> proto::PodGroupStatus {
     auto body = env.client->callSync([&] {

@@ -339,7 +339,8 @@ void createNode(proto::Client& client, const std::string& name, const std::strin
   for (const auto& [k, v] : labels) absl::StrAppend(&label_json, ",\"", k, "\":\"", v, "\"");
   std::string resources = absl::StrCat(R"({"cpu":")", shape.cpu, R"(","memory":")", shape.memory,
                                        R"(","pods":"110","nvidia.com/gpu":")", shape.gpus,
-                                       R"(","preferred.jp/rdma":")", shape.gpus, R"("})");
+                                       R"(","preferred.jp/rdma":")", shape.rdma < 0 ? shape.gpus : shape.rdma,
+                                       R"("})");
   std::string taints;
   for (const auto& [kv, effect] : shape.taints) {
     auto eq = kv.find('=');
@@ -387,6 +388,51 @@ void cleanupRun(proto::Client& client, const std::string& run) {
     req.query = {{"labelSelector", "e2e-run=" + run}, {"gracePeriodSeconds", "0"}};
     (void)client.callSync(req);
   }
+}
+
+namespace {
+
+// Every object of `resource` labelled e2e-run=<run>, by name; fails the test on any error.
+template <class T>
+std::map<std::string, T> listByRun(proto::Client& client, const proto::Resource& resource,
+                                   const std::string& ns, const std::string& run) {
+  std::map<std::string, T> out;
+  proto::Request req;
+  req.path = resource.collectionPath(ns);
+  req.query = {{"labelSelector", "e2e-run=" + run}};
+  auto body = client.callSync(req);
+  INFO(body.status().message());
+  REQUIRE(body.ok());
+  rapidjson::Document doc;
+  doc.Parse(body->c_str());
+  REQUIRE(doc.IsObject());
+  for (const auto& item : doc["items"].GetArray()) {
+    T object;
+    REQUIRE(proto::decode(item, &object).ok());
+    out[object.meta.name] = std::move(object);
+  }
+  return out;
+}
+
+}  // namespace
+
+const char kTestSchedulerConfig[] = R"(topologyLevels: [muster.dev/block, muster.dev/spine, muster.dev/rack]
+metricsBindAddress: 127.0.0.1:0
+leaderElection:
+  enabled: false
+jobEngine:
+  enabled: false
+queue:
+  initialBackoffSeconds: 1
+  maxBackoffSeconds: 2
+)";
+
+std::map<std::string, proto::Pod> listPods(proto::Client& client, const std::string& run) {
+  return listByRun<proto::Pod>(client, proto::resources::kPods, "default", run);
+}
+
+std::map<std::string, proto::Node> listNodes(proto::Client& client, const std::string& run) {
+  return listByRun<proto::Node>(client, proto::resources::kNodes, "", run);
 }
 
 }  // namespace muster::e2e

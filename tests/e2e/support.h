@@ -16,6 +16,7 @@
 #include "proto/asio.h"
 #include "proto/client.h"
 #include "proto/kubeconfig.h"
+#include "proto/objects.h"
 
 namespace muster::e2e {
 
@@ -113,6 +114,7 @@ class SchedulerProcess {
 // 8 GPUs / 8 RDMA / 64 CPUs / 512Gi each unless overridden, and waits until kwok marks them Ready.
 struct NodeShape {
   int gpus = 8;
+  int rdma = -1;  // preferred.jp/rdma; -1: as many as GPUs
   std::string cpu = "64";
   std::string memory = "512Gi";
   bool kwok = true;  // false: kwok does not manage it, so it never becomes Ready
@@ -122,6 +124,13 @@ struct NodeShape {
 void createNode(proto::Client& client, const std::string& name, const std::string& run,
                 const std::map<std::string, std::string>& labels, const NodeShape& shape = {});
 void waitNodesReady(proto::Client& client, const std::string& run, size_t count);
+// The pods (in "default") and nodes labelled e2e-run=<run>, by name.
+std::map<std::string, proto::Pod> listPods(proto::Client& client, const std::string& run);
+std::map<std::string, proto::Node> listNodes(proto::Client& client, const std::string& run);
+// A muster-scheduler config for tests: tests/cluster's block/spine/rack levels, metrics on a free
+// loopback port, no leader election, no job engine, retries within 2 s. Ends with the queue
+// section open, so a case can append "  reservationAfterSeconds: 3\n".
+extern const char kTestSchedulerConfig[];
 // Deletes every node and pod labelled e2e-run=<run> (pods in "default").
 void cleanupRun(proto::Client& client, const std::string& run);
 

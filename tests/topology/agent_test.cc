@@ -1,15 +1,107 @@
-// The agent's labels and condition, and the muster-topology command line (no API server needed).
+// The agent's labels and condition, its schedule (discovery, free devices from the kubelet,
+// publishing) with fakes at the seams, and the muster-topology command line (no API server
+// needed).
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <memory>
 
 #include "proto/nodetopology.h"
 #include "tests/topology/builders.h"
 #include "tests/topology/run.h"
 #include "topology/agent/agent.h"
+#include "topology/podresources/client.h"
 
 namespace muster::topology {
 namespace {
 
+using namespace std::chrono_literals;
+using testing::dgxLike;
 using testing::run;
+using testing::TempDir;
+
+// The kubelet as the agent's DeviceAllocationSource sees it; the test changes what it reports
+// between steps.
+struct FakeKubelet {
+  absl::StatusOr<DeviceAllocations> reports = DeviceAllocations{};
+  int reads = 0;
+};
+
+class FakeAllocationSource final : public DeviceAllocationSource {
+ public:
+  explicit FakeAllocationSource(std::shared_ptr<FakeKubelet> kubelet)
+      : kubelet_(std::move(kubelet)) {}
+  absl::StatusOr<DeviceAllocations> read() override {
+    ++kubelet_->reads;
+    return kubelet_->reports;
+  }
+
+ private:
+  std::shared_ptr<FakeKubelet> kubelet_;
+};
+
+// What the agent hands to publish(), in order; `fail` makes the next publish fail.
+struct FakeApi {
+  std::vector<Topology> published;
+  absl::Status fail;
+};
+
+AgentLoop agentLoop(FakeApi* api, DeviceAllocationSourcePtr source) {
+  AgentLoop::Options options;
+  options.interval = 60s;
+  options.allocation_interval = 5s;
+  options.proc_root = "/nonexistent";
+  return AgentLoop(
+      options, [] { return absl::StatusOr<Topology>(dgxLike()); },
+      [api](const Topology& t) -> absl::StatusOr<PublishResult> {
+        if (!api->fail.ok()) return std::exchange(api->fail, absl::OkStatus());
+        api->published.push_back(t);
+        return PublishResult{};
+      },
+      std::move(source));
+}
+
+const AgentLoop::Clock::time_point kT0 = AgentLoop::Clock::time_point{} + 1h;
+
+// Everything written to stderr (the log) while it lives.
+class CapturedStderr {
+ public:
+  CapturedStderr() : file_(std::tmpfile()) {
+    std::fflush(stderr);
+    saved_ = dup(2);
+    dup2(fileno(file_), 2);
+  }
+  ~CapturedStderr() { text(); }
+  std::string text() {
+    if (saved_ >= 0) {
+      std::fflush(stderr);
+      dup2(saved_, 2);
+      close(saved_);
+      saved_ = -1;
+      std::rewind(file_);
+      char buf[4096];
+      size_t n;
+      while ((n = std::fread(buf, 1, sizeof(buf), file_)) > 0) text_.append(buf, n);
+      std::fclose(file_);
+    }
+    return text_;
+  }
+
+ private:
+  std::FILE* file_;
+  int saved_ = -1;
+  std::string text_;
+};
+
+size_t count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
 
 std::string fixture(const std::string& name) {
   return std::string(MUSTER_TOPOLOGY_TESTDATA) + "/hwloc/" + name;
@@ -84,6 +176,131 @@ TEST_CASE("a missing fixture makes show fail with a message, not a crash") {
   auto r = run({MUSTER_TOPOLOGY_BIN, "show", "--hwloc-xml", "/nonexistent.xml"});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("hwloc cannot read XML /nonexistent.xml") != std::string::npos);
+}
+
+TEST_CASE("the agent publishes the free devices the kubelet reports and republishes only when "
+          "they change") {
+  auto kubelet = std::make_shared<FakeKubelet>();
+  kubelet->reports = DeviceAllocations{
+      {{"nvidia.com/gpu", {"0"}}, {"preferred.jp/rdma", {"mlx5_0"}}}, std::nullopt};
+  FakeApi api;
+  AgentLoop loop = agentLoop(&api, std::make_unique<FakeAllocationSource>(kubelet));
+
+  AgentLoop::Step step = loop.step(kT0);
+  REQUIRE(step.status.ok());
+  REQUIRE(api.published.size() == 1);
+  REQUIRE(api.published[0].allocatable);
+  CHECK(api.published[0].allocatable->gpus == std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7});
+  CHECK(api.published[0].allocatable->rdma_nics.size() == 7);
+  CHECK(loop.allocationNote().empty());
+  CHECK(step.next == kT0 + 5s);
+
+  // The kubelet is asked again; nothing changed, nothing is written.
+  step = loop.step(kT0 + 5s);
+  CHECK(kubelet->reads == 2);
+  CHECK(api.published.size() == 1);
+  CHECK(step.next == kT0 + 10s);
+
+  // A pod takes GPUs 1 and 2.
+  kubelet->reports->allocated.push_back({"nvidia.com/gpu", {"1", "2"}});
+  step = loop.step(kT0 + 10s);
+  REQUIRE(api.published.size() == 2);
+  CHECK(api.published[1].allocatable->gpus == std::vector<int32_t>{3, 4, 5, 6, 7});
+
+  // Woken early: nothing is due.
+  step = loop.step(kT0 + 12s);
+  CHECK(kubelet->reads == 3);
+  CHECK(step.next == kT0 + 15s);
+
+  // The pod ends.
+  kubelet->reports->allocated.pop_back();
+  loop.step(kT0 + 15s);
+  REQUIRE(api.published.size() == 3);
+  CHECK(api.published[2].allocatable->gpus.size() == 7);
+
+  // The interval: rediscovery publishes again (publish() writes only what differs).
+  step = loop.step(kT0 + 60s);
+  CHECK(api.published.size() == 4);
+  CHECK(step.next == kT0 + 65s);
+}
+
+TEST_CASE("free devices disappear from the NodeTopology while the kubelet cannot be read and "
+          "return with it") {
+  auto kubelet = std::make_shared<FakeKubelet>();
+  FakeApi api;
+  AgentLoop loop = agentLoop(&api, std::make_unique<FakeAllocationSource>(kubelet));
+  loop.step(kT0);
+  REQUIRE(api.published.size() == 1);
+  CHECK(api.published[0].allocatable.has_value());
+
+  kubelet->reports = absl::UnavailableError("pod-resources List: connection refused");
+  AgentLoop::Step step = loop.step(kT0 + 5s);
+  CHECK(step.status.ok());
+  REQUIRE(api.published.size() == 2);
+  CHECK_FALSE(api.published[1].allocatable.has_value());
+  CHECK(loop.allocationNote() == "pod-resources List: connection refused");
+  loop.step(kT0 + 10s);
+  CHECK(api.published.size() == 2);
+
+  kubelet->reports = DeviceAllocations{};
+  loop.step(kT0 + 15s);
+  REQUIRE(api.published.size() == 3);
+  CHECK(api.published[2].allocatable.has_value());
+  CHECK(loop.allocationNote().empty());
+}
+
+TEST_CASE("a failed publish is retried soon with the free devices even when they did not change") {
+  auto kubelet = std::make_shared<FakeKubelet>();
+  FakeApi api;
+  api.fail = absl::UnavailableError("apiserver down");
+  AgentLoop loop = agentLoop(&api, std::make_unique<FakeAllocationSource>(kubelet));
+  AgentLoop::Step step = loop.step(kT0);
+  CHECK(step.status.code() == absl::StatusCode::kUnavailable);
+  CHECK(api.published.empty());
+  CHECK(step.next == kT0 + 1s);
+  step = loop.step(kT0 + 1s);
+  CHECK(step.status.ok());
+  REQUIRE(api.published.size() == 1);
+  CHECK(api.published[0].allocatable.has_value());
+}
+
+TEST_CASE("without the kubelet's socket the agent publishes no free devices, says why once and "
+          "keeps going") {
+  TempDir dir;
+  FakeApi api;
+  AgentLoop loop =
+      agentLoop(&api, makePodResourcesClient({dir.path() + "/kubelet.sock", 1000ms}));
+  std::vector<AgentLoop::Step> steps;
+  std::string log;
+  {
+    CapturedStderr captured;
+    for (auto at : {kT0, kT0 + 5s, kT0 + 10s, kT0 + 60s}) steps.push_back(loop.step(at));
+    log = captured.text();
+  }
+  for (const AgentLoop::Step& s : steps) CHECK(s.status.ok());
+  REQUIRE(api.published.size() == 2);  // the first discovery and the one after the interval
+  CHECK_FALSE(api.published[0].allocatable.has_value());
+  CHECK_FALSE(api.published[1].allocatable.has_value());
+  CHECK(loop.allocationNote().find("kubelet.sock does not exist") != std::string::npos);
+  INFO(log);
+  CHECK(count(log, "Free devices not published") == 1);
+  CHECK(count(log, "agent.podResources.enabled=true") == 1);
+}
+
+TEST_CASE("with pod-resources turned off the agent publishes no free devices") {
+  FakeApi api;
+  AgentLoop loop = agentLoop(&api, nullptr);
+  AgentLoop::Step step = loop.step(kT0);
+  CHECK(step.status.ok());
+  REQUIRE(api.published.size() == 1);
+  CHECK_FALSE(api.published[0].allocatable.has_value());
+  CHECK(step.next == kT0 + 60s);  // nothing to poll
+  CHECK_FALSE(loop.allocationNote().empty());
+}
+
+TEST_CASE("muster-topology agent refuses a bad --allocation-interval") {
+  CHECK(run({MUSTER_TOPOLOGY_BIN, "agent", "--allocation-interval", "often"}).exit_code == 2);
+  CHECK(run({MUSTER_TOPOLOGY_BIN, "agent", "--pod-resources-socket"}).exit_code == 2);
 }
 
 }  // namespace

@@ -221,6 +221,37 @@ TEST_CASE("the spec patch writes every field, and null for what is absent") {
         R"("reason":"Discovered","message":"","lastTransitionTime":"2026-01-15T09:30:00Z"}]}})");
 }
 
+TEST_CASE("a free list the agent did not publish reads back as every device of that kind") {
+  Topology t = dgxLike();
+  t.allocatable = FreeDevices{{1, 2}, {"mlx5_1"}};
+  proto::NodeTopology obj = toNodeTopology(t, "n1", "test", "2026-01-15T09:30:00Z");
+  proto::NodeTopology back;
+  REQUIRE(proto::decodeNodeTopologyJson(proto::encode(obj), &back).ok());
+  CHECK(back.spec.allocatable == obj.spec.allocatable);
+  auto read = fromNodeTopology(back);
+  REQUIRE(read.ok());
+  CHECK(read->allocatable == t.allocatable);
+
+  // Without freeRdmaNics the scheduler counts NICs from requests, as without allocatable.
+  REQUIRE(proto::decodeNodeTopologyJson(
+              R"({"metadata":{"name":"n1"},"spec":{"gpus":[{"index":0},{"index":1}],)"
+              R"("rdmaNics":[{"name":"mlx5_0"},{"name":"mlx5_1"}],)"
+              R"("allocatable":{"freeGpus":[1]}}})",
+              &back)
+              .ok());
+  REQUIRE(back.spec.allocatable);
+  CHECK(back.spec.allocatable->free_gpus == std::vector<int32_t>{1});
+  CHECK_FALSE(back.spec.allocatable->free_rdma_nics.has_value());
+  read = fromNodeTopology(back);
+  REQUIRE(read.ok());
+  REQUIRE(read->allocatable);
+  CHECK(read->allocatable->gpus == std::vector<int32_t>{1});
+  CHECK(read->allocatable->gpus_known);
+  CHECK(read->allocatable->rdma_nics == std::vector<std::string>{"mlx5_0", "mlx5_1"});
+  CHECK_FALSE(read->allocatable->rdma_nics_known);
+  CHECK(toNodeTopology(*read, "n1", "test", "").spec.allocatable == back.spec.allocatable);
+}
+
 TEST_CASE("sameFacts ignores only the discovery time") {
   proto::NodeTopologySpec a, b;
   a.node_name = b.node_name = "n";

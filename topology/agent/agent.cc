@@ -1,13 +1,17 @@
 #include "topology/agent/agent.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <ctime>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "proto/codec.h"
 #include "proto/json.h"
 #include "proto/log.h"
+#include "topology/agent/rdma_conf.h"
 
 namespace muster::topology {
 namespace {
@@ -168,6 +172,89 @@ absl::StatusOr<PublishResult> publish(proto::Client& client, const Topology& top
     MUSTER_LOG_INFO(2, "Updated node labels", "node", node_name);
   }
   return result;
+}
+
+AgentLoop::AgentLoop(Options options, DiscoverFn discover, PublishFn publish,
+                     DeviceAllocationSourcePtr source)
+    : options_(std::move(options)),
+      discover_(std::move(discover)),
+      publish_(std::move(publish)),
+      source_(std::move(source)) {}
+
+void AgentLoop::readAllocations() {
+  std::vector<std::string> notes;
+  std::optional<FreeDevices> free;
+  if (source_ == nullptr) {
+    notes.push_back(options_.no_source_reason);
+  } else {
+    absl::StatusOr<DeviceAllocations> allocations = source_->read();
+    if (!allocations.ok()) {
+      notes.push_back(std::string(allocations.status().message()));
+    } else {
+      free = topology::freeDevices(*topology_, *allocations, options_.mapping, &notes);
+    }
+  }
+  free_ = std::move(free);
+  std::string note = absl::StrJoin(notes, "; ");
+  if (noted_ && note == note_) return;
+  noted_ = true;
+  note_ = std::move(note);
+  if (note_.empty()) {
+    MUSTER_LOG_INFO(1, "Publishing free devices from the kubelet's pod-resources API", "gpus",
+                    free_->gpus.size(), "rdmaNics", free_->rdma_nics.size());
+  } else if (source_ == nullptr) {
+    MUSTER_LOG_INFO(1, "Free devices not published", "reason", note_);
+  } else {
+    MUSTER_LOG_WARNING(free_ ? "Free devices partly published" : "Free devices not published",
+                       "reason", note_);
+  }
+}
+
+AgentLoop::Step AgentLoop::step(Clock::time_point now) {
+  Step r;
+  bool discovered = false;
+  if (!topology_ || now >= next_discovery_) {
+    absl::StatusOr<Topology> t = discover_();
+    if (t.ok()) {
+      topology_ = std::move(*t);
+      topology_->allocatable.reset();
+      options_.mapping.gpu_uuid_to_bus = readNvidiaProcGpus(options_.proc_root, nullptr);
+      discovered = true;
+    } else {
+      r.status = t.status();
+    }
+  }
+  if (r.status.ok() && topology_) {
+    bool publish_now = discovered || dirty_;
+    if (publish_now || (source_ != nullptr && now >= next_poll_)) {
+      readAllocations();
+      next_poll_ = now + options_.allocation_interval;
+      if (free_ != published_free_) publish_now = true;
+    }
+    if (publish_now) {
+      Topology t = *topology_;
+      t.allocatable = free_;
+      absl::StatusOr<PublishResult> published = publish_(t);
+      if (published.ok()) {
+        r.result = *published;
+        published_free_ = free_;
+        dirty_ = false;
+      } else {
+        r.status = published.status();
+        dirty_ = true;
+      }
+    }
+  }
+  if (r.status.ok()) {
+    backoff_ = std::chrono::seconds(1);
+    if (discovered) next_discovery_ = now + options_.interval;
+  } else {
+    next_discovery_ = now + std::min(backoff_, options_.interval);
+    backoff_ = std::min(backoff_ * 2, std::chrono::seconds(60));
+  }
+  r.next = next_discovery_;
+  if (source_ != nullptr && topology_ && r.status.ok()) r.next = std::min(r.next, next_poll_);
+  return r;
 }
 
 }  // namespace muster::topology

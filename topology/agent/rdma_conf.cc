@@ -40,7 +40,8 @@ std::string lower(std::string s) {
   return s;
 }
 
-// nvidia-smi writes "00000000:04:00.0"; hwloc and the CRD "0000:04:00.0".
+}  // namespace
+
 std::string normalizeBusId(std::string s) {
   s = lower(trim(s));
   const size_t colon = s.find(':');
@@ -53,6 +54,8 @@ std::string normalizeBusId(std::string s) {
   }
   return s;
 }
+
+namespace {
 
 bool allDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });

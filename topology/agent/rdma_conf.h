@@ -55,6 +55,10 @@ std::string shellQuote(std::string_view value);
 // The two lines that set NAME unless the environment already has a non-empty value.
 std::string shellDefault(std::string_view name, std::string_view value);
 
+// A PCI address as hwloc and the CRD write it, "0000:04:00.0": lower case, a 4-digit domain
+// (nvidia-smi and /proc/driver/nvidia write "00000000:04:00.0").
+std::string normalizeBusId(std::string bus_id);
+
 // Readers for the in-pod sources; a missing directory or file is no data, not an error.
 std::map<std::string, std::string> readNvidiaProcGpus(const std::string& proc_root,
                                                       std::vector<std::string>* bus_ids);

@@ -115,6 +115,17 @@ std::string formatTable(const Topology& t) {
     out += table(rows);
   }
 
+  if (t.allocatable) {
+    const FreeDevices& free = *t.allocatable;
+    auto list = [](bool known, const auto& items) {
+      if (!known) return std::string("not known");
+      return items.empty() ? std::string("none") : absl::StrJoin(items, ",");
+    };
+    out += "\nFree (kubelet pod-resources):\n";
+    absl::StrAppend(&out, "  GPUs: ", list(free.gpus_known, free.gpus), "\n");
+    absl::StrAppend(&out, "  RDMA NICs: ", list(free.rdma_nics_known, free.rdma_nics), "\n");
+  }
+
   if (!t.warnings.empty()) {
     out += "\nWarnings:\n";
     for (const std::string& w : t.warnings) absl::StrAppend(&out, "  ", w, "\n");

@@ -2,9 +2,11 @@
 //
 //   muster-topology agent [--node-name NAME] [--kubeconfig PATH] [--context NAME]
 //                         [--interval 60s] [--once] [--hwloc-xml FILE] [--sysfs-root DIR]
-//                         [--no-verbs] [-v N]
+//                         [--no-verbs] [--pod-resources-socket PATH] [--allocation-interval 5s]
+//                         [--gpu-resource NAME] [--rdma-resource NAME] [--proc-root DIR] [-v N]
 //   muster-topology show [--json] [--node-name NAME] [--hwloc-xml FILE] [--sysfs-root DIR]
-//                        [--no-verbs]
+//                        [--no-verbs] [--pod-resources-socket PATH] [--gpu-resource NAME]
+//                        [--rdma-resource NAME] [--proc-root DIR]
 //   muster-topology rdma-conf [--nccl-out PATH] [--ucx-out PATH] [--hwloc-xml FILE]
 //                             [--sysfs-root DIR] [--proc-root DIR] [--socket-ifname IF]
 //                             [--no-verbs]
@@ -17,6 +19,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +33,7 @@
 #include "topology/agent/rdma_conf.h"
 #include "topology/agent/show.h"
 #include "topology/discovery/discovery.h"
+#include "topology/podresources/client.h"
 
 extern char** environ;
 
@@ -43,13 +47,30 @@ int usage() {
   std::cerr
       << "usage: muster-topology agent [--node-name NAME] [--kubeconfig PATH] [--context NAME]\n"
          "                             [--interval 60s] [--once] [--hwloc-xml FILE]\n"
-         "                             [--sysfs-root DIR] [--no-verbs] [-v N]\n"
+         "                             [--sysfs-root DIR] [--no-verbs]\n"
+         "                             [--pod-resources-socket PATH] [--allocation-interval 5s]\n"
+         "                             [--gpu-resource NAME] [--rdma-resource NAME]\n"
+         "                             [--proc-root DIR] [-v N]\n"
          "       muster-topology show [--json] [--node-name NAME] [--hwloc-xml FILE]\n"
          "                            [--sysfs-root DIR] [--no-verbs]\n"
+         "                            [--pod-resources-socket PATH] [--gpu-resource NAME]\n"
+         "                            [--rdma-resource NAME] [--proc-root DIR]\n"
          "       muster-topology rdma-conf [--nccl-out PATH] [--ucx-out PATH] [--hwloc-xml FILE]\n"
          "                                 [--sysfs-root DIR] [--proc-root DIR]\n"
          "                                 [--socket-ifname IF] [--no-verbs]\n"
-         "       muster-topology version\n";
+         "       muster-topology version\n"
+         "\n"
+         "agent publishes NodeTopology/<node> and the node's muster.dev/ labels: it\n"
+         "rediscovers every --interval and writes only what changed. With the kubelet's\n"
+         "pod-resources socket (--pod-resources-socket, default\n"
+         "/var/lib/kubelet/pod-resources/kubelet.sock; \"\" = off) it also publishes\n"
+         "spec.allocatable, the GPUs (--gpu-resource, default nvidia.com/gpu) and RDMA NICs\n"
+         "(--rdma-resource, default preferred.jp/rdma) no pod holds: it asks the kubelet every\n"
+         "--allocation-interval and writes only when they change. GPU ids are matched by UUID,\n"
+         "index, or the UUID in <proc-root>/driver/nvidia/gpus/*/information; NIC ids by\n"
+         "ibverbs name or PCI address. Without the socket it publishes no free devices, and\n"
+         "for a resource with ids it cannot match no free list; it logs why once and keeps\n"
+         "running. show reads the socket only when --pod-resources-socket is given.\n";
   return 2;
 }
 
@@ -57,7 +78,11 @@ struct Flags {
   std::string command;
   std::string node_name, kubeconfig, context, hwloc_xml, sysfs_root, proc_root = "/proc";
   std::string nccl_out, ucx_out, socket_ifname;
+  std::optional<std::string> pod_resources_socket;  // nullopt: not given
+  std::string gpu_resource = std::string(kDefaultGpuResource);
+  std::string rdma_resource = std::string(kDefaultRdmaResource);
   std::chrono::seconds interval{60};
+  std::chrono::seconds allocation_interval{5};
   bool once = false, json = false, no_verbs = false;
 };
 
@@ -107,11 +132,32 @@ absl::StatusOr<Topology> discoverWith(const Flags& f) {
   return discover(options);
 }
 
+DeviceMapping mappingOf(const Flags& f) {
+  DeviceMapping m;
+  m.gpu_resource = f.gpu_resource;
+  m.rdma_resource = f.rdma_resource;
+  m.gpu_uuid_to_bus = readNvidiaProcGpus(f.proc_root, nullptr);
+  return m;
+}
+
 int runShow(const Flags& f) {
   absl::StatusOr<Topology> t = discoverWith(f);
   if (!t.ok()) {
     std::cerr << "muster-topology: " << t.status().message() << "\n";
     return 1;
+  }
+  if (f.pod_resources_socket) {
+    std::vector<std::string> notes;
+    DeviceAllocationSourcePtr source = makePodResourcesClient({*f.pod_resources_socket});
+    absl::StatusOr<DeviceAllocations> allocations = source->read();
+    if (!allocations.ok()) {
+      notes.push_back(std::string(allocations.status().message()));
+    } else {
+      t->allocatable = freeDevices(*t, *allocations, mappingOf(f), &notes);
+    }
+    for (const std::string& note : notes) {
+      std::cerr << "muster-topology: free devices: " << note << "\n";
+    }
   }
   if (f.json) {
     std::string node = f.node_name;
@@ -197,39 +243,51 @@ int runAgent(const Flags& f) {
     } else {
       std::signal(SIGTERM, onSignal);
       std::signal(SIGINT, onSignal);
-      std::chrono::seconds backoff{1};
+      AgentLoop::Options options;
+      options.interval = f.interval;
+      options.allocation_interval = f.allocation_interval;
+      options.mapping = mappingOf(f);
+      options.proc_root = f.proc_root;
+      const std::string socket =
+          f.pod_resources_socket.value_or(std::string(kDefaultPodResourcesSocket));
+      DeviceAllocationSourcePtr source;
+      if (socket.empty()) {
+        options.no_source_reason =
+            "--pod-resources-socket is empty: free devices not published (Helm: "
+            "agent.podResources.enabled=true turns it on)";
+      } else {
+        source = makePodResourcesClient({socket});
+      }
+      AgentLoop loop(
+          std::move(options), [&f] { return discoverWith(f); },
+          [&](const Topology& t) { return publish(**client, t, node, nowRfc3339()); },
+          std::move(source));
       while (!g_stop) {
-        absl::Status status;
-        absl::StatusOr<Topology> t = discoverWith(f);
-        if (!t.ok()) {
-          status = t.status();
-        } else {
-          absl::StatusOr<PublishResult> r = publish(**client, *t, node, nowRfc3339());
-          if (!r.ok()) status = r.status();
-          else if (f.once || r->created || r->spec_updated || r->labels_updated)
-            MUSTER_LOG_INFO(1, "Published node topology", "node", node, "gpus", t->gpus.size(),
-                            "rdmaNics", t->rdma_nics.size(), "created", r->created,
-                            "specUpdated", r->spec_updated, "labelsUpdated", r->labels_updated);
+        AgentLoop::Step step = loop.step(AgentLoop::Clock::now());
+        if (step.result && (f.once || step.result->created || step.result->spec_updated ||
+                            step.result->labels_updated)) {
+          const std::optional<FreeDevices>& free = loop.currentFree();
+          MUSTER_LOG_INFO(1, "Published node topology", "node", node, "gpus",
+                          loop.topology()->gpus.size(), "rdmaNics",
+                          loop.topology()->rdma_nics.size(), "created",
+                          step.result->created, "specUpdated", step.result->spec_updated,
+                          "labelsUpdated", step.result->labels_updated, "freeGpus",
+                          free && free->gpus_known ? std::to_string(free->gpus.size()) : "-",
+                          "freeRdmaNics",
+                          free && free->rdma_nics_known ? std::to_string(free->rdma_nics.size())
+                                                        : "-");
         }
-        if (!status.ok()) {
+        if (!step.status.ok()) {
           MUSTER_LOG_ERROR("Publishing node topology failed", "node", node, "error",
-                           status.message());
+                           step.status.message());
           if (f.once) {
             rc = 1;
             break;
           }
         }
         if (f.once) break;
-        // Sleep the interval (or a backoff after a failure), waking for a signal.
-        std::chrono::seconds wait = f.interval;
-        if (!status.ok()) {
-          wait = std::min(backoff, f.interval);
-          backoff = std::min(backoff * 2, std::chrono::seconds(60));
-        } else {
-          backoff = std::chrono::seconds(1);
-        }
-        const auto until = std::chrono::steady_clock::now() + wait;
-        while (!g_stop && std::chrono::steady_clock::now() < until) {
+        // Sleep until the next step is due, waking for a signal.
+        while (!g_stop && AgentLoop::Clock::now() < step.next) {
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
         }
       }
@@ -261,8 +319,15 @@ int run(int argc, char** argv) {
     else if (a == "--nccl-out") { if (!next(&f.nccl_out)) return usage(); }
     else if (a == "--ucx-out") { if (!next(&f.ucx_out)) return usage(); }
     else if (a == "--socket-ifname") { if (!next(&f.socket_ifname)) return usage(); }
-    else if (a == "--interval") {
+    else if (a == "--gpu-resource") { if (!next(&f.gpu_resource)) return usage(); }
+    else if (a == "--rdma-resource") { if (!next(&f.rdma_resource)) return usage(); }
+    else if (a == "--pod-resources-socket") {
+      if (!next(&v)) return usage();
+      f.pod_resources_socket = v;
+    } else if (a == "--interval") {
       if (!next(&v) || !parseDuration(v, &f.interval)) return usage();
+    } else if (a == "--allocation-interval") {
+      if (!next(&v) || !parseDuration(v, &f.allocation_interval)) return usage();
     } else if (a == "-v") {
       if (!next(&v) || v.empty() || v.size() > 2 || !std::isdigit(static_cast<unsigned char>(v[0])))
         return usage();

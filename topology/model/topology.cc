@@ -137,8 +137,9 @@ proto::NodeTopology toNodeTopology(const Topology& topology, std::string_view no
     s.groups.push_back({g.id, std::string(groupKindName(g.kind)), g.gpus, g.rdma_nics});
   }
   if (topology.allocatable) {
-    s.allocatable = proto::NodeTopologyAllocatable{topology.allocatable->gpus,
-                                                   topology.allocatable->rdma_nics};
+    proto::NodeTopologyAllocatable& a = s.allocatable.emplace();
+    if (topology.allocatable->gpus_known) a.free_gpus = topology.allocatable->gpus;
+    if (topology.allocatable->rdma_nics_known) a.free_rdma_nics = topology.allocatable->rdma_nics;
   }
   s.source.agent_version = std::string(agent_version);
   s.source.hwloc_version = topology.hwloc_version;
@@ -210,7 +211,19 @@ absl::StatusOr<Topology> fromNodeTopology(const proto::NodeTopology& object) {
   }
   if (t.groups.empty()) computeGroups(&t);
   if (s.allocatable) {
-    t.allocatable = FreeDevices{s.allocatable->free_gpus, s.allocatable->free_rdma_nics};
+    FreeDevices& free = t.allocatable.emplace();
+    free.gpus_known = s.allocatable->free_gpus.has_value();
+    if (free.gpus_known) {
+      free.gpus = *s.allocatable->free_gpus;
+    } else {
+      for (const Gpu& g : t.gpus) free.gpus.push_back(g.index);
+    }
+    free.rdma_nics_known = s.allocatable->free_rdma_nics.has_value();
+    if (free.rdma_nics_known) {
+      free.rdma_nics = *s.allocatable->free_rdma_nics;
+    } else {
+      for (const RdmaNic& n : t.rdma_nics) free.rdma_nics.push_back(n.name);
+    }
   }
   t.hwloc_version = s.source.hwloc_version;
   t.warnings = s.source.warnings;

@@ -76,9 +76,16 @@ struct LocalityGroup {
 };
 
 // Devices that no pod holds; known only where the kubelet's pod-resources API can be read.
+// A kind the agent could not account for (device ids it cannot map to the topology) is not
+// published: its `*_known` is false and its list names every device of that kind, so a reader
+// that takes the lists as they are (the scheduler) falls back, for that kind, to counting
+// requests exactly as it does without `allocatable`.
 struct FreeDevices {
   std::vector<int32_t> gpus;
   std::vector<std::string> rdma_nics;
+  bool gpus_known = true;
+  bool rdma_nics_known = true;
+  bool operator==(const FreeDevices&) const = default;
 };
 
 struct Topology {
