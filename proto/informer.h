@@ -230,9 +230,12 @@ class Informer {
           items.emplace(key, std::move(obj));
         }
         last_rv = rv;
-        synced = true;
       }
       for (const auto& c : changes) notify(c.old_obj, c.obj);
+      // Synced only once the handlers have seen the whole first list: a consumer that waits for
+      // sync and then acts on what its handlers built (the scheduler's cache) misses nothing.
+      absl::MutexLock lock(&mu);
+      synced = true;
     }
 
     void apply(WatchEventType type, const rapidjson::Value& object) {

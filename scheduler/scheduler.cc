@@ -289,6 +289,9 @@ asio::awaitable<void> Scheduler::loop() {
     MUSTER_LOG_WARNING("NodeTopologies not listed yet (is the CRD installed and may the scheduler "
                        "list them?); placing without GPU-NIC alignment until they are");
   }
+  // The informers posted their first lists' events to this strand before they reported synced;
+  // let those run (the strand is FIFO) so the cache holds every node, pod and topology first.
+  co_await asio::post(strand_, asio::use_awaitable);
   ready_ = true;
   MUSTER_LOG_INFO(1, "Caches synced, scheduling", "nodes", cache_.nodeCount(), "pods",
                   cache_.podCount());

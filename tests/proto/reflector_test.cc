@@ -175,6 +175,21 @@ TEST_CASE("the informer lists page by page, then watches from the list's resourc
   inf.stop();
 }
 
+TEST_CASE("the handlers have seen the whole first list before the informer reports synced") {
+  Script s;
+  s.lists.push_back({listPage({widget("a", "10"), widget("b", "11"), widget("c", "12")}, "20")});
+  s.watches.push_back({{}});
+  asio::io_context io;
+  Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
+  std::vector<bool> synced_at_add;
+  inf.addHandlers({[&](const auto&) { synced_at_add.push_back(inf.hasSynced()); },
+                   [](const auto&, const auto&) {}, [](const auto&) {}});
+  inf.start();
+  runUntil(io, [&] { return inf.hasSynced(); });
+  CHECK(synced_at_add == std::vector<bool>{false, false, false});
+  inf.stop();
+}
+
 TEST_CASE("a bookmark moves the resume point without touching the cache") {
   Script s;
   s.lists.push_back({listPage({widget("a", "5")}, "5")});
