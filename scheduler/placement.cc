@@ -89,13 +89,16 @@ struct Child {
   int64_t affinity;
   int64_t free_dom;
   uint32_t idx;
+  int64_t aligned = 0;  // how many of its `cap` pods could be aligned (a tie-break; 0: unknown)
 };
 
-// Most room first, then preferred affinity, then the fullest (least free), then order.
+// Most room first, then preferred affinity, then alignment, then the fullest (least free), then
+// order.
 void sortChildren(std::vector<Child>& children) {
   std::sort(children.begin(), children.end(), [](const Child& x, const Child& y) {
     if (x.cap != y.cap) return x.cap > y.cap;
     if (x.affinity != y.affinity) return x.affinity > y.affinity;
+    if (x.aligned != y.aligned) return x.aligned > y.aligned;
     if (x.free_dom != y.free_dom) return x.free_dom < y.free_dom;
     return x.idx < y.idx;
   });
@@ -483,7 +486,6 @@ bool Placer::distributeAligned(uint32_t b, uint32_t e, int64_t need, Group& g,
     AlignedCapacity aligned;
     int64_t affinity;
     int64_t free_dom;
-    int64_t taken = 0;
   };
   std::vector<Candidate> nodes;
   for (uint32_t p = b; p < e; ++p) {
@@ -495,32 +497,51 @@ bool Placer::distributeAligned(uint32_t b, uint32_t e, int64_t need, Group& g,
                               g.rep->has_preferred_affinity ? preferredAffinityScore(*g.rep, n) : 0,
                               freeDom(levels_, p)});
   }
-  std::vector<Child> children;
-  // Tier 0: pods aligned behind a PCIe switch; 1: on a NUMA node; 2: anywhere on the node.
-  for (int tier = 0; tier < 3 && need > 0; ++tier) {
-    children.clear();
-    for (uint32_t i = 0; i < nodes.size(); ++i) {
-      const Candidate& c = nodes[i];
-      int64_t limit = tier == 0   ? std::min<int64_t>(c.cap, c.aligned.pcie)
-                      : tier == 1 ? std::min<int64_t>(c.cap, c.aligned.numa)
-                                  : c.cap;
-      if (limit - c.taken > 0) children.push_back(Child{limit - c.taken, c.affinity, c.free_dom, i});
-    }
-    sortChildren(children);
-    for (size_t start = 0; need > 0 && start < children.size();) {
-      if (auto pick = tightestFor(children, start, need); pick != children.end()) {
-        nodes[pick->idx].taken += need;
-        need = 0;
-        break;
+  // Two plans, each with the tightest / fullest rule: `tiered` takes PCIe-switch-aligned room
+  // first (tier 0), then NUMA-aligned (1), then any (2); `packed` takes any room, alignment only
+  // breaking ties. Tiered wins unless it needs more nodes: fewer nodes is the stronger locality
+  // (NVLink inside, fewer NIC hops) and keeps whole nodes free for others.
+  auto plan = [&](bool tiered, std::vector<int64_t>* taken) {
+    taken->assign(nodes.size(), 0);
+    int64_t left = need;
+    std::vector<Child> children;
+    for (int tier = tiered ? 0 : 2; tier < 3 && left > 0; ++tier) {
+      children.clear();
+      for (uint32_t i = 0; i < nodes.size(); ++i) {
+        const Candidate& c = nodes[i];
+        int64_t limit = tier == 0   ? std::min<int64_t>(c.cap, c.aligned.pcie)
+                        : tier == 1 ? std::min<int64_t>(c.cap, c.aligned.numa)
+                                    : c.cap;
+        int64_t room = limit - (*taken)[i];
+        if (room <= 0) continue;
+        int64_t aligned = tiered ? 0
+                                 : std::min<int64_t>(room, c.aligned.pcie) +
+                                       std::min<int64_t>(room, c.aligned.numa);
+        children.push_back(Child{room, c.affinity, c.free_dom, i, aligned});
       }
-      const Child& c = children[start++];
-      nodes[c.idx].taken += c.cap;
-      need -= c.cap;
+      sortChildren(children);
+      for (size_t start = 0; left > 0 && start < children.size();) {
+        if (auto pick = tightestFor(children, start, left); pick != children.end()) {
+          (*taken)[pick->idx] += left;
+          left = 0;
+          break;
+        }
+        const Child& c = children[start++];
+        (*taken)[c.idx] += c.cap;
+        left -= c.cap;
+      }
     }
-  }
-  if (need > 0) return false;
-  for (const Candidate& c : nodes) {
-    if (c.taken > 0) out->emplace_back(c.pos, c.taken);
+    return left == 0;
+  };
+  std::vector<int64_t> tiered, packed;
+  if (!plan(true, &tiered)) return false;  // both plans fit exactly when the room suffices
+  plan(false, &packed);
+  auto used = [](const std::vector<int64_t>& t) {
+    return std::count_if(t.begin(), t.end(), [](int64_t k) { return k > 0; });
+  };
+  const std::vector<int64_t>& taken = used(tiered) <= used(packed) ? tiered : packed;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    if (taken[i] > 0) out->emplace_back(nodes[i].pos, taken[i]);
   }
   return true;
 }

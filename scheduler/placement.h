@@ -27,8 +27,9 @@
 //    nvidia.com/gpu and preferred.jp/rdma, from the nodes' NodeTopology: within the leaf domain
 //    being filled, nodes are used in tiers — first as many pods as can get GPUs and NICs behind
 //    one PCIe switch, then on one NUMA node, then anywhere — each tier with the same tightest /
-//    fullest rule; a gang that fits on one node takes the best-aligned such node; a single pod
-//    ranks alignment right after preferred affinity. The network domain is chosen first and
+//    fullest rule, unless that takes more nodes than the plain rule (then the plain rule, with
+//    alignment breaking ties among equal room); a gang that fits on one node takes the
+//    best-aligned such node; a single pod ranks alignment right after preferred affinity. The network domain is chosen first and
 //    alignment never makes a gang span more domains. muster.dev/gpu-nic-affinity: required
 //    makes alignment (PCIe switch or NUMA node) a filter: only aligned capacity counts.
 // 7. Members already bound (or assumed) are fixed: the gang is placed in a domain that contains

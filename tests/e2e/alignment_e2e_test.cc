@@ -1,9 +1,12 @@
 // GPU↔RDMA NIC alignment end to end (issue 6): muster-topology agent publishes NodeTopology objects
 // for kwok nodes from the real hwloc exports in tests/topology/testdata, and muster-scheduler,
 // watching them through the real kube-apiserver, steers a gang's pods to the nodes where each
-// pod's GPU and NIC can be close together — and, when alignment is required, only there.
+// pod's GPU and NIC can be close together — and, when alignment is required, only there. With a
+// kubelet-like pod-resources server (tests/topology/fake_kubelet.h) the agent also publishes the
+// free devices (spec.allocatable), and the scheduler places by them.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -11,6 +14,7 @@
 #include "proto/kubeconfig.h"
 #include "proto/nodetopology.h"
 #include "tests/e2e/support.h"
+#include "tests/topology/fake_kubelet.h"
 
 namespace muster::e2e {
 namespace {
@@ -52,18 +56,23 @@ struct Env {
     cleanupRun(*client, run);
   }
 
+  // Pods are named "<run>-<name>" (unique in "default"); pods() and the helpers below use <name>.
   void createPod(const std::string& name, const std::string& gang, int size,
                  const std::string& affinity) {
     proto::Request req;
     req.verb = proto::Verb::kPost;
     req.path = proto::resources::kPods.collectionPath("default");
-    req.body = podJson(name, run, gang, size, affinity);
+    req.body = podJson(run + "-" + name, run, run + "-" + gang, size, affinity);
     auto created = client->callSync(req);
     INFO(created.status().message());
     REQUIRE(created.ok());
   }
 
-  std::map<std::string, proto::Pod> pods() { return listPods(*client, run); }
+  std::map<std::string, proto::Pod> pods() {
+    std::map<std::string, proto::Pod> out;
+    for (auto& [name, pod] : listPods(*client, run)) out[name.substr(run.size() + 1)] = pod;
+    return out;
+  }
 
   // Node name → pods of `prefix` bound there; empty until all `count` are bound.
   std::map<std::string, int> boundPerNode(const std::string& prefix, size_t count) {
@@ -76,19 +85,49 @@ struct Env {
     }
     return bound == count ? out : std::map<std::string, int>{};
   }
+  // boundPerNode once all `count` are bound; empty when they are not within `timeout`.
+  std::map<std::string, int> waitBound(const std::string& prefix, size_t count,
+                                       std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    std::map<std::string, int> out;
+    waitFor([&] {
+      out = boundPerNode(prefix, count);
+      return !out.empty();
+    }, timeout);
+    return out;
+  }
 
-  // muster-topology agent --once for `node` from an hwloc export (no verbs, no sysfs).
-  void publish(const std::string& node, const std::string& xml) {
-    auto out = runCommand({MUSTER_TOPOLOGY_BIN, "agent", "--once", "--node-name", node,
-                           "--kubeconfig", TestCluster::get().kubeconfig(), "--hwloc-xml",
-                           fixture(xml), "--sysfs-root", "/nonexistent", "--no-verbs"});
+  // Waits until `pod` is reported unschedulable (PodScheduled False); returns the message.
+  std::string waitUnschedulable(const std::string& pod) {
+    std::string message;
+    REQUIRE(waitFor([&] {
+      auto ps = pods();
+      const auto* c = ps.at(pod).findCondition("PodScheduled");
+      if (c == nullptr || c->status != "False") return false;
+      message = c->message;
+      return true;
+    }, std::chrono::seconds(60)));
+    return message;
+  }
+
+  // muster-topology agent --once for `node` from an hwloc export (no verbs, no sysfs), with
+  // `extra` flags (the kubelet's pod-resources socket; without it the default path, absent here).
+  void publish(const std::string& node, const std::string& xml,
+               const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {MUSTER_TOPOLOGY_BIN, "agent", "--once", "--node-name", node,
+                                     "--kubeconfig", TestCluster::get().kubeconfig(),
+                                     "--hwloc-xml", fixture(xml), "--sysfs-root", "/nonexistent",
+                                     "--no-verbs"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto out = runCommand(argv);
     INFO(out.status().message());
     REQUIRE(out.ok());
-    topologies.push_back(node);
+    if (std::find(topologies.begin(), topologies.end(), node) == topologies.end()) {
+      topologies.push_back(node);
+    }
   }
 };
 
-TEST_CASE("NodeTopologies published from hwloc fixtures steer a gang to nodes with aligned GPU/NIC pairs, and required alignment waits for them") {
+void applyNodeTopologyCrd() {
   auto& cluster = TestCluster::get();
   auto applied = cluster.kubectl({"apply", "-f", std::string(MUSTER_SOURCE_DIR) +
                                                      "/manifests/crds/nodetopologies.muster.dev.yaml"});
@@ -96,19 +135,31 @@ TEST_CASE("NodeTopologies published from hwloc fixtures steer a gang to nodes wi
   REQUIRE(applied.ok());
   REQUIRE(cluster.kubectl({"wait", "--for", "condition=established", "--timeout=60s",
                            "crd/nodetopologies.muster.dev"}).ok());
+}
+
+// The labels that put a test's nodes in one rack of their own.
+std::map<std::string, std::string> rackOf(const Env& env) {
+  return {{"muster.dev/block", env.run + "-b"},
+          {"muster.dev/spine", env.run + "-s"},
+          {"muster.dev/rack", env.run + "-r"}};
+}
+
+TEST_CASE("NodeTopologies published from hwloc fixtures steer a gang to nodes with aligned GPU/NIC pairs, and required alignment waits for them") {
+  applyNodeTopologyCrd();
   Env env;
-  const std::map<std::string, std::string> rack = {{"muster.dev/block", env.run + "-b"},
-                                                   {"muster.dev/spine", env.run + "-s"},
-                                                   {"muster.dev/rack", env.run + "-r"}};
-  // One rack. a-plain: no NodeTopology (sorts first, so plain packing would start there).
-  // b-lassen: coral-lassen.xml, 4 V100s and 4 NICs paired per NUMA node, no shared switch.
-  // c-pascal, d-pascal: cts1-pascal.xml, 2 P100s and mlx5_0 behind one PCIe switch.
+  const std::map<std::string, std::string> rack = rackOf(env);
+  // One rack. a-plain: 1 GPU + 1 NIC, no NodeTopology (sorts first, so plain packing would
+  // take it before the pascal nodes). b-lassen: coral-lassen.xml, 4 V100s and 4 NICs paired per
+  // NUMA node, no shared switch. c-pascal, d-pascal: cts1-pascal.xml, 2 P100s and mlx5_0 behind
+  // one PCIe switch.
+  NodeShape one;
+  one.gpus = 1;
   NodeShape four;
   four.gpus = 4;
   NodeShape pascal;
   pascal.gpus = 2;
   pascal.rdma = 1;
-  createNode(*env.client, env.run + "-a-plain", env.run, rack, four);
+  createNode(*env.client, env.run + "-a-plain", env.run, rack, one);
   createNode(*env.client, env.run + "-b-lassen", env.run, rack, four);
   createNode(*env.client, env.run + "-c-pascal", env.run, rack, pascal);
   createNode(*env.client, env.run + "-d-pascal", env.run, rack, pascal);
@@ -125,31 +176,21 @@ TEST_CASE("NodeTopologies published from hwloc fixtures steer a gang to nodes wi
   // effect below rather than assume it.
 
   // 6 pods × (1 GPU + 1 NIC), preferred: the aligned room is exactly 1 + 1 (PCIe switch) + 4
-  // (NUMA node). Plain packing would take a-plain ×4 + b-lassen ×2.
+  // (NUMA node), on 3 nodes — as few as any placement needs. Plain packing would take b-lassen ×4,
+  // then a-plain and c-pascal (name order).
   for (int i = 0; i < 6; ++i) env.createPod(absl::StrCat("pref-", i), "pref", 6, "preferred");
-  std::map<std::string, int> placed;
-  bool bound = waitFor([&] {
-    placed = env.boundPerNode("pref-", 6);
-    return !placed.empty();
-  }, std::chrono::seconds(90));
+  const std::map<std::string, int> placed = env.waitBound("pref-", 6, std::chrono::seconds(90));
   INFO(scheduler.logTail());
-  REQUIRE(bound);
+  REQUIRE(!placed.empty());
   CHECK(placed == std::map<std::string, int>{{"b-lassen", 4}, {"c-pascal", 1}, {"d-pascal", 1}});
   const std::string log = scheduler.logTail(200000);
   CHECK(log.find("alignedPCIeSwitch=2") != std::string::npos);
   CHECK(log.find("alignedNUMANode=4") != std::string::npos);
 
   // Every aligned GPU/NIC pair is taken now: a pod that requires alignment waits, and says why,
-  // although a-plain has 4 free GPUs and NICs.
+  // although a-plain has a free GPU and NIC.
   env.createPod("req-0", "req", 1, "required");
-  std::string message;
-  REQUIRE(waitFor([&] {
-    auto ps = env.pods();
-    const auto* c = ps.at("req-0").findCondition("PodScheduled");
-    if (c == nullptr || c->status != "False") return false;
-    message = c->message;
-    return true;
-  }, std::chrono::seconds(60)));
+  const std::string message = env.waitUnschedulable("req-0");
   INFO(message);
   CHECK(message.find("muster.dev/gpu-nic-affinity: required") != std::string::npos);
   CHECK(env.pods().at("req-0").spec.node_name.empty());
@@ -158,18 +199,89 @@ TEST_CASE("NodeTopologies published from hwloc fixtures steer a gang to nodes wi
   for (int i = 0; i < 6; ++i) {
     proto::Request del;
     del.verb = proto::Verb::kDelete;
-    del.path = proto::resources::kPods.objectPath("default", absl::StrCat("pref-", i));
+    del.path = proto::resources::kPods.objectPath("default", absl::StrCat(env.run, "-pref-", i));
     del.query = {{"gracePeriodSeconds", "0"}};
     REQUIRE(env.client->callSync(del).ok());
   }
-  std::map<std::string, int> req;
-  REQUIRE(waitFor([&] {
-    req = env.boundPerNode("req-", 1);
-    return !req.empty();
-  }, std::chrono::seconds(60)));
+  const std::map<std::string, int> req = env.waitBound("req-", 1);
+  REQUIRE(!req.empty());
   CHECK(req.count("a-plain") == 0);
   // A single pod ranks a PCIe switch above a NUMA node.
   CHECK((req.count("c-pascal") == 1 || req.count("d-pascal") == 1));
+}
+
+TEST_CASE("free devices the kubelet reports reach the scheduler through the agent's NodeTopology, and a NIC held outside the cluster view keeps a pod that requires alignment off its node") {
+  applyNodeTopologyCrd();
+  Env env;
+  // One rack, two cts1-pascal nodes (2 P100s and mlx5_0 behind one PCIe switch). By requests both
+  // are empty; a-nic-held sorts first, so it wins every tie.
+  NodeShape pascal;
+  pascal.gpus = 2;
+  pascal.rdma = 1;
+  const std::string a = env.run + "-a-nic-held", b = env.run + "-b-free";
+  createNode(*env.client, a, env.run, rackOf(env), pascal);
+  createNode(*env.client, b, env.run, rackOf(env), pascal);
+  waitNodesReady(*env.client, env.run, 2);
+
+  // Each node's kubelet hands out GPUs "0", "1" (deviceIDStrategy=index) and mlx5_0. On a, a pod
+  // the scheduler never sees (a static pod, or one another scheduler placed) holds mlx5_0.
+  topology::testing::FakeKubeletService kubelet_a, kubelet_b;
+  for (auto* kubelet : {&kubelet_a, &kubelet_b}) {
+    kubelet->canAllocate("nvidia.com/gpu", {"0", "1"});
+    kubelet->canAllocate("preferred.jp/rdma", {"mlx5_0"});
+  }
+  kubelet_a.holds("outside-0", "main", "preferred.jp/rdma", {"mlx5_0"});
+  topology::testing::KubeletSocket socket_a(&kubelet_a), socket_b(&kubelet_b);
+  env.publish(a, "cts1-pascal.xml", {"--pod-resources-socket", socket_a.path()});
+  env.publish(b, "cts1-pascal.xml", {"--pod-resources-socket", socket_b.path()});
+
+  // What the agent published, read back through the API: a's NIC is not free, b's is.
+  const proto::NodeTopology on_a = getNodeTopology(*env.client, a);
+  REQUIRE(on_a.spec.allocatable);
+  CHECK(on_a.spec.allocatable->free_gpus == std::vector<int32_t>{0, 1});
+  REQUIRE(on_a.spec.allocatable->free_rdma_nics);
+  CHECK(on_a.spec.allocatable->free_rdma_nics->empty());
+  const proto::NodeTopology on_b = getNodeTopology(*env.client, b);
+  REQUIRE(on_b.spec.allocatable);
+  CHECK(on_b.spec.allocatable->free_gpus == std::vector<int32_t>{0, 1});
+  CHECK(on_b.spec.allocatable->free_rdma_nics == std::vector<std::string>{"mlx5_0"});
+
+  SchedulerProcess scheduler(kTestSchedulerConfig);
+  scheduler.start();
+  REQUIRE(scheduler.waitReady());
+
+  // 1 GPU + 1 NIC, required. Had the scheduler ignored spec.allocatable, a and b would be the same
+  // to it: the same hwloc fixture (one GPU/NIC pair behind a PCIe switch), the same capacity, no
+  // pod requesting anything, so the same alignment, leftover and free room; the tie goes to the
+  // first node in name order, a-nic-held, and the CHECK below fails. Only the free devices of a's
+  // NodeTopology (no free NIC: nothing can be aligned there) send the pod to b.
+  // The scheduler may still be taking in its NodeTopologies when the pod comes (its informer is
+  // "synced" before it has handed them on), but it hands them on in name order from a list and in
+  // publish order from a watch, a's first either way: a required pod placed on b (which needs
+  // b's) was placed knowing a's.
+  env.createPod("req-0", "req", 1, "required");
+  const std::map<std::string, int> placed = env.waitBound("req-", 1);
+  INFO(scheduler.logTail());
+  REQUIRE(!placed.empty());
+  CHECK(placed == std::map<std::string, int>{{"b-free", 1}});
+
+  // b's NIC is requested now and a's is still held: the next such pod waits, although by requests
+  // a has all its GPUs and its NIC free.
+  env.createPod("next-0", "next", 1, "required");
+  const std::string message = env.waitUnschedulable("next-0");
+  INFO(message);
+  CHECK(message.find("muster.dev/gpu-nic-affinity: required") != std::string::npos);
+
+  // The outside pod ends; the agent publishes a's NIC as free and the waiting pod goes there:
+  // the free devices alone kept it off a.
+  kubelet_a.removePod("outside-0");
+  env.publish(a, "cts1-pascal.xml", {"--pod-resources-socket", socket_a.path()});
+  const proto::NodeTopology freed = getNodeTopology(*env.client, a);
+  REQUIRE(freed.spec.allocatable);
+  CHECK(freed.spec.allocatable->free_rdma_nics == std::vector<std::string>{"mlx5_0"});
+  const std::map<std::string, int> next = env.waitBound("next-", 1);
+  REQUIRE(!next.empty());
+  CHECK(next == std::map<std::string, int>{{"a-nic-held", 1}});
 }
 
 }  // namespace

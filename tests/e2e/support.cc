@@ -435,4 +435,15 @@ std::map<std::string, proto::Node> listNodes(proto::Client& client, const std::s
   return listByRun<proto::Node>(client, proto::resources::kNodes, "", run);
 }
 
+proto::NodeTopology getNodeTopology(proto::Client& client, const std::string& name) {
+  proto::Request req;
+  req.path = proto::resources::kNodeTopologies.objectPath("", name);
+  auto body = client.callSync(req);
+  INFO(body.status().message());
+  REQUIRE(body.ok());
+  proto::NodeTopology out;
+  REQUIRE(proto::decodeNodeTopologyJson(*body, &out).ok());
+  return out;
+}
+
 }  // namespace muster::e2e

@@ -16,6 +16,7 @@
 #include "proto/asio.h"
 #include "proto/client.h"
 #include "proto/kubeconfig.h"
+#include "proto/nodetopology.h"
 #include "proto/objects.h"
 
 namespace muster::e2e {
@@ -127,6 +128,8 @@ void waitNodesReady(proto::Client& client, const std::string& run, size_t count)
 // The pods (in "default") and nodes labelled e2e-run=<run>, by name.
 std::map<std::string, proto::Pod> listPods(proto::Client& client, const std::string& run);
 std::map<std::string, proto::Node> listNodes(proto::Client& client, const std::string& run);
+// NodeTopology/<name>, read through the API; fails the calling test when it cannot be read.
+proto::NodeTopology getNodeTopology(proto::Client& client, const std::string& name);
 // A muster-scheduler config for tests: tests/cluster's block/spine/rack levels, metrics on a free
 // loopback port, no leader election, no job engine, retries within 2 s. Ends with the queue
 // section open, so a case can append "  reservationAfterSeconds: 3\n".

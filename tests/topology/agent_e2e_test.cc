@@ -67,14 +67,7 @@ struct Api {
   ~Api() { client->shutdown(); }
 
   proto::NodeTopology topology(const std::string& name) {
-    proto::Request req;
-    req.path = proto::resources::kNodeTopologies.objectPath("", name);
-    auto body = client->callSync(req);
-    INFO(body.status().message());
-    REQUIRE(body.ok());
-    proto::NodeTopology out;
-    REQUIRE(proto::decodeNodeTopologyJson(*body, &out).ok());
-    return out;
+    return e2e::getNodeTopology(*client, name);
   }
   std::map<std::string, std::string> labels(const std::string& node) {
     proto::Request req;

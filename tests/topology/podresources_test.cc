@@ -1,117 +1,24 @@
-// The kubelet pod-resources client against a kubelet-like gRPC server (PodResourcesLister on a
-// unix socket in a temporary directory), alone, driving the agent's schedule, and behind
-// `muster-topology show`.
-#include <grpcpp/grpcpp.h>
-
+// The kubelet pod-resources client against a kubelet-like gRPC server (tests/topology/
+// fake_kubelet.h: PodResourcesLister on a unix socket in a temporary directory), alone, driving
+// the agent's schedule, and behind `muster-topology show`.
 #include <catch2/catch.hpp>
 #include <fstream>
-#include <memory>
-#include <mutex>
 
 #include "proto/nodetopology.h"
 #include "tests/topology/builders.h"
+#include "tests/topology/fake_kubelet.h"
 #include "tests/topology/run.h"
 #include "topology/agent/agent.h"
-#include "topology/podresources/api.grpc.pb.h"
 #include "topology/podresources/client.h"
 
 namespace muster::topology {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::FakeKubeletService;
+using testing::KubeletSocket;
 using testing::run;
 using testing::TempDir;
-
-// PodResourcesLister as the kubelet serves it, holding what the test says pods hold.
-class FakeKubeletService final : public v1::PodResourcesLister::Service {
- public:
-  // `allocatable` false: the call is unimplemented, as on kubelets before 1.23.
-  explicit FakeKubeletService(bool allocatable = true) : allocatable_(allocatable) {}
-
-  void holds(const std::string& pod, const std::string& container, const std::string& resource,
-             std::vector<std::string> ids) {
-    std::lock_guard lock(mu_);
-    v1::PodResources* p = nullptr;
-    for (v1::PodResources& existing : *list_.mutable_pod_resources()) {
-      if (existing.name() == pod) p = &existing;
-    }
-    if (p == nullptr) {
-      p = list_.add_pod_resources();
-      p->set_name(pod);
-      p->set_namespace_("default");
-    }
-    v1::ContainerResources* c = p->add_containers();
-    c->set_name(container);
-    v1::ContainerDevices* d = c->add_devices();
-    d->set_resource_name(resource);
-    for (const std::string& id : ids) d->add_device_ids(id);
-    d->mutable_topology()->add_nodes()->set_id(0);
-  }
-  void removePod(const std::string& pod) {
-    std::lock_guard lock(mu_);
-    auto* pods = list_.mutable_pod_resources();
-    for (int i = 0; i < pods->size(); ++i) {
-      if (pods->Get(i).name() == pod) {
-        pods->DeleteSubrange(i, 1);
-        return;
-      }
-    }
-  }
-  void canAllocate(const std::string& resource, std::vector<std::string> ids) {
-    std::lock_guard lock(mu_);
-    v1::ContainerDevices* d = allocatable_devices_.add_devices();
-    d->set_resource_name(resource);
-    for (const std::string& id : ids) d->add_device_ids(id);
-  }
-  void failWith(grpc::Status status) {
-    std::lock_guard lock(mu_);
-    failure_ = std::move(status);
-  }
-
-  grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*,
-                    v1::ListPodResourcesResponse* response) override {
-    std::lock_guard lock(mu_);
-    if (!failure_.ok()) return failure_;
-    *response = list_;
-    return grpc::Status::OK;
-  }
-  grpc::Status GetAllocatableResources(grpc::ServerContext* context,
-                                       const v1::AllocatableResourcesRequest* request,
-                                       v1::AllocatableResourcesResponse* response) override {
-    if (!allocatable_) {
-      return v1::PodResourcesLister::Service::GetAllocatableResources(context, request, response);
-    }
-    std::lock_guard lock(mu_);
-    *response = allocatable_devices_;
-    return grpc::Status::OK;
-  }
-
- private:
-  const bool allocatable_;
-  std::mutex mu_;
-  v1::ListPodResourcesResponse list_;
-  v1::AllocatableResourcesResponse allocatable_devices_;
-  grpc::Status failure_;
-};
-
-// The service listening on <temp dir>/kubelet.sock, as the kubelet does.
-class KubeletSocket {
- public:
-  explicit KubeletSocket(FakeKubeletService* service) : path_(dir_.path() + "/kubelet.sock") {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("unix://" + path_, grpc::InsecureServerCredentials());
-    builder.RegisterService(service);
-    server_ = builder.BuildAndStart();
-    REQUIRE(server_ != nullptr);
-  }
-  ~KubeletSocket() { server_->Shutdown(std::chrono::system_clock::now() + 1s); }
-  const std::string& path() const { return path_; }
-
- private:
-  TempDir dir_;
-  std::string path_;
-  std::unique_ptr<grpc::Server> server_;
-};
 
 TEST_CASE("the pod-resources client reads what containers hold and what the kubelet can allocate") {
   FakeKubeletService kubelet;
