@@ -67,6 +67,17 @@ NodeId ClusterCache::slotFor(std::string_view name) {
 
 void ClusterCache::setNodeDevices(std::string_view node,
                                   std::shared_ptr<const NodeDevices> devices) {
+  if (devices) {
+    std::weak_ptr<const NodeDevices>& shared = shapes_[devices->shapeKey()];
+    if (auto existing = shared.lock()) {
+      devices = std::move(existing);
+    } else {
+      shared = devices;
+    }
+    if (shapes_.size() > 2 * devices_.size() + 64) {
+      absl::erase_if(shapes_, [](const auto& entry) { return entry.second.expired(); });
+    }
+  }
   if (auto it = node_ids_.find(av(node)); it != node_ids_.end()) nodes_[it->second].devices = devices;
   if (devices) {
     devices_[std::string(node)] = std::move(devices);

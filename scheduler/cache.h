@@ -95,7 +95,8 @@ class ClusterCache {
   void updatePod(const proto::Pod& pod) { upsertPod(pod); }
   void removePod(const proto::Pod& pod) { removePod(podKey(pod)); }
   void removePod(std::string_view pod_key);
-  // The node's device layout (null: it has none, e.g. its NodeTopology was deleted).
+  // The node's device layout (null: it has none, e.g. its NodeTopology was deleted). Layouts
+  // with the same NodeDevices::shapeKey() are shared between nodes.
   void setNodeDevices(std::string_view node, std::shared_ptr<const NodeDevices> devices);
   // How many nodes (present or not) have a device layout.
   size_t nodesWithDevices() const { return devices_.size(); }
@@ -143,6 +144,7 @@ class ClusterCache {
   absl::flat_hash_map<std::string, NodeId> node_ids_;
   absl::flat_hash_map<std::string, CachedPod> pods_;
   absl::flat_hash_map<std::string, std::shared_ptr<const NodeDevices>> devices_;
+  absl::flat_hash_map<std::string, std::weak_ptr<const NodeDevices>> shapes_;  // by shapeKey()
   size_t present_count_ = 0;
   uint64_t generation_ = 0;
   mutable Topology topology_;

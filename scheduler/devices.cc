@@ -37,6 +37,26 @@ void take(FreeDevices* free, const DeviceSelection& sel) {
   });
 }
 
+std::string shapeKeyOf(const topology::Topology& t) {
+  std::string key = "g";
+  for (const auto& g : t.gpus) absl::StrAppend(&key, ",", g.index);
+  key += ";n";
+  for (const auto& n : t.rdma_nics) absl::StrAppend(&key, ",", n.name);
+  for (const auto& group : t.groups) {
+    absl::StrAppend(&key, ";", av(topology::groupKindName(group.kind)), ":");
+    for (int32_t g : group.gpus) absl::StrAppend(&key, g, ",");
+    key += "/";
+    for (const std::string& n : group.rdma_nics) absl::StrAppend(&key, n, ",");
+  }
+  if (t.allocatable) {
+    key += ";free:";
+    for (int32_t g : t.allocatable->gpus) absl::StrAppend(&key, g, ",");
+    key += "/";
+    for (const std::string& n : t.allocatable->rdma_nics) absl::StrAppend(&key, n, ",");
+  }
+  return key;
+}
+
 uint64_t memoKey(const DeviceRequest& r, int64_t used_gpus, int64_t used_nics) {
   auto b = [](int64_t v) { return static_cast<uint64_t>(std::clamp<int64_t>(v, 0, 0xffff)); };
   return b(r.gpus) << 48 | b(r.rdma_nics) << 32 | b(used_gpus) << 16 | b(used_nics);
@@ -52,7 +72,9 @@ absl::StatusOr<std::shared_ptr<const NodeDevices>> NodeDevices::fromNodeTopology
 }
 
 NodeDevices::NodeDevices(topology::Topology topology)
-    : topology_(withoutDeadNics(std::move(topology))), locality_(topology_) {}
+    : topology_(withoutDeadNics(std::move(topology))),
+      locality_(topology_),
+      shape_key_(shapeKeyOf(topology_)) {}
 
 AlignedCapacity NodeDevices::alignedCapacity(const DeviceRequest& per_pod, int64_t used_gpus,
                                              int64_t used_nics) const {

@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
@@ -67,6 +68,10 @@ class NodeDevices {
   int32_t gpuCount() const { return static_cast<int32_t>(topology_.gpus.size()); }
   int32_t nicCount() const { return static_cast<int32_t>(topology_.rdma_nics.size()); }
   bool publishesFreeDevices() const { return topology_.allocatable.has_value(); }
+  // Equal for two nodes exactly when every answer of alignedCapacity() is: the devices, their
+  // grouping and the published free devices (not bus ids, GUIDs or models). Nodes of one hardware
+  // model share one NodeDevices (ClusterCache::setNodeDevices), and so one memo.
+  const std::string& shapeKey() const { return shape_key_; }
 
   // For pods asking for `per_pod` (both counts > 0) each, with `used_gpus` / `used_nics` already
   // requested on the node by the pods the scheduler knows of.
@@ -79,6 +84,7 @@ class NodeDevices {
 
   topology::Topology topology_;
   topology::DeviceLocality locality_;
+  std::string shape_key_;
   mutable std::mutex mu_;
   mutable absl::flat_hash_map<uint64_t, AlignedCapacity> memo_;
 };

@@ -103,6 +103,30 @@ TEST_CASE("a NIC whose ports are all down is not offered", "[devices]") {
   CHECK(d->alignedCapacity(DeviceRequest{1, 1}, 0, 0) == AlignedCapacity{1, 1});
 }
 
+TEST_CASE("nodes of one hardware layout share one NodeDevices, and its memo", "[devices]") {
+  ClusterCache cache({testing::kRack});
+  cache.addNode(node("a").gpus(8));
+  cache.addNode(node("b").gpus(8));
+  cache.addNode(node("c").gpus(4));
+  topology::Topology one = switches();
+  topology::Topology same = switches();
+  same.gpus[0].uuid = "GPU-other";  // ids and models do not matter, only devices and groups
+  same.gpus[0].bus_id = "0000:ff:00.0";
+  cache.setNodeDevices("a", devices(one));
+  cache.setNodeDevices("b", devices(same));
+  cache.setNodeDevices("c", devices(numaOnly()));
+  const auto& a = cache.node(*cache.findNode("a")).devices;
+  CHECK(a == cache.node(*cache.findNode("b")).devices);
+  CHECK(a != cache.node(*cache.findNode("c")).devices);
+  // Published free devices are part of the shape.
+  topology::Topology busy = switches();
+  busy.allocatable = topology::FreeDevices{{2, 3, 4, 5, 6, 7}, {"mlx5_1", "mlx5_2", "mlx5_3"}};
+  cache.setNodeDevices("b", devices(busy));
+  CHECK(a != cache.node(*cache.findNode("b")).devices);
+  CHECK(cache.node(*cache.findNode("b")).devices->alignedCapacity(DeviceRequest{1, 1}, 0, 0) ==
+        AlignedCapacity{3, 3});
+}
+
 TEST_CASE("the gpu-nic-affinity annotation is read from the pod or its PodGroup", "[devices]") {
   SchedulerConfig config;
   auto none = [](std::string_view, std::string_view) -> const proto::PodGroup* { return nullptr; };
