@@ -4,7 +4,11 @@
 // Reports per-gang decision latency (p50/p99 by gang size), decision throughput in pods/s and peak
 // RSS, as JSON lines and a table, next to the targets. See bench/placement/README.md.
 //
-//   muster_placement_bench [--nodes 5000,10000] [--seed 1] [--scale 1.0]
+//   muster_placement_bench [--nodes 5000,10000] [--seed 1] [--scale 1.0] [--layouts none|switch]
+//
+// --layouts switch gives every node a NodeTopology-like device layout (4 PCIe switches, each with
+// 2 GPUs and 2 RDMA NICs, 2 switches per NUMA node; one NodeDevices per node, as the scheduler
+// keeps them), so every pod (it asks for GPUs and as many NICs) goes through GPU↔NIC alignment.
 
 #include <sys/resource.h>
 
@@ -21,6 +25,7 @@
 #include "proto/objects.h"
 #include "scheduler/cache.h"
 #include "scheduler/placement.h"
+#include "topology/model/topology.h"
 
 namespace {
 
@@ -74,6 +79,28 @@ muster::proto::Pod makePod(const std::string& ns, const std::string& name, int g
   return p;
 }
 
+// 8 GPUs and 8 NICs: switch s holds GPUs 2s, 2s+1 and NICs mlx5_2s, mlx5_2s+1; NUMA node s / 2.
+muster::topology::Topology switchLayout() {
+  muster::topology::Topology t;
+  for (int s = 0; s < 4; ++s) {
+    std::string sw = "0000:" + std::to_string(10 + s) + ":00.0";
+    for (int k = 0; k < 2; ++k) {
+      muster::topology::Gpu g;
+      g.index = 2 * s + k;
+      g.pcie_switch = sw;
+      g.numa_node = s / 2;
+      t.gpus.push_back(g);
+      muster::topology::RdmaNic n;
+      n.name = "mlx5_" + std::to_string(2 * s + k);
+      n.pcie_switch = sw;
+      n.numa_node = s / 2;
+      t.rdma_nics.push_back(n);
+    }
+  }
+  muster::topology::computeGroups(&t);
+  return t;
+}
+
 struct Stats {
   std::vector<double> ms;
   int64_t pods = 0;
@@ -101,12 +128,16 @@ struct RunResult {
   double load_ms;
 };
 
-RunResult run(int nodes, uint32_t seed, double scale) {
+RunResult run(int nodes, uint32_t seed, double scale, bool layouts) {
   std::mt19937 rng(seed);
   RunResult result{nodes, {}, {}, 0};
   ClusterCache cache(kLevels);
   auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < nodes; ++i) cache.addNode(makeNode(i));
+  const muster::topology::Topology layout = switchLayout();
+  for (int i = 0; i < nodes; ++i) {
+    cache.addNode(makeNode(i));
+    if (layouts) cache.setNodeDevices("node-" + std::to_string(i), std::make_shared<const NodeDevices>(layout));
+  }
   // Background: 0-60% of each node's GPUs used by pods of other schedulers (1-GPU pods).
   int bg = 0;
   std::uniform_int_distribution<int> used(0, 4);  // 0..4 of 8 GPUs ≈ 0-50%, mean 25%
@@ -196,6 +227,7 @@ int main(int argc, char** argv) {
   std::vector<int> node_counts{5000, 10000};
   uint32_t seed = 1;
   double scale = 1.0;
+  bool layouts = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--nodes") {
@@ -212,14 +244,19 @@ int main(int argc, char** argv) {
       seed = static_cast<uint32_t>(std::atoi(argv[i + 1]));
     } else if (flag == "--scale") {
       scale = std::atof(argv[i + 1]);
+    } else if (flag == "--layouts" && (std::string(argv[i + 1]) == "none" ||
+                                       std::string(argv[i + 1]) == "switch")) {
+      layouts = std::string(argv[i + 1]) == "switch";
     } else {
-      std::fprintf(stderr, "usage: %s [--nodes 5000,10000] [--seed 1] [--scale 1.0]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--nodes 5000,10000] [--seed 1] [--scale 1.0] [--layouts none|switch]\n",
+                   argv[0]);
       return 2;
     }
   }
   std::vector<RunResult> results;
   for (int n : node_counts) {
-    results.push_back(run(n, seed, scale));
+    results.push_back(run(n, seed, scale, layouts));
     const RunResult& r = results.back();
     for (const auto& [size, s] : r.by_size) {
       std::printf(

@@ -21,6 +21,9 @@ SPEC = os.path.join(HERE, "regression_guard.json")
 
 
 def main():
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(sys.argv) >= 2 else 2
     build = sys.argv[1]
     record = "--record" in sys.argv
     spec = json.load(open(SPEC))

@@ -1,10 +1,12 @@
 // muster_sim: placement quality over time, in-process (no API server). Runs the same cluster and
 // job stream through Muster's placement and the two baselines and reports, per policy: GPU
 // allocation over time, queueing delay by gang size, blocks/racks spanned against the fewest
-// possible, and GPU fragmentation. See bench/README.md.
+// possible, GPU fragmentation, and the share of pods asking for GPUs and RDMA NICs placed where
+// they can be aligned. See bench/README.md.
 //
 //   muster_sim [--nodes 1024 | --node-csv openb_node_list.csv] [--nodes-per-rack 8]
 //              [--racks-per-spine 4] [--spines-per-block 4]
+//              [--node-layouts switch:2,numa:1,split:1 | none] [--rdma-pods gangs|all|none]
 //              [--trace openb_pod_list.csv [--gang-pods 1|8|2,4,8,16] [--gang-min-gpus 2]
 //                 [--time-scale 1] [--limit N]]
 //              [--jobs 2000 --seed 1 --load 0.9 --mean-duration 3600]     (synthetic stream)
@@ -19,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -40,6 +43,11 @@ std::string num(double v) {
   return buf;
 }
 
+// part / whole; 0 when there is no whole.
+double share(int64_t part, int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
 std::string sizeJson(const SizeStats& s) {
   return absl::StrCat("{\"jobs\":", s.jobs, ",\"placed\":", s.placed,
                       ",\"delay_mean_s\":", num(s.delay_mean_s), ",\"delay_p50_s\":",
@@ -47,7 +55,10 @@ std::string sizeJson(const SizeStats& s) {
                       ",\"top_spanned_mean\":", num(s.top_mean), ",\"top_min_mean\":",
                       num(s.top_min_mean), ",\"top_at_min\":", num(s.top_at_min),
                       ",\"leaf_spanned_mean\":", num(s.leaf_mean), ",\"leaf_min_mean\":",
-                      num(s.leaf_min_mean), ",\"leaf_at_min\":", num(s.leaf_at_min), "}");
+                      num(s.leaf_min_mean), ",\"leaf_at_min\":", num(s.leaf_at_min),
+                      ",\"gpu_nic_pods\":", s.gpu_nic_pods, ",\"gpu_nic_pcie_share\":",
+                      num(share(s.gpu_nic_pcie, s.gpu_nic_pods)), ",\"gpu_nic_aligned_share\":",
+                      num(share(s.gpu_nic_aligned, s.gpu_nic_pods)), "}");
 }
 
 std::string resultJson(const SimResult& r, bool series) {
@@ -57,7 +68,11 @@ std::string resultJson(const SimResult& r, bool series) {
       ",\"makespan_s\":", num(r.makespan_s), ",\"allocation_mean\":", num(r.allocation_mean),
       ",\"fragmentation_mean\":", num(r.fragmentation_mean), ",\"decisions\":", r.decisions,
       ",\"failed_decisions\":", r.failed_decisions, ",\"decision_wall_ms\":",
-      num(r.decision_wall_ms), ",\"gangs\":", sizeJson(r.gangs), ",\"by_size\":{");
+      num(r.decision_wall_ms), ",\"gpu_nic_pods\":", r.gpu_nic_pods, ",\"gpu_nic_pcie\":",
+      r.gpu_nic_pcie, ",\"gpu_nic_aligned\":", r.gpu_nic_aligned, ",\"gpu_nic_pcie_share\":",
+      num(share(r.gpu_nic_pcie, r.gpu_nic_pods)), ",\"gpu_nic_aligned_share\":",
+      num(share(r.gpu_nic_aligned, r.gpu_nic_pods)), ",\"gangs\":", sizeJson(r.gangs),
+      ",\"by_size\":{");
   bool first = true;
   for (const auto& [bucket, s] : r.by_size) {
     absl::StrAppend(&out, first ? "" : ",", "\"", bucket, "\":", sizeJson(s));
@@ -80,19 +95,29 @@ std::string markdown(const std::vector<SimResult>& results, const std::string& w
   std::string md = absl::StrCat("Simulation: ", what, "\n\n");
   md += "| policy | GPU allocation (mean) | fragmentation (mean) | gangs: blocks spanned / min | "
         "at min | gangs: racks spanned / min | at min | delay mean (s) | delay p99 (s) | placed "
-        "| decisions |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "| decisions | GPU+NIC pods | aligned: PCIe switch | aligned: switch or NUMA node |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   char buf[512];
   for (const SimResult& r : results) {
     const SizeStats& all = r.by_size.at("all");
     std::snprintf(buf, sizeof buf,
                   "| %s | %.1f %% | %.1f %% | %.2f / %.2f | %.0f %% | %.2f / %.2f | %.0f %% | %.0f "
-                  "| %.0f | %lld/%lld | %lld |\n",
+                  "| %.0f | %lld/%lld | %lld | %lld |",
                   r.policy.c_str(), 100 * r.allocation_mean, 100 * r.fragmentation_mean,
                   r.gangs.top_mean, r.gangs.top_min_mean, 100 * r.gangs.top_at_min,
                   r.gangs.leaf_mean, r.gangs.leaf_min_mean, 100 * r.gangs.leaf_at_min,
                   all.delay_mean_s, all.delay_p99_s, static_cast<long long>(r.placed),
-                  static_cast<long long>(r.jobs), static_cast<long long>(r.decisions));
+                  static_cast<long long>(r.jobs), static_cast<long long>(r.decisions),
+                  static_cast<long long>(r.gpu_nic_pods));
     md += buf;
+    if (r.gpu_nic_pods > 0) {
+      std::snprintf(buf, sizeof buf, " %.1f %% | %.1f %% |\n",
+                    100 * share(r.gpu_nic_pcie, r.gpu_nic_pods),
+                    100 * share(r.gpu_nic_aligned, r.gpu_nic_pods));
+      md += buf;
+    } else {
+      md += " – | – |\n";
+    }
   }
   md += "\nQueueing delay (s) by gang size, mean / p99, and racks spanned / fewest possible:\n\n"
         "| gang size | jobs |";
@@ -113,6 +138,34 @@ std::string markdown(const std::vector<SimResult>& results, const std::string& w
         std::snprintf(buf, sizeof buf, " %.0f / %.0f | %.2f / %.2f |", x.delay_mean_s,
                       x.delay_p99_s, x.leaf_mean, x.leaf_min_mean);
       }
+      md += buf;
+    }
+    md += "\n";
+  }
+  bool any_gpu_nic = false;
+  for (const SimResult& r : results) any_gpu_nic |= r.gpu_nic_pods > 0;
+  if (!any_gpu_nic) return md;
+  md += "\nPods asking for GPUs and RDMA NICs, and the share placed where an aligned allocation "
+        "exists (behind one PCIe switch / behind one switch or on one NUMA node), by gang size:\n\n"
+        "| gang size |";
+  for (const SimResult& r : results) md += " " + r.policy + " pods | " + r.policy + " aligned |";
+  md += "\n|---|";
+  for (size_t i = 0; i < results.size(); ++i) md += "---|---|";
+  md += "\n";
+  for (const char* b : {"1", "2-8", "9-16", "17-64", "65-256", ">256", "all"}) {
+    const std::string bucket = b;
+    if (!results[0].by_size.count(bucket)) continue;
+    md += absl::StrCat("| ", bucket, " |");
+    for (const SimResult& r : results) {
+      const SizeStats& x = r.by_size.at(bucket);
+      if (x.gpu_nic_pods == 0) {
+        md += " 0 | – |";
+        continue;
+      }
+      std::snprintf(buf, sizeof buf, " %lld | %.1f %% / %.1f %% |",
+                    static_cast<long long>(x.gpu_nic_pods),
+                    100 * share(x.gpu_nic_pcie, x.gpu_nic_pods),
+                    100 * share(x.gpu_nic_aligned, x.gpu_nic_pods));
       md += buf;
     }
     md += "\n";
@@ -200,7 +253,8 @@ std::vector<int> intList(const std::string& s) {
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--nodes N | --node-csv FILE] [--nodes-per-rack K] [--racks-per-spine R]\n"
-               "  [--spines-per-block S] [--trace FILE [--gang-pods 1|8|2,4,8] [--gang-min-gpus G]\n"
+               "  [--spines-per-block S] [--node-layouts switch:2,numa:1,split:1 | none]\n"
+               "  [--rdma-pods gangs|all|none] [--trace FILE [--gang-pods 1|8|2,4,8] [--gang-min-gpus G]\n"
                "  [--time-scale X] [--limit N]] [--jobs J] [--seed S] [--load L]\n"
                "  [--mean-duration SECONDS] [--policies muster,first-fit,best-fit]\n"
                "  [--reservation-after SECONDS (300; the queue's reservationAfterSeconds)]\n"
@@ -220,6 +274,8 @@ int main(int argc, char** argv) {
   std::vector<Policy> policies{Policy::kMuster, Policy::kFirstFit, Policy::kBestFit};
   bool series = false;
   double reservation_after = 300;
+  std::string layout_spec = "switch:2,numa:1,split:1";
+  RdmaPods rdma_pods = RdmaPods::kGangs;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--series") {
@@ -233,6 +289,13 @@ int main(int argc, char** argv) {
     else if (flag == "--nodes-per-rack") shape.nodes_per_rack = std::atoi(v.c_str());
     else if (flag == "--racks-per-spine") shape.racks_per_spine = std::atoi(v.c_str());
     else if (flag == "--spines-per-block") shape.spines_per_block = std::atoi(v.c_str());
+    else if (flag == "--node-layouts") layout_spec = v;
+    else if (flag == "--rdma-pods") {
+      if (v == "gangs") rdma_pods = RdmaPods::kGangs;
+      else if (v == "all") rdma_pods = RdmaPods::kAll;
+      else if (v == "none") rdma_pods = RdmaPods::kNone;
+      else usage(argv[0]);
+    }
     else if (flag == "--trace") trace = v;
     else if (flag == "--gang-pods") trace_options.gang_pods = intList(v);
     else if (flag == "--gang-min-gpus") trace_options.min_gpus = std::atoi(v.c_str());
@@ -270,8 +333,18 @@ int main(int argc, char** argv) {
   } else {
     nodes = syntheticCluster(node_count, shape);
   }
+  auto mix = parseLayoutMix(layout_spec);
+  if (!mix.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(mix.status().message()).c_str());
+    return 2;
+  }
+  assignLayouts(nodes, *mix, synth.seed);
   int64_t gpus = 0;
-  for (const SimNode& n : nodes) gpus += n.gpus;
+  std::map<std::string, int> layout_count;
+  for (const SimNode& n : nodes) {
+    gpus += n.gpus;
+    ++layout_count[layoutName(n.layout)];
+  }
 
   std::vector<SimJob> jobs;
   std::string what;
@@ -292,9 +365,17 @@ int main(int argc, char** argv) {
                         " jobs, offered load ", num(synth.load), ", mean duration ",
                         num(synth.mean_duration_s), " s");
   }
+  requestRdma(jobs, rdma_pods);
   what += absl::StrCat("; cluster ", nodes.size(), " nodes / ", gpus, " GPUs (racks of ",
                        shape.nodes_per_rack, ", ", shape.racks_per_spine, " racks/spine, ",
-                       shape.spines_per_block, " spines/block)");
+                       shape.spines_per_block, " spines/block); node layouts");
+  for (const auto& [layout, count] : layout_count) absl::StrAppend(&what, " ", layout, " ", count);
+  if (rdma_pods == RdmaPods::kNone) {
+    what += "; no pod asks for RDMA NICs";
+  } else {
+    absl::StrAppend(&what, "; RDMA NICs (1 per 2 GPUs) for ",
+                    rdma_pods == RdmaPods::kGangs ? "gang members" : "every GPU pod");
+  }
 
   std::vector<SimResult> results;
   for (Policy p : policies) {

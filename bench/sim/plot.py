@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""SVG plot of a muster_sim --series --json file: GPU allocation over time per policy (top) and
-racks spanned per gang vs the fewest possible, by gang size (bottom). Standard library only.
+"""SVG plot of a muster_sim --series --json file: GPU allocation over time per policy (top; the
+legend adds the share of GPU+NIC pods placed where they can be aligned) and racks spanned per gang
+vs the fewest possible, by gang size (bottom). Standard library only.
 
   bench/sim/plot.py sim.json out.svg [--title TEXT]
 """
@@ -38,6 +39,10 @@ def main():
         o.append(f'<polyline points="{pts}" fill="none" stroke="{c}" stroke-width="1.5" opacity="0.85"/>')
         o.append(f'<rect x="{x0 + 10 + k * 295}" y="{y0 + h + 28}" width="12" height="12" fill="{c}"/>')
         o.append(f'<text x="{x0 + 26 + k * 295}" y="{y0 + h + 39}" font-size="12">{r["policy"]}: mean {100 * r["allocation_mean"]:.1f}%, fragmentation {100 * r["fragmentation_mean"]:.1f}%</text>')
+    # GPU+NIC pods placed where an aligned allocation exists (older files have no such keys).
+    if any(r.get("gpu_nic_pods") for r in res):
+        shares = ", ".join(f'{r["policy"]} {100 * r["gpu_nic_pcie_share"]:.1f} / {100 * r["gpu_nic_aligned_share"]:.1f}%' for r in res)
+        o.append(f'<text x="{x0 + 10}" y="{y0 + h + 60}" font-size="12">GPU+NIC pods where alignable (PCIe switch / switch or NUMA node): {shares}</text>')
     # Bottom: racks spanned by gang size, bars per policy plus the minimum.
     x0, y0, w, h = 70, 400, W - 110, 230
     buckets = [b for b in BUCKETS if b in res[0]["by_size"] and res[0]["by_size"][b]["placed"]]

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <numeric>
 #include <queue>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -15,10 +17,12 @@
 #include "proto/objects.h"
 #include "scheduler/cache.h"
 #include "scheduler/config.h"
+#include "scheduler/devices.h"
 #include "scheduler/filter.h"
 #include "scheduler/gang.h"
 #include "scheduler/placement.h"
 #include "scheduler/queue.h"
+#include "topology/model/topology.h"
 
 namespace muster::bench {
 namespace {
@@ -27,6 +31,7 @@ using proto::Quantity;
 using scheduler::ClusterCache;
 using scheduler::GangPlacement;
 using scheduler::GangRequest;
+using scheduler::NodeDevices;
 using scheduler::NodeId;
 using scheduler::PlacementResult;
 using scheduler::Resources;
@@ -55,9 +60,9 @@ proto::Node toNode(const SimNode& n) {
       {"cpu", Quantity::fromMilli(n.cpu_milli)},
       {"memory", Quantity::fromValue(n.memory_mib * 1024 * 1024, Quantity::Format::kBinarySI)},
       {"pods", Quantity::fromValue(110)}};
-  if (n.gpus > 0) {
-    node.status.allocatable["nvidia.com/gpu"] = Quantity::fromValue(n.gpus);
-    node.status.allocatable["preferred.jp/rdma"] = Quantity::fromValue(n.gpus);
+  if (n.gpus > 0) node.status.allocatable["nvidia.com/gpu"] = Quantity::fromValue(n.gpus);
+  if (n.rdma_nics > 0) {
+    node.status.allocatable["preferred.jp/rdma"] = Quantity::fromValue(n.rdma_nics);
   }
   node.status.conditions.push_back({"Ready", "True", "KubeletReady", ""});
   return node;
@@ -86,8 +91,66 @@ proto::Pod toPod(const SimJob& job, int index, absl::Time created) {
     c.resources.requests["nvidia.com/gpu"] = Quantity::fromValue(job.gpus_per_pod);
     c.resources.limits["nvidia.com/gpu"] = Quantity::fromValue(job.gpus_per_pod);
   }
+  if (job.rdma_per_pod > 0) {
+    c.resources.requests["preferred.jp/rdma"] = Quantity::fromValue(job.rdma_per_pod);
+    c.resources.limits["preferred.jp/rdma"] = Quantity::fromValue(job.rdma_per_pod);
+  }
   p.spec.containers.push_back(std::move(c));
   return p;
+}
+
+// A node's layout (workload.h) as its node agent would describe it.
+std::shared_ptr<const NodeDevices> layoutDevices(NodeLayout layout, int gpus) {
+  topology::Topology t;
+  const int nics = gpus / 2;
+  auto numaOfPair = [&](int pair) { return 2 * pair / nics; };
+  for (int i = 0; i < gpus; ++i) {
+    topology::Gpu g;
+    g.index = i;
+    g.numa_node = layout == NodeLayout::kSplit ? 0 : numaOfPair(i / 2);
+    if (layout == NodeLayout::kSwitch) g.pcie_switch = indexed("switch", i / 2);
+    t.gpus.push_back(std::move(g));
+  }
+  for (int p = 0; p < nics; ++p) {
+    topology::RdmaNic n;
+    n.name = indexed("mlx5", p);
+    n.numa_node = layout == NodeLayout::kSplit ? 1 : numaOfPair(p);
+    if (layout == NodeLayout::kSwitch) n.pcie_switch = indexed("switch", p);
+    t.rdma_nics.push_back(std::move(n));
+  }
+  topology::computeGroups(&t);
+  return std::make_shared<const NodeDevices>(std::move(t));
+}
+
+struct GpuNicCount {
+  int64_t pods = 0, pcie = 0, aligned = 0;
+};
+
+// GPU↔NIC alignment of one decision, the same for every policy (simulator.h, SimResult::gpu_nic_*).
+// Call before the placement is assumed.
+GpuNicCount countAligned(const GangRequest& req, const GangPlacement& placement,
+                         const ClusterCache& cache, scheduler::ResourceId gpu,
+                         scheduler::ResourceId rdma) {
+  GpuNicCount out;
+  // (node, GPUs, NICs per pod) → pods of that shape placed on the node.
+  std::map<std::tuple<NodeId, int64_t, int64_t>, int64_t> pods;
+  for (size_t i = 0; i < req.members.size(); ++i) {
+    const Resources& r = req.members[i]->requests;
+    if (r[gpu] <= 0 || r[rdma] <= 0) continue;
+    ++out.pods;
+    ++pods[{*cache.findNode(placement.assignments[i].node), r[gpu], r[rdma]}];
+  }
+  for (const auto& [shape, k] : pods) {
+    const auto& [id, gpus, nics] = shape;
+    const scheduler::NodeInfo& node = cache.node(id);
+    if (!node.devices) continue;
+    scheduler::AlignedCapacity a = node.devices->alignedCapacity(
+        {static_cast<int32_t>(gpus), static_cast<int32_t>(nics)}, node.requested[gpu],
+        node.requested[rdma]);
+    out.pcie += std::min<int64_t>(k, a.pcie);
+    out.aligned += std::min<int64_t>(k, a.numa);
+  }
+  return out;
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -182,6 +245,7 @@ struct JobState {
   std::vector<NodeId> nodes;  // one per pod
   std::vector<std::string> pod_keys;
   int top = 0, top_min = 0, leaf = 0, leaf_min = 0;
+  GpuNicCount gpu_nic;
 };
 
 // The fewest domains whose capacity (pods of this shape they can take now) sums to `pods`.
@@ -224,12 +288,18 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
   result.jobs = static_cast<int64_t>(jobs.size());
 
   ClusterCache cache(kLevels);
+  std::map<std::pair<NodeLayout, int>, std::shared_ptr<const NodeDevices>> layouts;
   for (const SimNode& n : nodes) {
     cache.addNode(toNode(n));
     result.gpus += n.gpus;
+    if (n.layout == NodeLayout::kNone) continue;
+    auto& devices = layouts[{n.layout, n.gpus}];  // shared: its memo serves every such node
+    if (!devices) devices = layoutDevices(n.layout, n.gpus);
+    cache.setNodeDevices(n.name, devices);
   }
   const scheduler::Topology& topo = cache.topology();
-  const auto gpu = scheduler::findResource("nvidia.com/gpu");
+  const auto gpu = scheduler::findResource(scheduler::kGpuResource);
+  const auto rdma = scheduler::findResource(scheduler::kRdmaResource);
 
   // The baselines' scan order: a seeded permutation of the nodes.
   std::vector<NodeId> scan;
@@ -347,6 +417,7 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
         s.top_min = fewestDomains(block_cap, job.pods);
         s.leaf_min = fewestDomains(rack_cap, job.pods);
       }
+      if (gpu && rdma) s.gpu_nic = countAligned(request, placement, cache, *gpu, *rdma);
       std::set<int32_t> blocks, racks;
       for (size_t i = 0; i < placement.assignments.size(); ++i) {
         if (!cache.assume(*attempt->members[i], placement.assignments[i].node).ok()) std::abort();
@@ -431,6 +502,9 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
         top_at += state[i].top <= state[i].top_min;
         leaf_at += state[i].leaf <= state[i].leaf_min;
       }
+      st.gpu_nic_pods += state[i].gpu_nic.pods;
+      st.gpu_nic_pcie += state[i].gpu_nic.pcie;
+      st.gpu_nic_aligned += state[i].gpu_nic.aligned;
     }
     if (!delays.empty()) {
       st.delay_mean_s = std::accumulate(delays.begin(), delays.end(), 0.0) /
@@ -459,6 +533,10 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
   for (const auto& [bucket, idx] : by) fill(result.by_size[bucket], idx);
   fill(result.by_size["all"], all);
   fill(result.gangs, gangs);
+  const SizeStats& everything = result.by_size["all"];
+  result.gpu_nic_pods = everything.gpu_nic_pods;
+  result.gpu_nic_pcie = everything.gpu_nic_pcie;
+  result.gpu_nic_aligned = everything.gpu_nic_aligned;
   return result;
 }
 

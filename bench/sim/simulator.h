@@ -14,6 +14,11 @@
 // as a node list usually is. All are all-or-nothing for gangs (a baseline that cannot place every
 // member places none), so the comparison isolates the choice of nodes.
 //
+// Nodes with a layout (SimNode::layout) get it as their NodeDevices, as if their node agent had
+// published a NodeTopology without free devices: place() then prefers, inside the network domain
+// it chose, nodes where pods asking for GPUs and RDMA NICs get them behind one PCIe switch or on
+// one NUMA node. The baselines ignore layouts.
+//
 // Time is simulated: a decision takes no simulated time (its wall time is measured separately).
 
 #include <cstdint>
@@ -46,6 +51,9 @@ struct SizeStats {
   // fewest that could have held the gang given the free capacity when it was placed.
   double top_mean = 0, top_min_mean = 0, top_at_min = 0;  // at_min: share of gangs at the minimum
   double leaf_mean = 0, leaf_min_mean = 0, leaf_at_min = 0;
+  // Placed pods asking for GPUs and RDMA NICs, and how many of them could be aligned
+  // (SimResult::gpu_nic_*).
+  int64_t gpu_nic_pods = 0, gpu_nic_pcie = 0, gpu_nic_aligned = 0;
 };
 
 struct SimResult {
@@ -64,6 +72,15 @@ struct SimResult {
   std::vector<std::pair<double, double>> fragmentation_series;
   std::map<std::string, SizeStats> by_size;  // "1", "2-8", "9-16", "17-64", "65-256", ">256", "all"
   SizeStats gangs;                           // every gang of more than one pod
+  // Placed pods asking for both GPUs and RDMA NICs, and how many of them were placed on a node
+  // where an aligned allocation exists for them: behind one PCIe switch (pcie), behind one switch
+  // or on one NUMA node (aligned, which includes pcie). Measured the same way for every policy, at
+  // each decision from the node's layout and the GPUs and NICs in use on it just before: k such
+  // pods on a node → min(k, AlignedCapacity::pcie) and min(k, AlignedCapacity::numa) (the rule of
+  // GangPlacement::gpu_nic_*; unlike it, pods are counted when no node has a layout too).
+  int64_t gpu_nic_pods = 0;
+  int64_t gpu_nic_pcie = 0;
+  int64_t gpu_nic_aligned = 0;
   int64_t decisions = 0;       // place() (or baseline) calls
   int64_t failed_decisions = 0;
   double decision_wall_ms = 0;  // summed wall time of the decisions (machine-dependent)

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -71,6 +72,16 @@ int64_t toInt(const std::string& s, int64_t fallback) {
 
 }  // namespace
 
+const char* layoutName(NodeLayout layout) {
+  switch (layout) {
+    case NodeLayout::kNone: return "none";
+    case NodeLayout::kSwitch: return "switch";
+    case NodeLayout::kNuma: return "numa";
+    case NodeLayout::kSplit: return "split";
+  }
+  return "?";
+}
+
 std::vector<SimNode> syntheticCluster(int count, const TopologyShape& shape) {
   std::vector<SimNode> nodes(count);
   for (int i = 0; i < count; ++i) {
@@ -94,11 +105,72 @@ absl::StatusOr<std::vector<SimNode>> readNodeCsv(const std::string& path,
     n.cpu_milli = toInt(row[csv->column["cpu_milli"]], 0);
     n.memory_mib = toInt(row[csv->column["memory_mib"]], 0);
     n.gpus = static_cast<int>(toInt(row[csv->column["gpu"]], 0));
+    n.rdma_nics = n.gpus;
     n.model = row[csv->column["model"]];
     nodes.push_back(std::move(n));
   }
   placeInTopology(nodes, shape);
   return nodes;
+}
+
+absl::StatusOr<LayoutMix> parseLayoutMix(const std::string& spec) {
+  if (spec == "none") return LayoutMix{};
+  LayoutMix mix;
+  for (const auto& part : absl::StrSplit(spec, ',')) {
+    std::pair<std::string, std::string> name_weight = absl::StrSplit(part, absl::MaxSplits(':', 1));
+    double weight = 1;
+    if (!name_weight.second.empty() && (!absl::SimpleAtod(name_weight.second, &weight) ||
+                                        !(weight > 0))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node layouts: bad weight in \"", part, "\" (want a number > 0)"));
+    }
+    std::optional<NodeLayout> layout;
+    for (NodeLayout l : {NodeLayout::kNone, NodeLayout::kSwitch, NodeLayout::kNuma,
+                         NodeLayout::kSplit}) {
+      if (name_weight.first == layoutName(l)) layout = l;
+    }
+    if (!layout) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node layouts: unknown layout \"", name_weight.first, "\" (switch, numa, split, none)"));
+    }
+    mix.emplace_back(*layout, weight);
+  }
+  return mix;
+}
+
+void assignLayouts(std::vector<SimNode>& nodes, const LayoutMix& mix, uint32_t seed) {
+  if (mix.empty()) return;
+  std::vector<size_t> eligible;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].gpus > 0 && nodes[i].gpus % 2 == 0) eligible.push_back(i);
+  }
+  // Exact counts: each layout's share rounded down, the rest to the largest remainders.
+  double total = 0;
+  for (const auto& [layout, weight] : mix) total += weight;
+  const double n = static_cast<double>(eligible.size());
+  std::vector<size_t> counts(mix.size());
+  std::vector<std::pair<double, size_t>> remainders;
+  size_t assigned = 0;
+  for (size_t k = 0; k < mix.size(); ++k) {
+    const double quota = n * mix[k].second / total;
+    counts[k] = static_cast<size_t>(quota);
+    assigned += counts[k];
+    remainders.emplace_back(quota - static_cast<double>(counts[k]), k);
+  }
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t r = 0; assigned < eligible.size(); ++r, ++assigned) ++counts[remainders[r].second];
+  std::vector<NodeLayout> layouts;
+  for (size_t k = 0; k < mix.size(); ++k) layouts.insert(layouts.end(), counts[k], mix[k].first);
+  // A stream of its own, so the places do not follow the baselines' scan order (same seed).
+  std::seed_seq seq{seed, 0x6c61796fu};
+  std::mt19937 rng(seq);
+  std::shuffle(layouts.begin(), layouts.end(), rng);
+  for (size_t i = 0; i < eligible.size(); ++i) {
+    SimNode& node = nodes[eligible[i]];
+    node.layout = layouts[i];
+    node.rdma_nics = node.gpus / 2;
+  }
 }
 
 absl::StatusOr<std::vector<SimJob>> readPodCsv(const std::string& path,
@@ -195,6 +267,14 @@ std::vector<SimJob> syntheticJobs(const SyntheticOptions& options, int64_t clust
     t += -std::log(1 - u(rng)) / rate;
   }
   return jobs;
+}
+
+void requestRdma(std::vector<SimJob>& jobs, RdmaPods pods) {
+  for (SimJob& j : jobs) {
+    const bool asks = j.gpus_per_pod > 0 && (pods == RdmaPods::kAll ||
+                                             (pods == RdmaPods::kGangs && j.pods > 1));
+    j.rdma_per_pod = asks ? std::max(1, j.gpus_per_pod / 2) : 0;
+  }
 }
 
 }  // namespace muster::bench

@@ -1,9 +1,9 @@
 #pragma once
 
-// The simulation's inputs: a cluster (nodes with GPUs, cpu, memory and their place in a
-// block / spine / rack topology) and a job stream (arrival, pods, GPUs per pod, duration,
-// priority). Read from the Alibaba GPU cluster trace v2023 CSV format or made by a seeded
-// generator. Plain data; no scheduler types.
+// The simulation's inputs: a cluster (nodes with GPUs, RDMA NICs, cpu, memory, their place in a
+// block / spine / rack topology and the GPU↔NIC layout inside them) and a job stream (arrival,
+// pods, GPUs and NICs per pod, duration, priority). Read from the Alibaba GPU cluster trace v2023
+// CSV format or made by a seeded generator. Plain data; no scheduler types.
 
 #include <cstdint>
 #include <string>
@@ -13,9 +13,23 @@
 
 namespace muster::bench {
 
+// Where a node's GPUs and RDMA NICs sit (issue 6). Defined for an even number of GPUs g: g/2 NICs,
+// GPUs 2p and 2p+1 and NIC p form pair p, two NUMA nodes, the lower half of the pairs on NUMA
+// node 0 (an 8-GPU node: 4 NICs, GPUs 0-3 and NICs 0-1 on NUMA node 0).
+//   kSwitch  each pair behind its own PCIe switch: every pod can get its GPUs and NICs behind
+//            shared switches (the GPUDirect RDMA path)
+//   kNuma    the same NUMA nodes, but every device on a root port of its own (no shared switch):
+//            alignment on a NUMA node at best
+//   kSplit   every GPU on NUMA node 0, every NIC on NUMA node 1: nothing can be aligned
+//   kNone    no layout published (the scheduler knows nothing of the devices' places)
+enum class NodeLayout { kNone, kSwitch, kNuma, kSplit };
+const char* layoutName(NodeLayout layout);
+
 struct SimNode {
   std::string name;
   int gpus = 8;
+  int rdma_nics = 8;  // allocatable preferred.jp/rdma (assignLayouts sets the layout's count)
+  NodeLayout layout = NodeLayout::kNone;
   int64_t cpu_milli = 64000;
   int64_t memory_mib = 512 * 1024;
   std::string model;  // GPU model ("V100M32"); "" when unknown
@@ -34,7 +48,20 @@ std::vector<SimNode> syntheticCluster(int count, const TopologyShape& shape);
 // openb_node_list_*.csv: sn,cpu_milli,memory_mib,gpu,model (header line required). The trace has
 // no network topology: nodes are assigned to racks in file order, racks to spines, spines to
 // blocks (`shape`).
+// Nodes get as many RDMA NICs as GPUs and no layout (assignLayouts gives them one).
 absl::StatusOr<std::vector<SimNode>> readNodeCsv(const std::string& path, const TopologyShape& shape);
+
+// A fleet's mix of layouts: each with a weight.
+using LayoutMix = std::vector<std::pair<NodeLayout, double>>;
+// "switch:2,numa:1,split:1" (weights default to 1: "switch,numa" is half and half), or "none"
+// alone (an empty mix). "none" in a mix: nodes that publish no layout (but have the NICs).
+// InvalidArgument naming the bad part otherwise.
+absl::StatusOr<LayoutMix> parseLayoutMix(const std::string& spec);
+// Gives every node with an even, non-zero number of GPUs a layout, in the mix's proportions
+// (exact counts, largest remainder), at places drawn by a permutation seeded with `seed`, and the
+// layout's NIC count as allocatable preferred.jp/rdma. Other nodes, and all with an empty mix,
+// keep no layout and their NICs.
+void assignLayouts(std::vector<SimNode>& nodes, const LayoutMix& mix, uint32_t seed);
 
 struct SimJob {
   std::string name;
@@ -42,6 +69,7 @@ struct SimJob {
   double duration = 0;  // seconds it runs once placed
   int pods = 1;         // gang size (1: a single pod)
   int gpus_per_pod = 0;
+  int rdma_per_pod = 0;  // preferred.jp/rdma (requestRdma fills it)
   int64_t cpu_milli_per_pod = 1000;
   int64_t memory_mib_per_pod = 1024;
   int32_t priority = 0;
@@ -81,5 +109,13 @@ struct SyntheticOptions {
 // A gang-heavy stream: Poisson arrivals at the rate that gives `load` on `cluster_gpus`; single
 // pods ask for 1, 2, 4 or 8 GPUs; gang members for 8 (80 %) or 4; durations exponential.
 std::vector<SimJob> syntheticJobs(const SyntheticOptions& options, int64_t cluster_gpus);
+
+// Which pods ask for RDMA NICs: none, the members of gangs of more than one pod (the default:
+// multi-node jobs are what GPUDirect RDMA is for; a single pod's GPUs talk over NVLink and PCIe),
+// or every pod asking for GPUs.
+enum class RdmaPods { kNone, kGangs, kAll };
+// Each chosen pod asking for g GPUs asks for max(1, g/2) preferred.jp/rdma NICs too: one NIC per
+// two GPUs, the ratio of every layout above (an 8-GPU pod takes all 4 NICs of an 8-GPU node).
+void requestRdma(std::vector<SimJob>& jobs, RdmaPods pods);
 
 }  // namespace muster::bench
