@@ -1,7 +1,5 @@
 #include "jobengine/events.h"
 
-#include <ctime>
-#include <random>
 
 #include "proto/codec.h"
 #include "proto/log.h"
@@ -10,15 +8,6 @@
 namespace muster::jobengine {
 namespace asio = proto::asio;
 
-std::string rfc3339Now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 namespace {
 metrics::Counter& eventErrors() {
   static auto& c = metrics::defaultRegistry()
@@ -26,12 +15,6 @@ metrics::Counter& eventErrors() {
                                 "ParallelJob Events the API server refused.")
                        .with();
   return c;
-}
-std::string randomSuffix() {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
-  return buf;
 }
 }  // namespace
 
@@ -45,23 +28,14 @@ EventRecorder::EventRecorder(std::shared_ptr<proto::Client> client,
 
 void EventRecorder::event(const proto::ParallelJob& job, std::string type, std::string reason,
                           std::string message) {
-  proto::Event e;
-  e.meta.namespace_ = job.meta.namespace_;
-  // Event names are DNS subdomains of at most 253 characters.
-  e.meta.name = job.meta.name.substr(0, 200) + "." + randomSuffix();
-  e.involved_object.kind = "ParallelJob";
-  e.involved_object.api_version = "preferred.jp/v1alpha1";
-  e.involved_object.namespace_ = job.meta.namespace_;
-  e.involved_object.name = job.meta.name;
-  e.involved_object.uid = job.meta.uid;
-  e.reason = std::move(reason);
-  e.message = std::move(message);
-  e.type = std::move(type);
-  e.count = 1;
-  e.first_timestamp = e.last_timestamp = rfc3339Now();
-  e.source_component = component_;
-  e.reporting_component = component_;
-  e.reporting_instance = instance_;
+  proto::ObjectReference ref;
+  ref.kind = "ParallelJob";
+  ref.api_version = "preferred.jp/v1alpha1";
+  ref.namespace_ = job.meta.namespace_;
+  ref.name = job.meta.name;
+  ref.uid = job.meta.uid;
+  proto::Event e = proto::newEvent(std::move(ref), std::move(type), std::move(reason),
+                                   std::move(message), component_, instance_);
   proto::Request req;
   req.verb = proto::Verb::kPost;
   req.path = proto::resources::kEvents.collectionPath(e.meta.namespace_);

@@ -8,6 +8,7 @@
 
 #include "proto/asio.h"
 #include "proto/client.h"
+#include "proto/codec.h"
 #include "proto/objects.h"
 
 namespace muster::jobengine {
@@ -27,7 +28,6 @@ class EventRecorder {
   std::string instance_;
 };
 
-// RFC 3339 in UTC with second precision, as metav1.Time.
-std::string rfc3339Now();
+using proto::rfc3339Now;  // RFC 3339 in UTC with second precision, as metav1.Time
 
 }  // namespace muster::jobengine

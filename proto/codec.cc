@@ -1,5 +1,8 @@
 #include "proto/codec.h"
 
+#include <cstdio>
+#include <ctime>
+#include <random>
 #include <utility>
 
 
@@ -497,6 +500,36 @@ std::string encode(const Binding& binding) {
       .endObject();
   w.endObject();
   return w.str();
+}
+
+std::string rfc3339Now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Event newEvent(ObjectReference ref, std::string type, std::string reason, std::string message,
+               std::string_view component, std::string_view instance) {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  char suffix[17];
+  std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
+  Event e;
+  e.meta.namespace_ = ref.namespace_.empty() ? "default" : ref.namespace_;
+  // Event names are DNS subdomains of at most 253 characters.
+  e.meta.name = ref.name.substr(0, 200) + "." + suffix;
+  e.involved_object = std::move(ref);
+  e.reason = std::move(reason);
+  e.message = std::move(message);
+  e.type = std::move(type);
+  e.count = 1;
+  e.first_timestamp = e.last_timestamp = rfc3339Now();
+  e.source_component = std::string(component);
+  e.reporting_component = std::string(component);
+  e.reporting_instance = std::string(instance);
+  return e;
 }
 
 std::string encode(const Event& event) {

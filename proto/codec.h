@@ -65,6 +65,13 @@ absl::Status decodeJson(std::string_view json, T* out) {
 std::string encode(const Binding& binding);
 // A full core/v1 Event (POST, or PUT with metadata.resourceVersion).
 std::string encode(const Event& event);
+// A new Event about `ref`, in its namespace ("default" when it has none): a unique name
+// (<name, cut to 200 characters>.<16 random hex>), count 1, both timestamps now, reported by
+// `component` / `instance`.
+Event newEvent(ObjectReference ref, std::string type, std::string reason, std::string message,
+               std::string_view component, std::string_view instance);
+// Now, as Kubernetes writes timestamps: RFC 3339 in UTC, whole seconds ("2026-11-30T01:02:03Z").
+std::string rfc3339Now();
 // A full coordination.k8s.io/v1 Lease (POST, or PUT with metadata.resourceVersion).
 std::string encode(const Lease& lease);
 

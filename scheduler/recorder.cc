@@ -1,7 +1,5 @@
 #include "scheduler/recorder.h"
 
-#include <ctime>
-#include <random>
 
 #include "proto/codec.h"
 #include "proto/log.h"
@@ -9,15 +7,6 @@
 
 namespace muster::scheduler {
 namespace asio = proto::asio;
-
-std::string rfc3339Now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 namespace {
 metrics::Counter& droppedEvents() {
@@ -35,12 +24,6 @@ metrics::Counter& eventErrors() {
   return c;
 }
 
-std::string randomSuffix() {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
-  return buf;
-}
 }  // namespace
 
 Recorder::Recorder(std::shared_ptr<proto::Client> client, asio::any_io_executor executor,
@@ -99,18 +82,8 @@ void Recorder::event(proto::ObjectReference ref, std::string type, std::string r
   asio::post(strand_, [this, ref = std::move(ref), type = std::move(type),
                        reason = std::move(reason), message = std::move(message)]() mutable {
     if (!admit(ref.kind + "/" + ref.namespace_ + "/" + ref.name + "/" + reason)) return;
-    proto::Event e;
-    e.meta.namespace_ = ref.namespace_.empty() ? "default" : ref.namespace_;
-    e.meta.name = ref.name + "." + randomSuffix();
-    e.involved_object = ref;
-    e.reason = std::move(reason);
-    e.message = std::move(message);
-    e.type = std::move(type);
-    e.count = 1;
-    e.first_timestamp = e.last_timestamp = rfc3339Now();
-    e.source_component = options_.component;
-    e.reporting_component = options_.component;
-    e.reporting_instance = options_.instance;
+    proto::Event e = proto::newEvent(ref, std::move(type), std::move(reason), std::move(message),
+                                     options_.component, options_.instance);
     proto::Request req;
     req.verb = proto::Verb::kPost;
     req.path = proto::resources::kEvents.collectionPath(e.meta.namespace_);
@@ -128,7 +101,7 @@ void Recorder::unschedulable(const proto::Pod& pod, const std::string& message) 
   cond.status = "False";
   cond.reason = "Unschedulable";
   cond.message = message;
-  cond.last_transition_time = rfc3339Now();
+  cond.last_transition_time = proto::rfc3339Now();
   proto::Request req;
   req.verb = proto::Verb::kPatch;
   req.path = proto::resources::kPods.objectPath(pod.meta.namespace_, pod.meta.name, "status");

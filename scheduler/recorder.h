@@ -13,6 +13,7 @@
 
 #include "proto/asio.h"
 #include "proto/client.h"
+#include "proto/codec.h"
 #include "proto/objects.h"
 
 namespace muster::scheduler {
@@ -60,7 +61,6 @@ class Recorder {
   std::map<std::string, StatusWrites> status_writes_;
 };
 
-// RFC 3339 in UTC with second precision, as metav1.Time.
-std::string rfc3339Now();
+using proto::rfc3339Now;  // RFC 3339 in UTC with second precision, as metav1.Time
 
 }  // namespace muster::scheduler

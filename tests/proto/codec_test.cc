@@ -274,6 +274,26 @@ TEST_CASE("a Lease decodes from API server JSON", "[codec]") {
   CHECK(lease.spec.lease_transitions == 4);
 }
 
+TEST_CASE("newEvent names the Event uniquely, within 253 characters, and stamps it now", "[codec]") {
+  ObjectReference ref;
+  ref.kind = "Pod";
+  ref.name = std::string(250, 'p');
+  Event a = newEvent(ref, "Warning", "FailedScheduling", "why", "muster-scheduler", "host-1");
+  Event b = newEvent(ref, "Warning", "FailedScheduling", "why", "muster-scheduler", "host-1");
+  CHECK(a.meta.namespace_ == "default");
+  CHECK(a.meta.name.size() == 200 + 1 + 16);
+  CHECK(a.meta.name.rfind(std::string(200, 'p') + ".", 0) == 0);
+  CHECK(a.meta.name != b.meta.name);
+  CHECK(a.involved_object.name == ref.name);
+  CHECK(a.count == 1);
+  CHECK(a.reporting_component == "muster-scheduler");
+  CHECK(a.reporting_instance == "host-1");
+  CHECK(a.first_timestamp == a.last_timestamp);
+  CHECK(a.first_timestamp.size() == 20);  // 2026-11-30T01:02:03Z
+  CHECK(a.first_timestamp[10] == 'T');
+  CHECK(a.first_timestamp.back() == 'Z');
+}
+
 TEST_CASE("an Event survives encode then decode unchanged", "[codec]") {
   Event event;
   event.meta.name = "train.17f3a2b4c5d6e7f8";
