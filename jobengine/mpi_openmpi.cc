@@ -18,7 +18,13 @@ constexpr char kConfigVolume[] = "muster-mpi";
 constexpr char kRunVolume[] = "muster-run";
 constexpr char kWaitContainer[] = "muster-wait-workers";
 constexpr char kRdmaConfContainer[] = "muster-rdma-conf";
-constexpr const char* kDeviceResources[] = {"nvidia.com/gpu", "preferred.jp/rdma"};
+constexpr std::string_view kDeviceResources[] = {proto::kGpuResource, proto::kRdmaResource};
+
+// v's member `name`, or MemberEnd(); `name` need not be NUL-terminated.
+Value::ConstMemberIterator findMember(const Value& v, std::string_view name) {
+  Value key(rapidjson::StringRef(name.data(), static_cast<rapidjson::SizeType>(name.size())));
+  return v.FindMember(key);
+}
 
 Value str(std::string_view s, Alloc& a) {
   return Value(s.data(), static_cast<rapidjson::SizeType>(s.size()), a);
@@ -90,8 +96,8 @@ bool requestsAccelerators(const Value& spec) {
       for (const char* kind : {"limits", "requests"}) {
         auto m = res->value.FindMember(kind);
         if (m == res->value.MemberEnd() || !m->value.IsObject()) continue;
-        if (m->value.HasMember("nvidia.com/gpu") || m->value.HasMember("preferred.jp/rdma"))
-          return true;
+        for (std::string_view name : kDeviceResources)
+          if (findMember(m->value, name) != m->value.MemberEnd()) return true;
       }
     }
   }
@@ -167,8 +173,8 @@ Value rdmaConfContainer(const Value& main, std::string_view image, Alloc& a) {
       auto from = res->value.FindMember(kind);
       if (from == res->value.MemberEnd() || !from->value.IsObject()) continue;
       Value to(rapidjson::kObjectType);
-      for (const char* name : kDeviceResources)
-        if (auto q = from->value.FindMember(name); q != from->value.MemberEnd())
+      for (std::string_view name : kDeviceResources)
+        if (auto q = findMember(from->value, name); q != from->value.MemberEnd())
           to.AddMember(str(name, a), Value(q->value, a), a);
       for (const char* name : {"cpu", "memory"})
         if (auto q = from->value.FindMember(name); q != from->value.MemberEnd())

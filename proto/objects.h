@@ -44,6 +44,10 @@ struct ObjectMeta {
   const OwnerReference* controllerRef() const;
 };
 
+// The extended resources Muster's pods ask for (DESIGN.md §3): GPUs and RDMA NICs.
+inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
+inline constexpr std::string_view kRdmaResource = "preferred.jp/rdma";
+
 // Resource name ("cpu", "memory", "nvidia.com/gpu") → amount.
 using ResourceList = std::map<std::string, Quantity>;
 

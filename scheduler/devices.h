@@ -39,8 +39,8 @@
 
 namespace muster::scheduler {
 
-inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
-inline constexpr std::string_view kRdmaResource = "preferred.jp/rdma";
+using proto::kGpuResource;
+using proto::kRdmaResource;
 inline constexpr std::string_view kGpuNicAffinityAnnotation = "muster.dev/gpu-nic-affinity";
 
 // muster.dev/gpu-nic-affinity on a pod or its PodGroup. Preferred is the default: inside the

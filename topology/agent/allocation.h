@@ -13,14 +13,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "proto/objects.h"
 #include "topology/model/topology.h"
 
 namespace muster::topology {
 
 inline constexpr std::string_view kDefaultPodResourcesSocket =
     "/var/lib/kubelet/pod-resources/kubelet.sock";
-inline constexpr std::string_view kDefaultGpuResource = "nvidia.com/gpu";
-inline constexpr std::string_view kDefaultRdmaResource = "preferred.jp/rdma";
+inline constexpr std::string_view kDefaultGpuResource = proto::kGpuResource;
+inline constexpr std::string_view kDefaultRdmaResource = proto::kRdmaResource;
 
 // The device ids of one extended resource as its device plugin names them: "GPU-8e3f…" or "0"
 // (NVIDIA), "mlx5_0" or "0000:3b:00.0" (RDMA and SR-IOV plugins), or anything opaque.
