@@ -221,9 +221,9 @@ void Controller::onPodDeleted(const Pod& pod) {
     // Forget pods of earlier attempts: only the attempt in progress matters.
     for (auto it = deleted.begin(); it != deleted.end();)
       it = it->second.attempt < attempt ? deleted.erase(it) : std::next(it);
-    deleted[pod.meta.name] = DeletedPod{attempt, index, isMusterDisruption(pod)};
+    deleted[pod.meta.name] = DeletedPod{attempt, index, isGangRollback(pod)};
     MUSTER_LOG_INFO(3, "ParallelJob pod deleted", "pod", proto::objectKey(pod), "attempt", attempt,
-                    "byMuster", isMusterDisruption(pod) ? "true" : "false");
+                    "byMuster", isGangRollback(pod) ? "true" : "false");
   }
   if (auto key = ownerKey(pod); !key.empty()) enqueue(key);
 }

@@ -37,12 +37,9 @@ struct Failure {
 
 }  // namespace
 
-bool isMusterDisruption(const Pod& pod) {
-  if (pod.meta.annotations.count(kDisruptionAnnotation)) return true;
-  if (const auto* c = pod.findCondition(kGangRollbackCondition); c != nullptr && c->status == "True")
-    return true;
-  const auto* c = pod.findCondition("DisruptionTarget");
-  return c != nullptr && c->status == "True" && c->reason == kMusterDisruptionReason;
+bool isGangRollback(const Pod& pod) {
+  const auto* c = pod.findCondition(kGangRollbackCondition);
+  return c != nullptr && c->status == "True";
 }
 
 bool attemptAndIndex(const Pod& pod, int32_t* attempt, int32_t* index) {
@@ -255,7 +252,7 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     const Pod& pod = *it->second;
     if (pod.status.phase == "Failed") {
       failure = Failure{podLabel(name, i) + " failed: " + describeTermination(pod)};
-    } else if (pod.meta.deletion_timestamp && !isMusterDisruption(pod) && !terminal(pod)) {
+    } else if (pod.meta.deletion_timestamp && !isGangRollback(pod) && !terminal(pod)) {
       failure = Failure{podLabel(name, i) + " was deleted"};
     } else if (!pod.spec.node_name.empty() && obs.node_exists &&
                !obs.node_exists(pod.spec.node_name)) {

@@ -16,9 +16,9 @@
 //                   then the old attempt is deleted; the new one is created only when no pod
 //                   of the old one is left. Otherwise: Failed, pods kept for `kubectl logs`.
 //
-// A pod evicted by Muster's own scheduler (gang rollback; marked by kDisruptionAnnotation or a
-// DisruptionTarget condition with reason kMusterDisruptionReason) is not a failure: it is
-// created again in the same attempt.
+// A pod evicted by Muster's own scheduler to roll back a gang (marked beforehand with the pod
+// condition muster.dev/GangRollback=True) is not a failure: it is created again in the same
+// attempt.
 
 #include <chrono>
 #include <functional>
@@ -33,18 +33,13 @@
 
 namespace muster::jobengine {
 
-// Set by muster-scheduler on a pod before it evicts it for its own reasons (value: why).
-inline constexpr char kDisruptionAnnotation[] = "muster.dev/disruption";
-inline constexpr char kMusterDisruptionReason[] = "MusterGangRollback";
-// The pod condition muster-scheduler sets (status True) on a gang member before it evicts it to
-// roll back a gang that cannot be completed.
-inline constexpr char kGangRollbackCondition[] = "muster.dev/GangRollback";
-
-// Condition types the engine writes.
-inline constexpr char kConditionPodsCreated[] = "PodsCreated";
-inline constexpr char kConditionRunning[] = "Running";
-inline constexpr char kConditionSucceeded[] = "Succeeded";
-inline constexpr char kConditionFailed[] = "Failed";
+// Condition types the engine writes, and the rollback marker muster-scheduler sets (all defined
+// in proto/vocabulary.h).
+using proto::vocabulary::kConditionFailed;
+using proto::vocabulary::kConditionPodsCreated;
+using proto::vocabulary::kConditionRunning;
+using proto::vocabulary::kConditionSucceeded;
+using proto::vocabulary::kGangRollbackCondition;
 
 // What the controller remembers about a pod of the job that was deleted (from the informer's
 // delete notification), until the attempt ends.
@@ -90,7 +85,7 @@ struct Plan {
 Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes);
 
 // Helpers, exposed for tests.
-bool isMusterDisruption(const proto::Pod& pod);
+bool isGangRollback(const proto::Pod& pod);
 // Attempt and index from the pod's labels; false when it carries none.
 bool attemptAndIndex(const proto::Pod& pod, int32_t* attempt, int32_t* index);
 // "exit code 1 (Error)": the main container's termination, else the first non-zero one.

@@ -25,21 +25,20 @@
 
 namespace muster::jobengine {
 
-// Labels and annotations the engine puts on what it creates.
-inline constexpr char kJobUidLabel[] = "muster.dev/paralleljob-uid";
-inline constexpr char kJobNameLabel[] = "muster.dev/paralleljob";  // only when a valid label value
-inline constexpr char kAttemptLabel[] = "muster.dev/attempt";
-inline constexpr char kRoleLabel[] = "muster.dev/role";            // "launcher" or "worker"
-inline constexpr char kIndexLabel[] = "muster.dev/index";
-inline constexpr char kJobSetNameLabel[] = "jobset.sigs.k8s.io/jobset-name";
-inline constexpr char kJobGlobalIndexLabel[] = "jobset.sigs.k8s.io/job-global-index";
-inline constexpr char kGangNameAnnotation[] = "gang-scheduling.preferred.jp/gang-name";
-inline constexpr char kGangSizeAnnotation[] = "gang-scheduling.preferred.jp/gang-size";
-inline constexpr char kGangTimeoutAnnotation[] =
-    "gang-scheduling.preferred.jp/gang-schedule-timeout-seconds";
-inline constexpr char kTopologyRequiredAnnotation[] = "muster.dev/topology-required";
-inline constexpr char kTopologyPreferredAnnotation[] = "muster.dev/topology-preferred";
-inline constexpr char kGpuNicAffinityAnnotation[] = "muster.dev/gpu-nic-affinity";
+// Labels and annotations the engine puts on what it creates (defined in proto/vocabulary.h).
+using proto::vocabulary::kAttemptLabel;
+using proto::vocabulary::kGangNameAnnotation;
+using proto::vocabulary::kGangSizeAnnotation;
+using proto::vocabulary::kGangTimeoutAnnotation;
+using proto::vocabulary::kGpuNicAffinityAnnotation;
+using proto::vocabulary::kIndexLabel;
+using proto::vocabulary::kJobGlobalIndexLabel;
+using proto::vocabulary::kJobNameLabel;
+using proto::vocabulary::kJobSetNameLabel;
+using proto::vocabulary::kJobUidLabel;
+using proto::vocabulary::kRoleLabel;
+using proto::vocabulary::kTopologyPreferredAnnotation;
+using proto::vocabulary::kTopologyRequiredAnnotation;
 
 namespace resources {
 extern const proto::Resource kServices;
@@ -48,7 +47,7 @@ extern const proto::Resource kConfigMaps;
 }  // namespace resources
 
 struct RuntimeOptions {
-  std::string scheduler_name = "muster-scheduler";  // unless the pod template sets one
+  std::string scheduler_name = proto::vocabulary::kDefaultSchedulerName;  // unless the pod template sets one
   std::string cluster_domain = "cluster.local";
   // Muster's own image (it holds muster-topology). Pods asking for nvidia.com/gpu or
   // preferred.jp/rdma get a first init container from it that runs `muster-topology rdma-conf`.

@@ -33,6 +33,7 @@
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
+#include "proto/strings.h"
 
 // Concurrency: every request, stream and all pool/limiter/token state run on one strand of the
 // executor given to Client::create() (State::strand). Public coroutines only copy the shared
@@ -43,28 +44,6 @@
 
 namespace muster::proto {
 namespace {
-// Debian's abseil is built with its own absl::string_view (not std::string_view), so absl::StrCat
-// does not take std::string_view; this small concatenation does.
-inline void appendPiece(std::string& out, std::string_view s) { out.append(s); }
-inline void appendPiece(std::string& out, const char* s) { out.append(s); }
-inline void appendPiece(std::string& out, const std::string& s) { out.append(s); }
-inline void appendPiece(std::string& out, absl::string_view s) { out.append(s.data(), s.size()); }
-template <class T>
-  requires std::is_arithmetic_v<T>
-void appendPiece(std::string& out, T v) {
-  out.append(std::to_string(v));
-}
-template <class... A>
-std::string strCat(const A&... pieces) {
-  std::string out;
-  (appendPiece(out, pieces), ...);
-  return out;
-}
-template <class... A>
-void strAppend(std::string* out, const A&... pieces) {
-  (appendPiece(*out, pieces), ...);
-}
-inline absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 }  // namespace
 
 namespace beast = boost::beast;

@@ -6,16 +6,10 @@
 #include <utility>
 
 #include "rapidjson/error/en.h"
+#include "proto/strings.h"
 
 namespace muster::proto {
 namespace {
-
-// Debian's abseil has its own absl::string_view, so absl::StrCat does not take std::string_view.
-std::string cat(std::initializer_list<std::string_view> pieces) {
-  std::string out;
-  for (std::string_view p : pieces) out.append(p);
-  return out;
-}
 
 // Map keys like "cpu" read well after a dot; "nvidia.com/gpu" needs brackets to stay unambiguous.
 bool isPlainIdentifier(std::string_view name) {
@@ -40,9 +34,9 @@ absl::StatusOr<rapidjson::Document> parseJson(std::string_view text) {
   rapidjson::Document doc;
   doc.Parse(text.data(), text.size());
   if (doc.HasParseError()) {
-    return absl::InvalidArgumentError(cat({"invalid JSON at offset ",
+    return absl::InvalidArgumentError(strCat("invalid JSON at offset ",
                                            std::to_string(doc.GetErrorOffset()), ": ",
-                                           rapidjson::GetParseError_En(doc.GetParseError())}));
+                                           rapidjson::GetParseError_En(doc.GetParseError())));
   }
   return doc;
 }
@@ -51,13 +45,13 @@ void JsonPath::appendTo(std::string* out) const {
   if (parent_ == nullptr) return;
   parent_->appendTo(out);
   if (index_ != kNoIndex) {
-    out->append(cat({"[", std::to_string(index_), "]"}));
+    out->append(strCat("[", std::to_string(index_), "]"));
   } else if (!isPlainIdentifier(name_)) {
-    out->append(cat({"[", name_, "]"}));
+    out->append(strCat("[", name_, "]"));
   } else if (out->empty()) {
     out->append(name_);
   } else {
-    out->append(cat({".", name_}));
+    out->append(strCat(".", name_));
   }
 }
 
@@ -68,13 +62,13 @@ std::string JsonPath::toString() const {
 }
 
 absl::Status typeError(const JsonPath& path, std::string_view expected) {
-  if (path.isRoot()) return absl::InvalidArgumentError(cat({"expected ", expected}));
-  return absl::InvalidArgumentError(cat({path.toString(), ": expected ", expected}));
+  if (path.isRoot()) return absl::InvalidArgumentError(strCat("expected ", expected));
+  return absl::InvalidArgumentError(strCat(path.toString(), ": expected ", expected));
 }
 
 absl::Status fieldError(const JsonPath& path, std::string_view message) {
   if (path.isRoot()) return absl::InvalidArgumentError(std::string(message));
-  return absl::InvalidArgumentError(cat({path.toString(), ": ", message}));
+  return absl::InvalidArgumentError(strCat(path.toString(), ": ", message));
 }
 
 const rapidjson::Value* findField(const rapidjson::Value& object, std::string_view name) {

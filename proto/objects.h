@@ -14,6 +14,7 @@
 
 #include "proto/quantity.h"
 #include "proto/selector.h"
+#include "proto/vocabulary.h"
 
 namespace muster::proto {
 
@@ -45,8 +46,8 @@ struct ObjectMeta {
 };
 
 // The extended resources Muster's pods ask for (DESIGN.md §3): GPUs and RDMA NICs.
-inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
-inline constexpr std::string_view kRdmaResource = "preferred.jp/rdma";
+using vocabulary::kGpuResource;
+using vocabulary::kRdmaResource;
 
 // Resource name ("cpu", "memory", "nvidia.com/gpu") → amount.
 using ResourceList = std::map<std::string, Quantity>;

@@ -8,16 +8,10 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "proto/strings.h"
 
 namespace muster::proto {
 namespace {
-
-// Debian's abseil has its own absl::string_view, so absl::StrCat does not take std::string_view.
-std::string cat(std::initializer_list<std::string_view> pieces) {
-  std::string out;
-  for (std::string_view p : pieces) out.append(p);
-  return out;
-}
 
 using absl::int128;
 using absl::uint128;
@@ -39,7 +33,7 @@ const uint128 kMaxBinaryMagnitude =
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
 absl::Status parseError(std::string_view text, std::string_view why) {
-  return absl::InvalidArgumentError(cat({"invalid quantity \"", text, "\": ", why}));
+  return absl::InvalidArgumentError(strCat("invalid quantity \"", text, "\": ", why));
 }
 
 struct Suffix {
@@ -189,7 +183,7 @@ absl::StatusOr<Quantity> Quantity::parse(std::string_view text) {
   if (!suffix) return parseError(text, kSuffixError);
 
   // amount = digits * 10^exponent10 (* 2^binary exponent, applied to the digits).
-  std::string digits = cat({int_digits, frac_digits});
+  std::string digits = strCat(int_digits, frac_digits);
   digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size()));
   int64_t exponent10 = -static_cast<int64_t>(frac_digits.size());
   if (suffix->base == 10) {
@@ -272,7 +266,7 @@ std::string Quantity::toString() const {
       units /= 1024;
       ++power;
     }
-    return cat({sign, magnitudeToString(units), kBinarySuffixes[power]});
+    return strCat(sign, magnitudeToString(units), kBinarySuffixes[power]);
   }
 
   // Largest exponent of 10^3 (from n = 10^-9 up to E = 10^18) that keeps the mantissa whole.
@@ -288,10 +282,10 @@ std::string Quantity::toString() const {
   const std::string mantissa = magnitudeToString(magnitude / powerOfTen(3 * step));
   if (format_ == Format::kDecimalExponent) {
     const int exponent = 3 * step - 9;
-    if (exponent == 0) return cat({sign, mantissa});
-    return cat({sign, mantissa, "e", std::to_string(exponent)});
+    if (exponent == 0) return strCat(sign, mantissa);
+    return strCat(sign, mantissa, "e", std::to_string(exponent));
   }
-  return cat({sign, mantissa, kDecimalSuffixes[step]});
+  return strCat(sign, mantissa, kDecimalSuffixes[step]);
 }
 
 Quantity Quantity::operator+(const Quantity& other) const {

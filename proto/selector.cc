@@ -5,23 +5,17 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include "proto/strings.h"
 
 namespace muster::proto {
 namespace {
-
-// Debian's abseil has its own absl::string_view, so absl::StrCat does not take std::string_view.
-std::string cat(std::initializer_list<std::string_view> pieces) {
-  std::string out;
-  for (std::string_view p : pieces) out.append(p);
-  return out;
-}
 
 bool contains(const std::vector<std::string>& values, std::string_view v) {
   return std::find(values.begin(), values.end(), v) != values.end();
 }
 
 absl::Status invalid(std::string_view what, size_t index, std::string_view why) {
-  return absl::InvalidArgumentError(cat({what, "[", std::to_string(index), "]: ", why}));
+  return absl::InvalidArgumentError(strCat(what, "[", std::to_string(index), "]: ", why));
 }
 
 // labels.NewRequirement's checks, for the operators each kind of selector allows.
@@ -49,7 +43,7 @@ absl::Status validateRequirement(std::string_view op, const std::vector<std::str
     }
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(cat({"operator \"", op, "\" is not supported"}));
+  return absl::InvalidArgumentError(strCat("operator \"", op, "\" is not supported"));
 }
 
 // labels.Requirement.Matches for a requirement that passed validateRequirement.
@@ -73,7 +67,7 @@ bool requirementMatches(const std::string& key, std::string_view op,
 absl::Status validateFieldRequirement(const NodeSelectorRequirement& r) {
   if (r.operator_ != "In" && r.operator_ != "NotIn") {
     return absl::InvalidArgumentError(
-        cat({"operator \"", r.operator_, "\" is not supported for node fields"}));
+        strCat("operator \"", r.operator_, "\" is not supported for node fields"));
   }
   if (r.values.size() != 1) return absl::InvalidArgumentError("values: must have one element");
   return absl::OkStatus();

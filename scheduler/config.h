@@ -40,13 +40,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "proto/vocabulary.h"
 
 namespace muster::scheduler {
 
 // The most configured topology levels (the host level is extra).
 inline constexpr int kMaxTopologyLevels = 8;
 // The implicit bottom level's key, accepted in the topology annotations.
-inline constexpr std::string_view kHostnameLevel = "kubernetes.io/hostname";
+inline constexpr std::string_view kHostnameLevel = proto::vocabulary::kHostnameLabel;
 
 enum class SinglePodStrategy { kPack, kSpread };
 

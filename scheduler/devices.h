@@ -39,9 +39,9 @@
 
 namespace muster::scheduler {
 
-using proto::kGpuResource;
-using proto::kRdmaResource;
-inline constexpr std::string_view kGpuNicAffinityAnnotation = "muster.dev/gpu-nic-affinity";
+using proto::vocabulary::kGpuNicAffinityAnnotation;
+using proto::vocabulary::kGpuResource;
+using proto::vocabulary::kRdmaResource;
 
 // muster.dev/gpu-nic-affinity on a pod or its PodGroup. Preferred is the default: inside the
 // network domain the gang gets, nodes where its pods can be aligned come first. Required: a pod

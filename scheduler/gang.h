@@ -37,13 +37,13 @@
 
 namespace muster::scheduler {
 
-inline constexpr std::string_view kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
-inline constexpr std::string_view kGangNameAnnotation = "gang-scheduling.preferred.jp/gang-name";
-inline constexpr std::string_view kGangSizeAnnotation = "gang-scheduling.preferred.jp/gang-size";
-inline constexpr std::string_view kGangTimeoutAnnotation =
-    "gang-scheduling.preferred.jp/gang-schedule-timeout-seconds";
-inline constexpr std::string_view kTopologyRequiredAnnotation = "muster.dev/topology-required";
-inline constexpr std::string_view kTopologyPreferredAnnotation = "muster.dev/topology-preferred";
+// The names are defined once, in proto/vocabulary.h.
+using proto::vocabulary::kGangNameAnnotation;
+using proto::vocabulary::kGangSizeAnnotation;
+using proto::vocabulary::kGangTimeoutAnnotation;
+using proto::vocabulary::kPodGroupLabel;
+using proto::vocabulary::kTopologyPreferredAnnotation;
+using proto::vocabulary::kTopologyRequiredAnnotation;
 
 // A gang's identity: namespace/name. A pod that is its own gang has `single_pod` set, so a gang
 // and a lone pod that share a name never collide.

@@ -19,9 +19,6 @@ using proto::PodGroup;
 
 namespace {
 
-// The pod condition set (True) on a pod before Muster evicts it to roll back a gang.
-constexpr char kGangRollbackCondition[] = "muster.dev/GangRollback";
-
 struct Metrics {
   metrics::Family<metrics::Counter>& attempts = metrics::defaultRegistry().counter(
       "scheduler_schedule_attempts_total",
@@ -126,7 +123,7 @@ void Scheduler::start() {
   topologies_ = makeInformer<proto::NodeTopology>(client_, proto::resources::kNodeTopologies,
                                                   executor_);
   pods_->addIndex("podgroup", [](const Pod& p) {
-    auto it = p.meta.labels.find("scheduling.x-k8s.io/pod-group");
+    auto it = p.meta.labels.find(kPodGroupLabel);
     if (it == p.meta.labels.end()) return std::vector<std::string>{};
     return std::vector<std::string>{proto::objectKey(p.meta.namespace_, it->second)};
   });
@@ -509,9 +506,9 @@ void Scheduler::evictBoundMembers(const GangAttempt& attempt, const std::string&
     // pod as a failure), through pods/status which the scheduler may already patch; then evict.
     // No marker, no eviction.
     proto::PodCondition rollback;
-    rollback.type = kGangRollbackCondition;
+    rollback.type = proto::vocabulary::kGangRollbackCondition;
     rollback.status = "True";
-    rollback.reason = "GangRollback";
+    rollback.reason = proto::vocabulary::kGangRollbackReason;
     rollback.message = absl::StrCat("the rest of gang ", attempt.key.toString(),
                                     " cannot be placed with this pod");
     rollback.last_transition_time = rfc3339Now();

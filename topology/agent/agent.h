@@ -23,10 +23,10 @@ namespace muster::topology {
 inline constexpr std::string_view kAgentVersion = "muster-topology v0.1.0";
 
 // Node labels the agent owns.
-inline constexpr std::string_view kLabelGpuCount = "muster.dev/gpu.count";
-inline constexpr std::string_view kLabelGpuModel = "muster.dev/gpu.model";
-inline constexpr std::string_view kLabelRdmaCount = "muster.dev/rdma.count";
-inline constexpr std::string_view kLabelRdmaLinkLayer = "muster.dev/rdma.link-layer";
+using proto::vocabulary::kLabelGpuCount;
+using proto::vocabulary::kLabelGpuModel;
+using proto::vocabulary::kLabelRdmaCount;
+using proto::vocabulary::kLabelRdmaLinkLayer;
 
 // The labels for `topology`; nullopt = the label must be absent (no GPU model without GPUs).
 std::map<std::string, std::optional<std::string>> nodeLabels(const Topology& topology);

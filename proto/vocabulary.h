@@ -1,0 +1,86 @@
+#pragma once
+
+// Muster's API vocabulary: every annotation, label, condition, reason and resource name that
+// Muster reads or writes on Kubernetes objects, spelled once. The scheduler, the job engine, the
+// Slurm front end and the topology agent talk to each other only through these names on API
+// objects (DESIGN.md §3), so a name is never defined in two modules.
+//
+// Users write many of these by hand (the gang annotations, the topology annotations); they are
+// part of the contract documented in the README and must not change.
+
+// Plain character arrays, so that each converts to std::string and std::string_view alike.
+
+namespace muster::proto::vocabulary {
+
+// --- extended resources (DESIGN.md §1: what the seed's pods request) --------------------------
+
+inline constexpr char kGpuResource[] = "nvidia.com/gpu";
+inline constexpr char kRdmaResource[] = "preferred.jp/rdma";
+
+// --- gangs (DESIGN.md §4) ---------------------------------------------------------------------
+
+// Pod label naming a scheduling.x-k8s.io/v1alpha1 PodGroup in the pod's namespace (coscheduling,
+// kubeflow's mpi-operator).
+inline constexpr char kPodGroupLabel[] = "scheduling.x-k8s.io/pod-group";
+// PFN's gang annotations: name, size (a positive integer) and schedule timeout in seconds.
+inline constexpr char kGangNameAnnotation[] = "gang-scheduling.preferred.jp/gang-name";
+inline constexpr char kGangSizeAnnotation[] = "gang-scheduling.preferred.jp/gang-size";
+inline constexpr char kGangTimeoutAnnotation[] =
+    "gang-scheduling.preferred.jp/gang-schedule-timeout-seconds";
+
+// --- topology (on pods, PodGroups and ParallelJobs) -----------------------------------------------
+
+// A topology level's node label key the whole gang must fit inside / should fit inside.
+inline constexpr char kTopologyRequiredAnnotation[] = "muster.dev/topology-required";
+inline constexpr char kTopologyPreferredAnnotation[] = "muster.dev/topology-preferred";
+// "required" | "preferred": whether a pod's GPUs and RDMA NICs must share a PCIe switch or NUMA
+// node (a filter) or should (a score).
+inline constexpr char kGpuNicAffinityAnnotation[] = "muster.dev/gpu-nic-affinity";
+inline constexpr char kGpuNicAffinityRequired[] = "required";
+inline constexpr char kGpuNicAffinityPreferred[] = "preferred";
+// The implicit bottom topology level.
+inline constexpr char kHostnameLabel[] = "kubernetes.io/hostname";
+
+// Node labels the topology agent publishes.
+inline constexpr char kLabelGpuCount[] = "muster.dev/gpu.count";
+inline constexpr char kLabelGpuModel[] = "muster.dev/gpu.model";
+inline constexpr char kLabelRdmaCount[] = "muster.dev/rdma.count";
+inline constexpr char kLabelRdmaLinkLayer[] = "muster.dev/rdma.link-layer";
+
+// --- pod conditions and reasons -------------------------------------------------------------------
+
+// Kubernetes' own: the scheduler sets PodScheduled=False with reason Unschedulable.
+inline constexpr char kPodScheduledCondition[] = "PodScheduled";
+inline constexpr char kUnschedulableReason[] = "Unschedulable";
+// Set True by muster-scheduler (through pods/status) on a bound gang member before it evicts it
+// because the rest of its gang cannot join it. The job engine recreates such a pod in the same
+// attempt instead of counting a failure. No condition, no eviction.
+inline constexpr char kGangRollbackCondition[] = "muster.dev/GangRollback";
+inline constexpr char kGangRollbackReason[] = "GangRollback";
+
+// --- what the job engine creates (ParallelJob attempts) ---------------------------------------------
+
+inline constexpr char kJobUidLabel[] = "muster.dev/paralleljob-uid";
+inline constexpr char kJobNameLabel[] = "muster.dev/paralleljob";  // when a valid value
+inline constexpr char kAttemptLabel[] = "muster.dev/attempt";
+inline constexpr char kRoleLabel[] = "muster.dev/role";  // "launcher" or "worker"
+inline constexpr char kIndexLabel[] = "muster.dev/index";
+// JobSet's labels, which the seed's troubleshooting commands select on.
+inline constexpr char kJobSetNameLabel[] = "jobset.sigs.k8s.io/jobset-name";
+inline constexpr char kJobGlobalIndexLabel[] = "jobset.sigs.k8s.io/job-global-index";
+
+// ParallelJob status condition types.
+inline constexpr char kConditionPodsCreated[] = "PodsCreated";
+inline constexpr char kConditionRunning[] = "Running";
+inline constexpr char kConditionSucceeded[] = "Succeeded";
+inline constexpr char kConditionFailed[] = "Failed";
+
+// --- defaults ---------------------------------------------------------------------------------------
+
+inline constexpr char kDefaultSchedulerName[] = "muster-scheduler";
+
+}  // namespace muster::proto::vocabulary
+
+namespace muster::proto {
+namespace vocab = vocabulary;
+}  // namespace muster::proto
