@@ -15,7 +15,9 @@ using proto::Pod;
 
 namespace {
 
-constexpr char kPodsByJobIndex[] = "muster.dev/paralleljob-uid";
+// Indexes the job engine adds to the process's pod informer.
+constexpr char kPodsByJobIndex[] = "muster.dev/jobengine-job-uid";
+constexpr char kPodsOfJobsByNodeIndex[] = "muster.dev/jobengine-node";
 
 struct Metrics {
   metrics::Family<metrics::Counter>& reconciles = metrics::defaultRegistry().counter(
@@ -83,95 +85,81 @@ asio::awaitable<absl::Status> runAll(asio::strand<asio::any_io_executor> strand,
   co_return state->first_error;
 }
 
-template <class T>
-std::unique_ptr<proto::Informer<T>> makeInformer(const std::shared_ptr<proto::Client>& client,
-                                                 const proto::Resource& resource,
-                                                 asio::any_io_executor executor,
-                                                 proto::ListWatchOptions lw = {}) {
-  proto::ReflectorOptions options;
-  options.name = "jobengine-" + resource.plural;
-  return std::make_unique<proto::Informer<T>>(
-      proto::makeClientListerWatcher(client, resource, std::move(lw)), executor, options);
-}
-
 }  // namespace
 
-Controller::Controller(std::shared_ptr<proto::Client> client, asio::any_io_executor executor,
+Controller::Controller(std::shared_ptr<proto::Client> client, proto::InformerFactory& informers,
+                       proto::EventRecorder& events, asio::any_io_executor executor,
                        ControllerOptions options)
     : client_(std::move(client)),
       executor_(executor),
       strand_(asio::make_strand(executor)),
       options_(std::move(options)),
       runtimes_(defaultRuntimes(options_.runtime)),
-      recorder_(client_, executor, "muster-job-engine", options_.identity) {
+      events_(events),
+      jobs_(informers.informer<ParallelJob>(proto::resources::kParallelJobs)),
+      pods_(informers.informer<Pod>(proto::resources::kPods)) {
   for (const char* r : {"done", "retry", "error"}) m().reconciles.with({r});
-}
-
-Controller::~Controller() { stop(); }
-
-void Controller::start() {
-  jobs_ = makeInformer<ParallelJob>(client_, proto::resources::kParallelJobs, executor_);
-  proto::ListWatchOptions pod_lw;
-  pod_lw.label_selector = kJobUidLabel;  // exists: only pods the engine made
-  pods_ = makeInformer<Pod>(client_, proto::resources::kPods, executor_, pod_lw);
-  pods_->addIndex(kPodsByJobIndex, [](const Pod& pod) {
+  pods_.addIndex(kPodsByJobIndex, [](const Pod& pod) {
     auto it = pod.meta.labels.find(kJobUidLabel);
     return it == pod.meta.labels.end() ? std::vector<std::string>{}
                                        : std::vector<std::string>{it->second};
   });
-  pods_->addIndex(proto::kPodsByNodeIndex, [](const Pod& pod) {
-    return pod.spec.node_name.empty() ? std::vector<std::string>{}
-                                      : std::vector<std::string>{pod.spec.node_name};
+  pods_.addIndex(kPodsOfJobsByNodeIndex, [](const Pod& pod) {
+    if (pod.spec.node_name.empty() || !pod.meta.labels.count(kJobUidLabel))
+      return std::vector<std::string>{};
+    return std::vector<std::string>{pod.spec.node_name};
   });
 
   auto on_job = [this](const std::shared_ptr<const ParallelJob>& job) {
     asio::post(strand_, [this, key = proto::objectKey(*job)] { enqueue(key); });
   };
-  jobs_->addHandlers({on_job,
-                      [on_job](const auto&, const std::shared_ptr<const ParallelJob>& job) {
-                        on_job(job);
-                      },
-                      [this](const std::shared_ptr<const ParallelJob>& job) {
-                        asio::post(strand_, [this, key = proto::objectKey(*job), uid = job->meta.uid] {
-                          deleted_.erase(uid);
-                          for (auto it = support_created_.lower_bound(uid + "/");
-                               it != support_created_.end() && it->rfind(uid + "/", 0) == 0;)
-                            it = support_created_.erase(it);
-                          if (auto k = keys_.find(key); k != keys_.end() && k->second.timer)
-                            k->second.timer->cancel();
-                        });
-                      }});
+  jobs_.addHandlers({on_job,
+                     [on_job](const auto&, const std::shared_ptr<const ParallelJob>& job) {
+                       on_job(job);
+                     },
+                     [this](const std::shared_ptr<const ParallelJob>& job) {
+                       asio::post(strand_, [this, key = proto::objectKey(*job), uid = job->meta.uid] {
+                         deleted_.erase(uid);
+                         for (auto it = support_created_.lower_bound(uid + "/");
+                              it != support_created_.end() && it->rfind(uid + "/", 0) == 0;)
+                           it = support_created_.erase(it);
+                         if (auto k = keys_.find(key); k != keys_.end() && k->second.timer)
+                           k->second.timer->cancel();
+                       });
+                     }});
+  // The pod informer is the process's, holding every pod: only those a ParallelJob controls
+  // matter here.
   auto on_pod = [this](const std::shared_ptr<const Pod>& pod) {
-    asio::post(strand_, [this, pod] {
-      if (auto key = ownerKey(*pod); !key.empty()) enqueue(key);
-    });
+    if (ownerKey(*pod).empty()) return;
+    asio::post(strand_, [this, pod] { enqueue(ownerKey(*pod)); });
   };
-  pods_->addHandlers({on_pod,
-                      [on_pod](const auto&, const std::shared_ptr<const Pod>& pod) { on_pod(pod); },
-                      [this](const std::shared_ptr<const Pod>& pod) {
-                        asio::post(strand_, [this, pod] { onPodDeleted(*pod); });
-                      }});
-  jobs_->start();
-  pods_->start();
+  pods_.addHandlers({on_pod,
+                     [on_pod](const auto&, const std::shared_ptr<const Pod>& pod) { on_pod(pod); },
+                     [this](const std::shared_ptr<const Pod>& pod) {
+                       if (ownerKey(*pod).empty()) return;
+                       asio::post(strand_, [this, pod] { onPodDeleted(*pod); });
+                     }});
   if (options_.watch_nodes) {
-    nodes_ = makeInformer<Node>(client_, proto::resources::kNodes, executor_);
+    nodes_ = &informers.informer<Node>(proto::resources::kNodes);
     nodes_->addHandlers({nullptr, nullptr, [this](const std::shared_ptr<const Node>& node) {
                            asio::post(strand_, [this, name = node->meta.name] {
-                             for (const auto& pod : pods_->byIndex(proto::kPodsByNodeIndex, name))
+                             for (const auto& pod : pods_.byIndex(kPodsOfJobsByNodeIndex, name))
                                if (auto key = ownerKey(*pod); !key.empty()) enqueue(key);
                            });
                          }});
-    nodes_->start();
   }
+}
+
+Controller::~Controller() { stop(); }
+
+void Controller::start() {
+  if (started_.exchange(true)) return;
   asio::co_spawn(strand_, waitForSync(), asio::detached);
 }
 
 void Controller::stop() {
   if (stopping_.exchange(true)) return;
   ready_ = false;
-  if (jobs_) jobs_->stop();
-  if (pods_) pods_->stop();
-  if (nodes_) nodes_->stop();
   asio::post(strand_, [this] {
     for (auto& [key, state] : keys_)
       if (state.timer) state.timer->cancel();
@@ -181,7 +169,7 @@ void Controller::stop() {
 asio::awaitable<void> Controller::waitForSync() {
   asio::steady_timer timer(strand_);
   while (!stopping_) {
-    if (jobs_->hasSynced() && pods_->hasSynced() && (!nodes_ || nodes_->hasSynced())) break;
+    if (jobs_.hasSynced() && pods_.hasSynced() && (!nodes_ || nodes_->hasSynced())) break;
     timer.expires_after(std::chrono::milliseconds(100));
     boost::system::error_code ec;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -189,9 +177,9 @@ asio::awaitable<void> Controller::waitForSync() {
   if (stopping_) co_return;
   synced_ = true;
   ready_ = true;
-  MUSTER_LOG_INFO(0, "Job engine caches synced", "paralleljobs", jobs_->size(), "pods",
-                  pods_->size());
-  for (const auto& job : jobs_->list()) enqueue(proto::objectKey(*job));
+  MUSTER_LOG_INFO(0, "Job engine caches synced", "paralleljobs", jobs_.size(), "pods",
+                  pods_.size());
+  for (const auto& job : jobs_.list()) enqueue(proto::objectKey(*job));
   pump();
   asio::co_spawn(strand_, resyncLoop(), asio::detached);
 }
@@ -203,7 +191,7 @@ asio::awaitable<void> Controller::resyncLoop() {
     boost::system::error_code ec;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (stopping_) break;
-    for (const auto& job : jobs_->list()) enqueue(proto::objectKey(*job));
+    for (const auto& job : jobs_.list()) enqueue(proto::objectKey(*job));
   }
 }
 
@@ -307,21 +295,21 @@ asio::awaitable<void> Controller::process(std::string key) {
 
 asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string& key) {
   auto [ns, name] = splitKey(key);
-  std::shared_ptr<const ParallelJob> job = jobs_->get(ns, name);
+  std::shared_ptr<const ParallelJob> job = jobs_.get(ns, name);
   if (!job) {
     keys_.erase(key);  // safe: process() re-creates the entry it needs
     co_return Outcome::kDone;
   }
   Observation obs;
   obs.job = job.get();
-  for (auto& pod : pods_->byIndex(kPodsByJobIndex, job->meta.uid)) {
+  for (auto& pod : pods_.byIndex(kPodsByJobIndex, job->meta.uid)) {
     const proto::OwnerReference* ref = pod->meta.controllerRef();
     if (ref != nullptr && ref->uid == job->meta.uid) obs.pods.push_back(std::move(pod));
   }
   if (auto it = deleted_.find(job->meta.uid); it != deleted_.end()) obs.deleted = it->second;
   if (nodes_ && nodes_->hasSynced())
     obs.node_exists = [this](const std::string& node) { return nodes_->get("", node) != nullptr; };
-  obs.now = rfc3339Now();
+  obs.now = proto::rfc3339(options_.clock());
 
   Plan plan = reconcile(obs, runtimes_);
   MUSTER_LOG_INFO(4, "Reconciled ParallelJob", "paralleljob", key, "attempt", plan.attempt.group,
@@ -350,7 +338,7 @@ asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string&
     }
     if (plan.status->restarts > job->status.restarts) m().restarts.inc();
   }
-  for (auto& e : plan.events) recorder_.event(*job, e.type, e.reason, e.message);
+  for (auto& e : plan.events) events_.event(*job, e.type, e.reason, e.message);
 
   absl::Status result;
   std::vector<std::function<asio::awaitable<absl::Status>()>> deletes;

@@ -1,8 +1,10 @@
 #pragma once
 
-// The ParallelJob controller: informers on ParallelJobs, on the pods the engine made (label
-// muster.dev/paralleljob-uid) and on nodes feed a work queue of job keys; each key is reconciled
-// by at most one coroutine at a time (reconcile.h decides, this class executes the plan).
+// The ParallelJob controller: the process's shared informers on ParallelJobs, pods (those a
+// ParallelJob controls, by owner reference and the muster.dev/paralleljob-uid label) and nodes
+// feed a work queue of job keys; each key is reconciled by at most one coroutine at a time
+// (reconcile.h decides, this class executes the plan). Events go through the process's
+// EventRecorder.
 //
 // Threading: all state below lives on strand_. Informer handlers post to it; reconciles run as
 // coroutines on it and await API calls. A job whose reconcile fails is retried with exponential
@@ -20,12 +22,14 @@
 #include <set>
 #include <string>
 
-#include "jobengine/events.h"
 #include "jobengine/reconcile.h"
 #include "jobengine/runtime.h"
 #include "proto/asio.h"
 #include "proto/client.h"
+#include "proto/clock.h"
+#include "proto/event_recorder.h"
 #include "proto/informer.h"
+#include "proto/informer_factory.h"
 #include "proto/objects.h"
 
 namespace muster::jobengine {
@@ -38,17 +42,20 @@ struct ControllerOptions {
   std::chrono::milliseconds initial_backoff{500};
   std::chrono::milliseconds max_backoff{30000};
   std::chrono::seconds resync{300};
+  proto::Clock clock = proto::realClock();  // the times written into status
 };
 
 class Controller {
  public:
-  Controller(std::shared_ptr<proto::Client> client, proto::asio::any_io_executor executor,
+  // Registers handlers and indexes on the factory's informers (paralleljobs, pods, nodes).
+  Controller(std::shared_ptr<proto::Client> client, proto::InformerFactory& informers,
+             proto::EventRecorder& events, proto::asio::any_io_executor executor,
              ControllerOptions options);
   ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
 
-  // Starts the informers and, once they have synced, reconciling. Call once.
+  // Starts reconciling once the informers have synced. Call once.
   void start();
   // Stops at once: no reconcile starts after this returns (one in flight ends at its next step).
   void stop();
@@ -90,11 +97,11 @@ class Controller {
   proto::asio::strand<proto::asio::any_io_executor> strand_;
   ControllerOptions options_;
   RuntimeRegistry runtimes_;
-  EventRecorder recorder_;
+  proto::EventRecorder& events_;
 
-  std::unique_ptr<proto::Informer<proto::ParallelJob>> jobs_;
-  std::unique_ptr<proto::Informer<proto::Pod>> pods_;
-  std::unique_ptr<proto::Informer<proto::Node>> nodes_;
+  proto::Informer<proto::ParallelJob>& jobs_;
+  proto::Informer<proto::Pod>& pods_;
+  proto::Informer<proto::Node>* nodes_ = nullptr;  // when options_.watch_nodes
 
   // On strand_.
   std::map<std::string, KeyState> keys_;
@@ -106,6 +113,7 @@ class Controller {
   // Support objects created by this process: "<job uid>/<group>".
   std::set<std::string> support_created_;
 
+  std::atomic<bool> started_{false};
   std::atomic<bool> ready_{false};
   std::atomic<bool> stopping_{false};
 };

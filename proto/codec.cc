@@ -5,7 +5,7 @@
 #include <random>
 #include <utility>
 
-
+#include "absl/time/clock.h"
 
 namespace muster::proto {
 namespace {
@@ -502,17 +502,22 @@ std::string encode(const Binding& binding) {
   return w.str();
 }
 
-std::string rfc3339Now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+std::string rfc3339(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%d%ET%H:%M:%SZ", absl::FromUnixSeconds(absl::ToUnixSeconds(t)),
+                          absl::UTCTimeZone());
+}
+
+std::string rfc3339Now() { return rfc3339(absl::Now()); }
+
+std::string eventSeriesPatch(int32_t count, std::string_view last_timestamp) {
+  JsonWriter w;
+  w.beginObject().integerField("count", count).stringField("lastTimestamp", last_timestamp);
+  w.endObject();
+  return w.str();
 }
 
 Event newEvent(ObjectReference ref, std::string type, std::string reason, std::string message,
-               std::string_view component, std::string_view instance) {
+               std::string_view component, std::string_view instance, absl::Time now) {
   static thread_local std::mt19937_64 rng(std::random_device{}());
   char suffix[17];
   std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
@@ -525,7 +530,7 @@ Event newEvent(ObjectReference ref, std::string type, std::string reason, std::s
   e.message = std::move(message);
   e.type = std::move(type);
   e.count = 1;
-  e.first_timestamp = e.last_timestamp = rfc3339Now();
+  e.first_timestamp = e.last_timestamp = rfc3339(now);
   e.source_component = std::string(component);
   e.reporting_component = std::string(component);
   e.reporting_instance = std::string(instance);

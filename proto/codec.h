@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "proto/json.h"
 #include "proto/objects.h"
 #include "proto/quantity.h"
@@ -69,9 +70,12 @@ std::string encode(const Event& event);
 // (<name, cut to 200 characters>.<16 random hex>), count 1, both timestamps now, reported by
 // `component` / `instance`.
 Event newEvent(ObjectReference ref, std::string type, std::string reason, std::string message,
-               std::string_view component, std::string_view instance);
-// Now, as Kubernetes writes timestamps: RFC 3339 in UTC, whole seconds ("2026-11-30T01:02:03Z").
+               std::string_view component, std::string_view instance, absl::Time now);
+// A time as Kubernetes writes timestamps: RFC 3339 in UTC, whole seconds ("2026-11-30T01:02:03Z").
+std::string rfc3339(absl::Time t);
 std::string rfc3339Now();
+// The merge patch that brings an aggregated Event up to date: {"count":N,"lastTimestamp":..}.
+std::string eventSeriesPatch(int32_t count, std::string_view last_timestamp);
 // A full coordination.k8s.io/v1 Lease (POST, or PUT with metadata.resourceVersion).
 std::string encode(const Lease& lease);
 

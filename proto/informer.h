@@ -51,39 +51,67 @@ struct InformerHandlers {
 template <class T>
 using IndexFunc = std::function<std::vector<std::string>(const T&)>;
 
+// What every informer offers without knowing its object type: the informer factory and the
+// process's health checks use it.
+class InformerBase {
+ public:
+  virtual ~InformerBase() = default;
+  virtual void start() = 0;
+  virtual void stop() = 0;
+  virtual bool hasSynced() const = 0;
+  virtual size_t size() const = 0;
+  virtual ReflectorStats stats() const = 0;
+};
+
 // A list/watch-fed cache of one kind of object, keyed by namespace/name, with secondary
 // indexes. The reflector runs on a strand of the given executor; handlers run there too.
 // Readers (get, list, byIndex) may be called from any thread.
+//
+// Handlers and indexes are usually registered before start(); registered later, a handler is
+// first told about every object already cached (as adds, before any newer change), and an index
+// is built from the cache at once, so a component that joins late misses nothing.
 template <class T>
-class Informer {
+class Informer final : public InformerBase {
  public:
   Informer(ListerWatcherPtr lister_watcher, asio::any_io_executor executor,
            ReflectorOptions options = {})
       : state_(std::make_shared<State>(std::move(lister_watcher), executor, std::move(options))) {}
   // Stops: no handler runs once the destructor returns. The reflector's coroutine keeps the
   // shared state alive until it notices, so destroying a running informer is safe.
-  ~Informer() { stop(); }
+  ~Informer() override { stop(); }
 
   Informer(const Informer&) = delete;
   Informer& operator=(const Informer&) = delete;
 
-  // Register before start().
   void addHandlers(InformerHandlers<T> handlers) {
     std::lock_guard<std::mutex> lock(state_->handlers_mu);
+    if (state_->started && !state_->stopped && handlers.on_add) {
+      // Under the handler lock, so no newer notification can overtake these.
+      for (const auto& obj : list()) handlers.on_add(obj);
+    }
     state_->handlers.push_back(std::move(handlers));
   }
   void addIndex(std::string name, IndexFunc<T> func) {
     absl::MutexLock lock(&state_->mu);
+    auto& index = state_->indices[name];
+    for (const auto& [key, obj] : state_->items)
+      for (const auto& value : func(*obj)) index[value].insert(key);
     state_->indexers.emplace(std::move(name), std::move(func));
   }
 
-  void start() {
+  // Idempotent: the first call starts the reflector.
+  void start() override {
+    {
+      std::lock_guard<std::mutex> lock(state_->handlers_mu);
+      if (state_->started) return;
+      state_->started = true;
+    }
     asio::co_spawn(state_->strand, [state = state_]() -> asio::awaitable<void> {
       co_await state->reflector.run();
     }, asio::detached);
   }
   // Thread-safe and idempotent. Handlers must not call it (they run under the handler lock).
-  void stop() {
+  void stop() override {
     {
       std::lock_guard<std::mutex> lock(state_->handlers_mu);
       state_->stopped = true;
@@ -91,7 +119,7 @@ class Informer {
     state_->reflector.stop();
   }
 
-  bool hasSynced() const {
+  bool hasSynced() const override {
     absl::MutexLock lock(&state_->mu);
     return state_->synced;
   }
@@ -115,7 +143,7 @@ class Informer {
     for (const auto& [key, obj] : state_->items) out.push_back(obj);
     return out;
   }
-  size_t size() const {
+  size_t size() const override {
     absl::MutexLock lock(&state_->mu);
     return state_->items.size();
   }
@@ -137,7 +165,7 @@ class Informer {
     absl::MutexLock lock(&state_->mu);
     return state_->last_rv;
   }
-  ReflectorStats stats() const { return state_->reflector.stats(); }
+  ReflectorStats stats() const override { return state_->reflector.stats(); }
   Reflector::State state() const { return state_->reflector.state(); }
   asio::strand<asio::any_io_executor> strand() const { return state_->strand; }
 
@@ -155,6 +183,7 @@ class Informer {
 
     std::mutex handlers_mu;  // held while handlers run, so stop() waits for a running one
     std::vector<InformerHandlers<T>> handlers;
+    bool started = false;
     bool stopped = false;
 
     mutable absl::Mutex mu;

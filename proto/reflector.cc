@@ -7,9 +7,25 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/log.h"
+#include "proto/metrics.h"
 #include "rapidjson/error/en.h"
 
 namespace muster::proto {
+
+namespace {
+// The reflector's own counters, by its name (the resource): every informer of the process is
+// counted here, whoever owns it.
+metrics::Family<metrics::Counter>& relistsMetric() {
+  static auto& f = metrics::defaultRegistry().counter(
+      "muster_informer_relists_total", "Informer relists forced by 410 Gone.", {"resource"});
+  return f;
+}
+metrics::Family<metrics::Counter>& watchErrorsMetric() {
+  static auto& f = metrics::defaultRegistry().counter(
+      "muster_informer_watch_errors_total", "Watches that ended in an error.", {"resource"});
+  return f;
+}
+}  // namespace
 namespace {
 
 std::string_view stringMember(const rapidjson::Value& obj, const char* key) {
@@ -273,6 +289,7 @@ asio::awaitable<void> Reflector::run() {
     if (stopping_.load()) break;
     if (gone_ || isGone(watched)) {
       relists_gone_.fetch_add(1);
+      relistsMetric().with({options_.name}).inc();
       MUSTER_LOG_INFO(2, "Watch expired (410 Gone), relisting", "reflector", options_.name,
                       "resourceVersion", last_rv_);
       state_ = State::kEmpty;
@@ -289,6 +306,7 @@ asio::awaitable<void> Reflector::run() {
       continue;
     }
     watch_errors_.fetch_add(1);
+    watchErrorsMetric().with({options_.name}).inc();
     if (progressed) backoff_ = std::chrono::milliseconds(0);
     auto wait = nextBackoff();
     MUSTER_LOG_WARNING("Watch failed, resuming after backoff", "reflector", options_.name,

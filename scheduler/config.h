@@ -1,7 +1,8 @@
 #pragma once
 
-// muster-scheduler's configuration file (YAML). Every key is optional; unknown keys are an error,
-// so a typo never silently falls back to a default. Example with every key at its default:
+// The scheduler's part of muster-scheduler's configuration file (YAML; the process's own keys -
+// leader election, metrics, client, events, the job engine - are read by scheduler/cmd/). Every
+// key is optional; unknown keys are an error. Example with every key at its default:
 //
 //   schedulerNames: [muster-scheduler]     # pods whose spec.schedulerName is one of these
 //   topologyLevels: []                     # node label keys, top to bottom, e.g.
@@ -14,24 +15,6 @@
 //     reservationAfterSeconds: 300         # a gang waiting this long gets a node reservation
 //     initialBackoffSeconds: 1             # per-gang retry backoff, doubling ...
 //     maxBackoffSeconds: 60                # ... up to this
-//   client:
-//     qps: 0                               # API client rate limit; 0: unlimited
-//     burst: 0
-//   metricsBindAddress: "0.0.0.0:10259"    # plain HTTP: /metrics, /healthz, /readyz
-//   leaderElection:
-//     enabled: true
-//     leaseName: muster-scheduler
-//     leaseNamespace: kube-system
-//     leaseDurationSeconds: 15
-//     renewDeadlineSeconds: 10
-//     retryPeriodSeconds: 2
-//   jobEngine:
-//     enabled: true
-//   events:
-//     maxPerGangPerMinute: 10              # FailedScheduling events per gang per minute
-//
-// The metrics port is kube-scheduler's (10259) but served over plain HTTP, on all addresses so that
-// Prometheus and the kubelet's probes reach it through the pod IP.
 
 #include <cstdint>
 #include <string>
@@ -40,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "proto/config_reader.h"
 #include "proto/vocabulary.h"
 
 namespace muster::scheduler {
@@ -51,15 +35,6 @@ inline constexpr std::string_view kHostnameLevel = proto::vocabulary::kHostnameL
 
 enum class SinglePodStrategy { kPack, kSpread };
 
-struct LeaderElectionConfig {
-  bool enabled = true;
-  std::string lease_name = "muster-scheduler";
-  std::string lease_namespace = "kube-system";
-  int64_t lease_duration_seconds = 15;
-  int64_t renew_deadline_seconds = 10;
-  int64_t retry_period_seconds = 2;
-};
-
 struct SchedulerConfig {
   std::vector<std::string> scheduler_names{"muster-scheduler"};
   std::vector<std::string> topology_levels;
@@ -68,12 +43,6 @@ struct SchedulerConfig {
   int64_t queue_reservation_after_seconds = 300;
   int64_t queue_initial_backoff_seconds = 1;
   int64_t queue_max_backoff_seconds = 60;
-  double client_qps = 0;
-  int64_t client_burst = 0;
-  std::string metrics_bind_address = "0.0.0.0:10259";
-  LeaderElectionConfig leader_election;
-  bool job_engine_enabled = true;
-  int64_t events_max_per_gang_per_minute = 10;
 
   // The index of a topology level key: 0..topology_levels.size()-1 for configured levels,
   // topology_levels.size() for kubernetes.io/hostname, -1 for anything else.
@@ -85,7 +54,10 @@ struct SchedulerConfig {
   bool handlesSchedulerName(std::string_view name) const;
 };
 
-// Parses and validates YAML text. InvalidArgument naming the key and what is wrong
+// The top-level keys the scheduler owns, reading into *config (for the process's config file).
+proto::config::Keys schedulerConfigKeys(SchedulerConfig* config);
+
+// Parses and validates YAML text holding only the scheduler's keys. InvalidArgument naming the key and what is wrong
 // ("queue.maxBackoffSeconds: must be a positive integer, got \"-1\"").
 absl::StatusOr<SchedulerConfig> parseConfig(std::string_view yaml);
 // Reads and parses a file; NotFound / InvalidArgument name the path.

@@ -41,6 +41,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "proto/clock.h"
 #include "proto/objects.h"
 #include "scheduler/cache.h"
 #include "scheduler/config.h"
@@ -51,7 +52,7 @@
 
 namespace muster::scheduler {
 
-using Clock = std::function<absl::Time()>;
+using Clock = proto::Clock;
 
 // What changed in the cluster, for onClusterEvent.
 enum class ClusterEvent {

@@ -1,52 +1,65 @@
 #pragma once
 
-// The scheduling loop: informers (pods, nodes, PodGroups, NodeTopologies) feed the ClusterCache and the
-// SchedulingQueue; one gang at a time is decided against the cache, assumed whole, and bound
-// concurrently. Everything stateful runs on one strand (strand_); informer handlers post to it.
+// The scheduling loop. Shared informers (pods, nodes, PodGroups, NodeTopologies; from the
+// process's InformerFactory) feed the ClusterCache and the SchedulingQueue; one gang at a time is
+// decided against the cache (place()), assumed whole, and handed to the Binder. Unschedulable
+// gangs get a PodScheduled condition (PodStatusWriter) and Events; PodGroup status follows from
+// pod changes (PodGroupStatusUpdater).
 //
-// A gang is never left partly bound: a failed bind leaves the bound members in place and requeues
-// the rest, whose next placement must join them; when it cannot, the bound members are evicted
-// (or, for pods no controller would recreate, reported). After a crash the same holds, because
-// the queue learns bound members from the API server on restart.
+// Contract:
+// - The constructor registers handlers and indexes on the factory's informers; nothing is
+//   decided before start(), and nothing after stop().
+// - start() waits for pods and nodes to be listed (and NodeTopologies for up to 5 s), then loops.
+//   Call once.
+// - A gang is never left partly bound: see Binder.
+//
+// Threading: all state lives on one strand (strand_); informer handlers post to it; the Binder
+// and the PodGroup updater run on it too. Time comes from the injected clock; the loop sleeps
+// on real timers until the queue's next wake-up (wake() cuts a sleep short).
 
 #include <atomic>
-#include <map>
 #include <memory>
 #include <string>
 
 #include "proto/asio.h"
-#include "proto/client.h"
+#include "proto/clock.h"
+#include "proto/event_recorder.h"
 #include "proto/informer.h"
+#include "proto/informer_factory.h"
 #include "proto/nodetopology.h"
 #include "proto/objects.h"
+#include "scheduler/api.h"
+#include "scheduler/binder.h"
 #include "scheduler/cache.h"
 #include "scheduler/config.h"
 #include "scheduler/placement.h"
+#include "scheduler/pod_group_status.h"
 #include "scheduler/queue.h"
-#include "scheduler/recorder.h"
+#include "scheduler/status_writer.h"
 
 namespace muster::scheduler {
 
 class Scheduler {
  public:
-  Scheduler(std::shared_ptr<proto::Client> client, SchedulerConfig config,
-            proto::asio::any_io_executor executor, std::string identity);
+  Scheduler(SchedulerConfig config, proto::InformerFactory& informers, SchedulerApiPtr api,
+            proto::EventRecorder& events, proto::asio::any_io_executor executor,
+            proto::Clock clock = proto::realClock());
   ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
 
-  // Starts the informers (they may already be running for the job engine: pass them in later
-  // issues) and the scheduling loop. Call once.
   void start();
   // Stops scheduling at once: no new decision or bind starts after this returns.
   void stop();
   // Pods and nodes are listed and the loop runs.
   bool ready() const { return ready_.load(); }
+  // Ends the loop's current sleep (after the clock was moved, in tests). Thread-safe.
+  void wake();
 
  private:
-  struct BindBatch;
-
   // --- on strand_ ---
   proto::asio::awaitable<void> loop();
-  proto::asio::awaitable<void> housekeeping();
+  proto::asio::awaitable<void> waitForCaches();
   void kick();
   void onPodAdd(const std::shared_ptr<const proto::Pod>& pod);
   void onPodUpdate(const std::shared_ptr<const proto::Pod>& old_pod,
@@ -59,33 +72,31 @@ class Scheduler {
   void onNodeTopology(const std::shared_ptr<const proto::NodeTopology>& topology, bool deleted);
   void scheduleOne(GangAttempt attempt);
   void reportUnschedulable(const GangAttempt& attempt, const Unschedulable& verdict);
-  void bindGang(const GangAttempt& attempt, const GangPlacement& placement);
-  void onBound(const std::shared_ptr<BindBatch>& batch, size_t index, absl::Status status);
-  void evictBoundMembers(const GangAttempt& attempt, const std::string& why);
-  void syncPodGroupStatus();
+  void onBound(const GangAttempt& attempt, const GangPlacement& placement, Binder::Result result);
   void updateGauges();
 
-  std::shared_ptr<proto::Client> client_;
   const SchedulerConfig config_;
-  const std::string identity_;
-  proto::asio::any_io_executor executor_;
+  proto::Clock clock_;
   proto::asio::strand<proto::asio::any_io_executor> strand_;
-  Recorder recorder_;
+  proto::EventRecorder& events_;
 
-  std::unique_ptr<proto::Informer<proto::Pod>> pods_;
-  std::unique_ptr<proto::Informer<proto::Node>> nodes_;
-  std::unique_ptr<proto::Informer<proto::PodGroup>> pod_groups_;
+  proto::Informer<proto::Pod>& pods_;
+  proto::Informer<proto::Node>& nodes_;
+  proto::Informer<proto::PodGroup>& pod_groups_;
   // Not waited for: without the CRD or any agent, placement ignores GPU↔NIC alignment.
-  std::unique_ptr<proto::Informer<proto::NodeTopology>> topologies_;
+  proto::Informer<proto::NodeTopology>& topologies_;
+
+  Binder binder_;
+  PodStatusWriter status_;
 
   // On strand_.
   ClusterCache cache_;
   std::map<std::string, std::shared_ptr<const proto::PodGroup>> groups_;  // "ns/name"
   SchedulingQueue queue_;
+  PodGroupStatusUpdater group_status_;
   std::unique_ptr<proto::asio::steady_timer> wakeup_;
-  std::map<std::string, proto::PodGroupStatus> group_status_written_;
-  proto::ReflectorStats seen_pod_stats_, seen_node_stats_;
 
+  std::atomic<bool> started_{false};
   std::atomic<bool> ready_{false};
   std::atomic<bool> stopping_{false};
 };

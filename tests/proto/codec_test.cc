@@ -278,8 +278,9 @@ TEST_CASE("newEvent names the Event uniquely, within 253 characters, and stamps 
   ObjectReference ref;
   ref.kind = "Pod";
   ref.name = std::string(250, 'p');
-  Event a = newEvent(ref, "Warning", "FailedScheduling", "why", "muster-scheduler", "host-1");
-  Event b = newEvent(ref, "Warning", "FailedScheduling", "why", "muster-scheduler", "host-1");
+  const absl::Time now = absl::FromUnixSeconds(1764464523) + absl::Milliseconds(700);
+  Event a = newEvent(ref, "Warning", "FailedScheduling", "why", "muster-scheduler", "host-1", now);
+  Event b = newEvent(ref, "Warning", "FailedScheduling", "why", "muster-scheduler", "host-1", now);
   CHECK(a.meta.namespace_ == "default");
   CHECK(a.meta.name.size() == 200 + 1 + 16);
   CHECK(a.meta.name.rfind(std::string(200, 'p') + ".", 0) == 0);
@@ -289,9 +290,12 @@ TEST_CASE("newEvent names the Event uniquely, within 253 characters, and stamps 
   CHECK(a.reporting_component == "muster-scheduler");
   CHECK(a.reporting_instance == "host-1");
   CHECK(a.first_timestamp == a.last_timestamp);
-  CHECK(a.first_timestamp.size() == 20);  // 2026-11-30T01:02:03Z
-  CHECK(a.first_timestamp[10] == 'T');
-  CHECK(a.first_timestamp.back() == 'Z');
+  CHECK(a.first_timestamp == "2025-11-30T01:02:03Z");  // whole seconds, UTC
+}
+
+TEST_CASE("a series patch carries the count and the last time the Event happened", "[codec]") {
+  CHECK(eventSeriesPatch(7, "2025-11-30T01:02:03Z") ==
+        R"({"count":7,"lastTimestamp":"2025-11-30T01:02:03Z"})");
 }
 
 TEST_CASE("an Event survives encode then decode unchanged", "[codec]") {

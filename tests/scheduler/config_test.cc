@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+// The scheduler's own keys (the whole file is tested in tests/scheduler/cmd/config_test.cc).
+
 namespace muster::scheduler {
 namespace {
 
@@ -11,86 +13,29 @@ std::string errorOf(const std::string& yaml) {
   return std::string(c.status().message());
 }
 
-TEST_CASE("an empty config file gives the documented defaults", "[config]") {
-  absl::StatusOr<SchedulerConfig> c = parseConfig("");
-  REQUIRE(c.ok());
-  CHECK(c->scheduler_names == std::vector<std::string>{"muster-scheduler"});
-  CHECK(c->topology_levels.empty());
-  CHECK(c->single_pod_strategy == SinglePodStrategy::kPack);
-  CHECK(c->gang_default_schedule_timeout_seconds == 0);
-  CHECK(c->queue_reservation_after_seconds == 300);
-  CHECK(c->queue_initial_backoff_seconds == 1);
-  CHECK(c->queue_max_backoff_seconds == 60);
-  CHECK(c->metrics_bind_address == "0.0.0.0:10259");
-  CHECK(c->leader_election.enabled);
-  CHECK(c->leader_election.lease_duration_seconds == 15);
-  CHECK(c->job_engine_enabled);
-  CHECK(c->levelCount() == 1);
-}
-
-TEST_CASE("a full config is read", "[config]") {
+TEST_CASE("the scheduler's keys alone are a valid config, and nothing else is", "[config]") {
   absl::StatusOr<SchedulerConfig> c = parseConfig(R"(
 schedulerNames: [muster-scheduler, gpu-scheduler]
-topologyLevels: [muster.dev/block, muster.dev/spine, muster.dev/rack]
+topologyLevels: [muster.dev/block, muster.dev/rack]
 singlePodStrategy: spread
 gang: {defaultScheduleTimeoutSeconds: 600}
 queue: {reservationAfterSeconds: 120, initialBackoffSeconds: 2, maxBackoffSeconds: 30}
-client: {qps: 50.5, burst: 100}
-metricsBindAddress: "127.0.0.1:9090"
-leaderElection: {enabled: false, leaseName: x, leaseNamespace: y}
-jobEngine: {enabled: false}
-events: {maxPerGangPerMinute: 3}
 )");
   REQUIRE(c.ok());
-  CHECK(c->scheduler_names.size() == 2);
-  CHECK(c->handlesSchedulerName("gpu-scheduler"));
-  CHECK(c->levelIndex("muster.dev/rack") == 2);
-  CHECK(c->levelIndex("kubernetes.io/hostname") == 3);
-  CHECK(c->levelIndex("zone") == -1);
-  CHECK(c->single_pod_strategy == SinglePodStrategy::kSpread);
-  CHECK(c->client_qps == 50.5);
-  CHECK(c->queue_reservation_after_seconds == 120);
-  CHECK_FALSE(c->leader_election.enabled);
-  CHECK(c->events_max_per_gang_per_minute == 3);
+  CHECK(c->levelIndex("muster.dev/rack") == 1);
+  CHECK(c->levelKey(2) == "kubernetes.io/hostname");
+  CHECK(c->gang_default_schedule_timeout_seconds == 600);
+  CHECK(errorOf("leaderElection: {enabled: false}").find("leaderElection: unknown key") !=
+        std::string::npos);
 }
 
-TEST_CASE("config errors name the key and what is wrong", "[config]") {
-  CHECK(errorOf("queue: {maxBackofSeconds: 5}").find("queue.maxBackofSeconds: unknown key") !=
-        std::string::npos);
-  CHECK(errorOf("schedulerNmes: [a]").find("schedulerNmes: unknown key") != std::string::npos);
-  CHECK(errorOf("queue: {initialBackoffSeconds: abc}") ==
-        "queue.initialBackoffSeconds: must be an integer, got \"abc\"");
-  CHECK(errorOf("queue: {initialBackoffSeconds: 0}") ==
-        "queue.initialBackoffSeconds: must be positive, got 0");
-  CHECK(errorOf("queue: {initialBackoffSeconds: 10, maxBackoffSeconds: 5}")
-            .find("queue.maxBackoffSeconds: must be at least") != std::string::npos);
-  CHECK(errorOf("schedulerNames: [a, a]") == "schedulerNames[1]: \"a\" is listed twice");
-  CHECK(errorOf("schedulerNames: []") == "schedulerNames: must name at least one scheduler");
-  CHECK(errorOf("topologyLevels: [a, \"\"]").find("topologyLevels[1]: must be a node label key") !=
-        std::string::npos);
-  CHECK(errorOf("topologyLevels: [rack, rack]") == "topologyLevels[1]: \"rack\" is listed twice");
-  CHECK(errorOf("topologyLevels: [kubernetes.io/hostname]").find("implicit bottom level") !=
-        std::string::npos);
-  CHECK(errorOf("singlePodStrategy: random") ==
-        "singlePodStrategy: must be pack or spread, got \"random\"");
-  CHECK(errorOf("leaderElection: {enabled: maybe}") ==
-        "leaderElection.enabled: must be true or false, got \"maybe\"");
-  CHECK(errorOf("leaderElection: {leaseDurationSeconds: 5}")
-            .find("leaderElection.leaseDurationSeconds: must be greater than renewDeadlineSeconds") !=
-        std::string::npos);
-  CHECK(errorOf("metricsBindAddress: nowhere").find("metricsBindAddress: must be host:port") !=
-        std::string::npos);
-  CHECK(errorOf("gang: 5") == "gang: must be a mapping, got \"5\"");
-  CHECK(errorOf("events: {maxPerGangPerMinute: 0}") ==
-        "events.maxPerGangPerMinute: must be positive, got 0");
-  CHECK(errorOf("[1, 2").find("not valid YAML") != std::string::npos);
-}
-
-TEST_CASE("a config file that does not exist is NotFound naming the path", "[config]") {
-  absl::StatusOr<SchedulerConfig> c = loadConfig("/nonexistent/muster.yaml");
-  REQUIRE_FALSE(c.ok());
-  CHECK(c.status().code() == absl::StatusCode::kNotFound);
-  CHECK(std::string(c.status().message()).find("/nonexistent/muster.yaml") != std::string::npos);
+TEST_CASE("a scheduler config built in code is validated the same way", "[config]") {
+  SchedulerConfig c;
+  c.topology_levels = {"rack", "rack"};
+  CHECK(validateConfig(c).message() == "topologyLevels[1]: \"rack\" is listed twice");
+  c.topology_levels = {"rack"};
+  c.queue_max_backoff_seconds = 0;
+  CHECK(validateConfig(c).message() == "queue.maxBackoffSeconds: must be positive, got 0");
 }
 
 }  // namespace

@@ -1,4 +1,7 @@
-// muster-scheduler: the gang scheduler and, in the same process, the ParallelJob engine.
+// muster-scheduler: the gang scheduler and, in the same process, the ParallelJob engine. This is
+// the composition root (DESIGN.md §3): the process's config, one API client, one informer
+// factory and one event recorder, shared by the components it wires together; the scheduler and
+// job engine libraries never see each other.
 //
 //   muster-scheduler [--kubeconfig PATH] [--context NAME] [--config muster.yaml] [-v N]
 //                    [--identity ID] [--leader-elect=true|false] [--metrics-bind-address H:P]
@@ -28,15 +31,18 @@
 
 #include "jobengine/controller.h"
 #include "proto/client.h"
+#include "proto/event_recorder.h"
 #include "proto/http_server.h"
+#include "proto/informer_factory.h"
 #include "proto/kubeconfig.h"
 #include "proto/leader_election.h"
 #include "proto/log.h"
 #include "proto/metrics.h"
-#include "scheduler/config.h"
+#include "scheduler/api.h"
+#include "scheduler/cmd/config.h"
 #include "scheduler/scheduler.h"
 
-namespace muster::scheduler {
+namespace muster::cmd {
 namespace {
 namespace asio = proto::asio;
 
@@ -90,9 +96,9 @@ int run(int argc, char** argv) {
     else return usage(("unknown argument " + a).c_str());
   }
 
-  SchedulerConfig config;
+  ProcessConfig config;
   if (!config_path.empty()) {
-    auto loaded = loadConfig(config_path);
+    auto loaded = loadProcessConfig(config_path);
     if (!loaded.ok()) {
       std::cerr << "muster-scheduler: " << loaded.status().message() << "\n";
       return 1;
@@ -100,10 +106,14 @@ int run(int argc, char** argv) {
     config = *loaded;
   }
   if (leader_elect) config.leader_election.enabled = *leader_elect;
-  if (job_engine) config.job_engine_enabled = *job_engine;
-  if (!scheduler_enabled && !config.job_engine_enabled)
+  if (job_engine) config.job_engine.enabled = *job_engine;
+  if (!scheduler_enabled && !config.job_engine.enabled)
     return usage("nothing to run: both the scheduler and the job engine are off");
   if (!metrics_address.empty()) config.metrics_bind_address = metrics_address;
+  if (absl::Status s = validateProcessConfig(config); !s.ok()) {
+    std::cerr << "muster-scheduler: " << s.message() << "\n";
+    return 1;
+  }
 
   auto rest = proto::loadRestConfig(kubeconfig, context);
   if (!rest.ok()) {
@@ -122,23 +132,46 @@ int run(int argc, char** argv) {
     return 1;
   }
 
-  Scheduler scheduler(*client, config, io.get_executor(), identity);
-  jobengine::ControllerOptions engine_options;
-  engine_options.identity = identity;
-  engine_options.runtime.scheduler_name = config.scheduler_names.front();
-  engine_options.runtime.rdma_conf_image = rdma_conf_image;
-  jobengine::Controller engine(*client, io.get_executor(), engine_options);
+  // One list/watch per resource type for the whole process, one Event recorder.
+  proto::InformerFactory informers(*client, io.get_executor());
+  proto::EventRecorderOptions event_options;
+  event_options.component = "muster-scheduler";
+  event_options.instance = identity;
+  event_options.per_object_burst = static_cast<int>(config.events_max_per_object_per_minute);
+  event_options.per_object_refill =
+      absl::Minutes(1) / static_cast<double>(config.events_max_per_object_per_minute);
+  proto::EventRecorder events(proto::makeClientEventSink(*client), io.get_executor(),
+                              event_options);
+
+  std::unique_ptr<scheduler::Scheduler> scheduler;
+  if (scheduler_enabled) {
+    scheduler = std::make_unique<scheduler::Scheduler>(
+        config.scheduler, informers, scheduler::makeClientSchedulerApi(*client), events,
+        io.get_executor());
+  }
+  std::unique_ptr<jobengine::Controller> engine;
+  if (config.job_engine.enabled) {
+    jobengine::ControllerOptions engine_options;
+    engine_options.identity = identity;
+    engine_options.runtime.scheduler_name = config.scheduler.scheduler_names.front();
+    engine_options.runtime.rdma_conf_image = rdma_conf_image;
+    engine_options.runtime.cluster_domain = config.job_engine.cluster_domain;
+    engine = std::make_unique<jobengine::Controller>(*client, informers, events, io.get_executor(),
+                                                     engine_options);
+  }
   auto start_all = [&] {
-    if (scheduler_enabled) scheduler.start();
-    if (config.job_engine_enabled) engine.start();
+    informers.start();
+    if (scheduler) scheduler->start();
+    if (engine) engine->start();
   };
   auto stop_all = [&] {
-    scheduler.stop();
-    engine.stop();
+    if (scheduler) scheduler->stop();
+    if (engine) engine->stop();
+    informers.stop();
+    events.stop();
   };
   auto ready = [&] {
-    return (!scheduler_enabled || scheduler.ready()) &&
-           (!config.job_engine_enabled || engine.ready());
+    return (!scheduler || scheduler->ready()) && (!engine || engine->ready());
   };
   std::atomic<bool> alive{true};
   auto server = proto::HttpServer::start(
@@ -158,12 +191,12 @@ int run(int argc, char** argv) {
     return 1;
   }
   MUSTER_LOG_INFO(0, "Starting muster-scheduler", "identity", identity, "server", rest->server,
-                  "schedulerNames", config.scheduler_names.front(), "metrics",
+                  "schedulerNames", config.scheduler.scheduler_names.front(), "metrics",
                   "http://" + config.metrics_bind_address.substr(0, config.metrics_bind_address.rfind(':')) +
                       ":" + std::to_string((*server)->port()) + "/metrics",
                   "leaderElection", config.leader_election.enabled ? "true" : "false",
                   "scheduler", scheduler_enabled ? "true" : "false", "jobEngine",
-                  config.job_engine_enabled ? "true" : "false", "rdmaConfImage", rdma_conf_image);
+                  config.job_engine.enabled ? "true" : "false", "rdmaConfImage", rdma_conf_image);
 
   int exit_code = 0;
   std::unique_ptr<proto::LeaderElector> elector;
@@ -225,6 +258,6 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace muster::scheduler
+}  // namespace muster::cmd
 
-int main(int argc, char** argv) { return muster::scheduler::run(argc, argv); }
+int main(int argc, char** argv) { return muster::cmd::run(argc, argv); }

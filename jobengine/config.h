@@ -1,0 +1,26 @@
+#pragma once
+
+// The job engine's part of muster-scheduler's configuration file, under the key `jobEngine`:
+//
+//   jobEngine:
+//     enabled: true              # run the ParallelJob controller (--job-engine overrides)
+//     clusterDomain: cluster.local   # the DNS domain of Services: pod names in hostfiles are
+//                                    # <pod>.<service>.<namespace>.svc.<clusterDomain>
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "proto/config_reader.h"
+
+namespace muster::jobengine {
+
+struct JobEngineConfig {
+  bool enabled = true;
+  std::string cluster_domain = "cluster.local";
+};
+
+// The top-level keys the job engine owns ("jobEngine"), reading into *config.
+proto::config::Keys jobEngineConfigKeys(JobEngineConfig* config);
+absl::Status validateJobEngineConfig(const JobEngineConfig& config);
+
+}  // namespace muster::jobengine

@@ -1,0 +1,67 @@
+#include "scheduler/api.h"
+
+#include "proto/codec.h"
+
+namespace muster::scheduler {
+namespace {
+
+namespace asio = proto::asio;
+
+class ClientSchedulerApi final : public SchedulerApi {
+ public:
+  explicit ClientSchedulerApi(std::shared_ptr<proto::Client> client) : client_(std::move(client)) {}
+
+  asio::awaitable<absl::Status> bind(PodRef pod, std::string node) override {
+    absl::Status status =
+        co_await client_->bind(pod.namespace_, pod.name, pod.uid, node);
+    if (proto::isConflict(status)) {
+      const std::string message(status.message());
+      if (message.find("\"" + node + "\"") != std::string::npos) co_return absl::OkStatus();
+    }
+    co_return status;
+  }
+
+  asio::awaitable<absl::Status> setPodCondition(PodRef pod,
+                                                proto::PodCondition condition) override {
+    proto::Request req;
+    req.verb = proto::Verb::kPatch;
+    req.path = proto::resources::kPods.objectPath(pod.namespace_, pod.name, "status");
+    req.content_type = std::string(proto::contentType(proto::PatchType::kStrategicMerge));
+    req.body = proto::podConditionPatch(condition);
+    auto result = co_await client_->call(std::move(req));
+    co_return result.status();
+  }
+
+  asio::awaitable<absl::Status> evict(PodRef pod) override {
+    proto::Request req;
+    req.verb = proto::Verb::kPost;
+    req.path = proto::resources::kPods.objectPath(pod.namespace_, pod.name, "eviction");
+    req.body = proto::evictionBody(pod.namespace_, pod.name);
+    auto result = co_await client_->call(std::move(req));
+    co_return result.status();
+  }
+
+  asio::awaitable<absl::Status> setPodGroupStatus(std::string group_namespace,
+                                                  std::string group_name,
+                                                  proto::PodGroupStatus status) override {
+    proto::Request req;
+    req.verb = proto::Verb::kPatch;
+    req.path = proto::resources::kPodGroups.objectPath(group_namespace, group_name,
+                                                       "status");
+    req.content_type = std::string(proto::contentType(proto::PatchType::kMerge));
+    req.body = proto::statusPatch(status);
+    auto result = co_await client_->call(std::move(req));
+    co_return result.status();
+  }
+
+ private:
+  std::shared_ptr<proto::Client> client_;
+};
+
+}  // namespace
+
+SchedulerApiPtr makeClientSchedulerApi(std::shared_ptr<proto::Client> client) {
+  return std::make_shared<ClientSchedulerApi>(std::move(client));
+}
+
+}  // namespace muster::scheduler

@@ -1,0 +1,51 @@
+#pragma once
+
+// What the scheduler writes to the API server, as one small seam: the real implementation sends
+// requests through proto::Client, unit tests substitute a fake that records calls and scripts
+// failures. Events go through proto::EventRecorder, not through here.
+//
+// Every argument is taken by value: the coroutines outlive their callers' frames.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "proto/asio.h"
+#include "proto/client.h"
+#include "proto/objects.h"
+
+namespace muster::scheduler {
+
+// Which pod a write is for.
+struct PodRef {
+  std::string namespace_;
+  std::string name;
+  std::string uid;
+
+  static PodRef of(const proto::Pod& pod) {
+    return {pod.meta.namespace_, pod.meta.name, pod.meta.uid};
+  }
+  std::string key() const { return namespace_ + "/" + name; }
+};
+
+class SchedulerApi {
+ public:
+  virtual ~SchedulerApi() = default;
+  // POST pods/<name>/binding (with the pod's uid as precondition). A 409 answer saying the pod
+  // is already bound to `node` (an earlier life of this scheduler did it) is success.
+  virtual proto::asio::awaitable<absl::Status> bind(PodRef pod, std::string node) = 0;
+  // Sets one condition through pods/<name>/status (strategic merge patch).
+  virtual proto::asio::awaitable<absl::Status> setPodCondition(PodRef pod,
+                                                               proto::PodCondition condition) = 0;
+  // POST pods/<name>/eviction (policy/v1): PodDisruptionBudgets apply; 429 when one refuses.
+  virtual proto::asio::awaitable<absl::Status> evict(PodRef pod) = 0;
+  // Merge patch of a PodGroup's status subresource.
+  virtual proto::asio::awaitable<absl::Status> setPodGroupStatus(std::string group_namespace,
+                                                                 std::string group_name,
+                                                                 proto::PodGroupStatus status) = 0;
+};
+using SchedulerApiPtr = std::shared_ptr<SchedulerApi>;
+
+SchedulerApiPtr makeClientSchedulerApi(std::shared_ptr<proto::Client> client);
+
+}  // namespace muster::scheduler

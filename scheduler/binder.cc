@@ -1,0 +1,142 @@
+#include "scheduler/binder.h"
+
+#include "absl/strings/str_cat.h"
+#include "proto/codec.h"
+#include "proto/log.h"
+#include "proto/metrics.h"
+#include "proto/vocabulary.h"
+
+namespace muster::scheduler {
+namespace asio = proto::asio;
+namespace vocab = proto::vocabulary;
+
+namespace {
+
+struct Metrics {
+  metrics::Family<metrics::Counter>& binds = metrics::defaultRegistry().counter(
+      "muster_binds_total", "Pod bindings by result (success, error).", {"result"});
+  metrics::Counter& evictions = metrics::defaultRegistry()
+                                    .counter("muster_gang_evictions_total",
+                                             "Bound gang members evicted because the rest of "
+                                             "their gang could not join them.")
+                                    .with();
+};
+
+Metrics& m() {
+  static Metrics* metrics = new Metrics();
+  return *metrics;
+}
+
+}  // namespace
+
+struct Binder::Batch {
+  GangKey gang;
+  std::vector<PodRef> pods;
+  std::vector<std::string> nodes;
+  size_t remaining = 0;
+  Result result;
+  Done done;
+};
+
+Binder::Binder(SchedulerApiPtr api, asio::strand<asio::any_io_executor> strand,
+               proto::EventRecorder& events, proto::Clock clock)
+    : api_(std::move(api)), strand_(std::move(strand)), events_(events), clock_(std::move(clock)) {
+  for (const char* r : {"success", "error"}) m().binds.with({r});
+}
+
+void Binder::bind(const GangAttempt& attempt, const GangPlacement& placement, Done done) {
+  auto batch = std::make_shared<Batch>();
+  batch->gang = attempt.key;
+  batch->done = std::move(done);
+  batch->remaining = placement.assignments.size();
+  for (size_t i = 0; i < placement.assignments.size(); ++i) {
+    batch->pods.push_back(PodRef::of(attempt.members[i]->pod));
+    batch->nodes.push_back(placement.assignments[i].node);
+  }
+  if (batch->remaining == 0) {
+    asio::post(strand_, [batch] { batch->done(std::move(batch->result)); });
+    return;
+  }
+  for (size_t i = 0; i < batch->pods.size(); ++i) {
+    asio::co_spawn(strand_, [this, batch, i]() -> asio::awaitable<void> {
+      absl::Status status = absl::CancelledError("scheduler stopping");
+      if (!stopping_) status = co_await api_->bind(batch->pods[i], batch->nodes[i]);
+      co_await asio::post(strand_, asio::use_awaitable);
+      answered(batch, i, std::move(status));
+    }, asio::detached);
+  }
+}
+
+void Binder::answered(const std::shared_ptr<Batch>& batch, size_t index, absl::Status status) {
+  const PodRef& pod = batch->pods[index];
+  const std::string& node = batch->nodes[index];
+  const std::string key = pod.key();
+  if (status.ok()) {
+    m().binds.with({"success"}).inc();
+    MUSTER_LOG_INFO(2, "Bound pod", "pod", key, "node", node, "gang", batch->gang.toString());
+    proto::ObjectReference ref;
+    ref.kind = "Pod";
+    ref.api_version = "v1";
+    ref.namespace_ = pod.namespace_;
+    ref.name = pod.name;
+    ref.uid = pod.uid;
+    events_.event(std::move(ref), "Normal", "Scheduled",
+                  absl::StrCat("Successfully assigned ", key, " to ", node));
+    batch->result.bound.push_back(key);
+  } else {
+    m().binds.with({"error"}).inc();
+    MUSTER_LOG_WARNING("Bind failed", "pod", key, "node", node, "error", status.ToString());
+    batch->result.failed.push_back({key, std::move(status)});
+  }
+  if (--batch->remaining > 0) return;
+  batch->done(std::move(batch->result));
+}
+
+void Binder::rollback(const GangAttempt& attempt, const std::string& why,
+                      const PodLookup& lookup) {
+  const std::string gang = attempt.key.toString();
+  for (const auto& [pod_key, node] : attempt.bound) {
+    auto slash = pod_key.find('/');
+    std::string ns = pod_key.substr(0, slash), name = pod_key.substr(slash + 1);
+    std::shared_ptr<const proto::Pod> pod = lookup(ns, name);
+    if (!pod || pod->meta.deletion_timestamp) continue;
+    if (pod->meta.controllerRef() == nullptr) {
+      std::string message = absl::StrCat(
+          "pod is bound to ", node, " but the rest of gang ", gang, " cannot be placed with it (",
+          why,
+          "); it has no controller to recreate it, so Muster does not evict it: delete it to let "
+          "the gang be scheduled again");
+      events_.event(*pod, "Warning", "GangPartlyBound", std::move(message));
+      MUSTER_LOG_WARNING("Gang partly bound, member has no owner", "pod", pod_key, "gang", gang);
+      continue;
+    }
+    if (stopping_) return;
+    m().evictions.inc();
+    MUSTER_LOG_INFO(2, "Evicting bound gang member", "pod", pod_key, "node", node, "gang", gang);
+    events_.event(*pod, "Warning", "GangEvicted",
+                  absl::StrCat("evicted: the rest of gang ", gang, " cannot be placed with it (",
+                               why, ")"));
+    proto::PodCondition rollback;
+    rollback.type = vocab::kGangRollbackCondition;
+    rollback.status = "True";
+    rollback.reason = vocab::kGangRollbackReason;
+    rollback.message = absl::StrCat("the rest of gang ", gang, " cannot be placed with this pod");
+    rollback.last_transition_time = proto::rfc3339(clock_());
+    asio::co_spawn(strand_, [api = api_, ref = PodRef::of(*pod),
+                             rollback = std::move(rollback)]() -> asio::awaitable<void> {
+      // No marker, no eviction: the job engine must tell a rollback from a failure.
+      absl::Status marked = co_await api->setPodCondition(ref, rollback);
+      if (!marked.ok()) {
+        if (!proto::isNotFound(marked))
+          MUSTER_LOG_WARNING("Cannot mark pod for eviction", "pod", ref.key(), "error",
+                             marked.ToString());
+        co_return;
+      }
+      absl::Status evicted = co_await api->evict(ref);
+      if (!evicted.ok() && !proto::isNotFound(evicted))
+        MUSTER_LOG_WARNING("Eviction refused", "pod", ref.key(), "error", evicted.ToString());
+    }, asio::detached);
+  }
+}
+
+}  // namespace muster::scheduler

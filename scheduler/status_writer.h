@@ -1,0 +1,43 @@
+#pragma once
+
+// The PodScheduled condition the scheduler sets on pods it cannot place (False, reason
+// Unschedulable, with a message a person can act on), as kube-scheduler does.
+//
+// Contract: writes for one pod go out one at a time and in order; a newer write for a pod
+// replaces an older one that has not been sent yet, so concurrent patches can never land in the
+// wrong order and leave a stale message behind. A write the pod already reflects is skipped.
+// Refused writes are logged and counted (muster_api_write_errors_total{kind="status"}), never
+// retried: the next attempt writes again. Every method is thread-safe (own strand).
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "proto/asio.h"
+#include "proto/clock.h"
+#include "proto/objects.h"
+#include "scheduler/api.h"
+
+namespace muster::scheduler {
+
+class PodStatusWriter {
+ public:
+  PodStatusWriter(SchedulerApiPtr api, proto::asio::any_io_executor executor, proto::Clock clock);
+
+  void unschedulable(const proto::Pod& pod, std::string message);
+
+ private:
+  struct Pending {
+    bool in_flight = false;
+    std::optional<std::pair<PodRef, proto::PodCondition>> next;
+  };
+  void write(PodRef pod, proto::PodCondition condition);
+
+  SchedulerApiPtr api_;
+  proto::asio::strand<proto::asio::any_io_executor> strand_;
+  proto::Clock clock_;
+  std::map<std::string, Pending> pending_;  // on strand_, by pod key
+};
+
+}  // namespace muster::scheduler

@@ -1,0 +1,307 @@
+// The whole Scheduler (informers, cache, queue, placement, Binder, rollback, PodGroup status)
+// against the seam fakes of fake_cluster.h: binds that fail at every member index, a crash
+// between binds, evictions refused. Time is a ManualClock; backoff passes when the test says so.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "proto/clock.h"
+#include "proto/event_recorder.h"
+#include "proto/informer_factory.h"
+#include "scheduler/scheduler.h"
+#include "tests/scheduler/fake_cluster.h"
+
+namespace muster::scheduler {
+namespace {
+
+using testing::FakeCluster;
+using testing::FakeEventSink;
+using testing::FakeSchedulerApi;
+using testing::nodeJson;
+using testing::podGroupJson;
+using testing::podJson;
+
+constexpr char kRequiredRack[] = "muster.dev/topology-required";
+
+SchedulerConfig config() {
+  SchedulerConfig c;
+  c.topology_levels = {"muster.dev/rack"};
+  c.queue_initial_backoff_seconds = 1;
+  c.queue_max_backoff_seconds = 1;
+  return c;
+}
+
+struct Fixture {
+  Fixture() : api(std::make_shared<FakeSchedulerApi>(cluster)) {}
+  ~Fixture() { crash(); }
+
+  void start(SchedulerConfig c = config()) {
+    informers = std::make_unique<proto::InformerFactory>(cluster.maker(), io.get_executor());
+    proto::EventRecorderOptions o;
+    o.component = "muster-scheduler";
+    o.flush_interval = absl::Hours(1);
+    events = std::make_unique<proto::EventRecorder>(sink, io.get_executor(), o, clock.clock());
+    scheduler = std::make_unique<Scheduler>(c, *informers, api, *events, io.get_executor(),
+                                            clock.clock());
+    informers->start();
+    scheduler->start();
+    REQUIRE(cluster.runUntil([&] { return scheduler->ready(); }));
+  }
+  // What kill -9 leaves: the cluster as it is, nothing of the scheduler's memory.
+  void crash() {
+    if (!scheduler) return;
+    scheduler->stop();
+    informers->stop();
+    events->stop();
+    for (int i = 0; i < 5; ++i) cluster.settle();
+    scheduler.reset();
+    events.reset();
+    informers.reset();
+    cluster.settle();
+  }
+  // Lets the queue's backoff pass and the loop notice.
+  void afterBackoff() {
+    clock.advance(absl::Seconds(2));
+    scheduler->wake();
+  }
+
+  std::string nodeOf(const std::string& pod) {
+    auto json = cluster.get("pods", "ml", pod);
+    if (!json) return "";
+    rapidjson::Document d;
+    d.Parse(json->c_str());
+    return d["spec"].HasMember("nodeName") ? d["spec"]["nodeName"].GetString() : "";
+  }
+  int bound(const std::vector<std::string>& pods) {
+    return static_cast<int>(std::count_if(pods.begin(), pods.end(),
+                                          [&](const std::string& p) { return !nodeOf(p).empty(); }));
+  }
+  bool exists(const std::string& pod) { return cluster.get("pods", "ml", pod).has_value(); }
+  size_t indexOf(const std::vector<std::string>& calls, const std::string& what) {
+    return std::find(calls.begin(), calls.end(), what) - calls.begin();
+  }
+
+  proto::asio::io_context io;
+  FakeCluster cluster{io};
+  std::shared_ptr<FakeSchedulerApi> api;
+  std::shared_ptr<FakeEventSink> sink = std::make_shared<FakeEventSink>();
+  proto::ManualClock clock;
+  std::unique_ptr<proto::InformerFactory> informers;
+  std::unique_ptr<proto::EventRecorder> events;
+  std::unique_ptr<Scheduler> scheduler;
+};
+
+const std::vector<std::string> kGang4 = {"w0", "w1", "w2", "w3"};
+
+void racks(Fixture& f) {
+  // Rack r1: n1, n2 (8 GPUs each); rack r2: n3, n4.
+  f.cluster.put("nodes", nodeJson("n1").rack("r1"));
+  f.cluster.put("nodes", nodeJson("n2").rack("r1"));
+  f.cluster.put("nodes", nodeJson("n3").rack("r2"));
+  f.cluster.put("nodes", nodeJson("n4").rack("r2"));
+}
+
+TEST_CASE("a gang of 4 is bound whole, one bind per member, each with a Scheduled Event",
+          "[scheduler]") {
+  Fixture f;
+  racks(f);
+  for (const auto& p : kGang4) f.cluster.put("pods", podJson(p).gpus(4).gang("train", 4));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.bound(kGang4) == 4; }));
+  f.cluster.settle();
+  CHECK(f.api->binds.size() == 4);
+  for (const auto& p : kGang4) CHECK(f.sink->count("Scheduled", "ml/" + p) == 1);
+  // 16 GPUs: exactly one rack's two nodes.
+  std::set<std::string> nodes;
+  for (const auto& p : kGang4) nodes.insert(f.nodeOf(p));
+  CHECK((nodes == std::set<std::string>{"n1", "n2"} || nodes == std::set<std::string>{"n3", "n4"}));
+}
+
+TEST_CASE("a gang of 3 is not bound at all while only 2 of its members fit", "[scheduler]") {
+  Fixture f;
+  f.cluster.put("nodes", nodeJson("n1").rack("r1").gpus(8));
+  for (const auto& p : {"w0", "w1", "w2"}) f.cluster.put("pods", podJson(p).gpus(4).gang("g", 3));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.sink->count("FailedScheduling") > 0; }));
+  f.cluster.settle();
+  CHECK(f.api->binds.empty());
+  CHECK(std::count(f.api->conditions.begin(), f.api->conditions.end(),
+                   "ml/w0 PodScheduled=False") == 1);
+}
+
+TEST_CASE("a bind failing at any member leaves the others bound and that member joins them",
+          "[scheduler]") {
+  const int failing = GENERATE(0, 1, 2, 3);
+  Fixture f;
+  racks(f);
+  for (const auto& p : kGang4)
+    f.cluster.put("pods", podJson(p).gpus(4).gang("train", 4).annotation(kRequiredRack, "muster.dev/rack"));
+  const std::string victim = "ml/w" + std::to_string(failing);
+  f.api->on_bind = [&](const testing::BindCall& call, int index) {
+    return call.pod == victim && index < 4 ? absl::UnavailableError("etcd leader changed")
+                                            : absl::OkStatus();
+  };
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.bound(kGang4) == 3; }));
+  f.cluster.settle();
+  CHECK(f.api->binds.size() == 4);
+  CHECK(f.sink->count("FailedScheduling", victim) == 1);
+  f.afterBackoff();
+  REQUIRE(f.cluster.runUntil([&] { return f.bound(kGang4) == 4; }));
+  CHECK(f.api->binds.size() == 5);
+  CHECK(f.api->binds.back().pod == victim);
+  // It joined the rack of the bound members; nothing was evicted.
+  std::set<std::string> nodes;
+  for (const auto& p : kGang4) nodes.insert(f.nodeOf(p));
+  CHECK((nodes == std::set<std::string>{"n1", "n2"} || nodes == std::set<std::string>{"n3", "n4"}));
+  CHECK(f.api->evictions.empty());
+}
+
+TEST_CASE("bound members whose gang can no longer be completed are marked, then evicted",
+          "[scheduler]") {
+  Fixture f;
+  f.cluster.put("nodes", nodeJson("n1").gpus(4));
+  f.cluster.put("nodes", nodeJson("n2").gpus(4));
+  for (const auto& p : {"w0", "w1"})
+    f.cluster.put("pods", podJson(p).gpus(4).gang("g", 2).controlledBy("train"));
+  f.api->on_bind = [](const testing::BindCall& call, int) {
+    return call.pod == "ml/w1" ? absl::UnavailableError("connection reset") : absl::OkStatus();
+  };
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.bound({"w0"}) == 1 && f.api->binds.size() == 2; }));
+  f.cluster.settle();
+  // Meanwhile another scheduler's pod takes the node w1 was meant for.
+  const std::string free_node = f.nodeOf("w0") == "n1" ? "n2" : "n1";
+  f.cluster.put("pods", podJson("other").gpus(4).schedulerName("default-scheduler").boundTo(free_node));
+  f.afterBackoff();
+  REQUIRE(f.cluster.runUntil([&] { return !f.exists("w0"); }));
+  // No marker, no eviction: the marker goes first.
+  const size_t marked = f.indexOf(f.api->log, "condition ml/w0 muster.dev/GangRollback=True");
+  const size_t evicted = f.indexOf(f.api->log, "evict ml/w0");
+  REQUIRE(marked < f.api->log.size());
+  CHECK(marked < evicted);
+  CHECK(f.api->evictions == std::vector<std::string>{"ml/w0"});
+  f.cluster.settle();
+  CHECK(f.sink->count("GangEvicted", "ml/w0") == 1);
+  CHECK(f.nodeOf("w1").empty());
+}
+
+TEST_CASE("a bound member with no controller is reported, never evicted", "[scheduler]") {
+  Fixture f;
+  f.cluster.put("nodes", nodeJson("n1").gpus(4));
+  f.cluster.put("nodes", nodeJson("n2").gpus(4));
+  for (const auto& p : {"w0", "w1"}) f.cluster.put("pods", podJson(p).gpus(4).gang("g", 2));
+  f.api->on_bind = [](const testing::BindCall& call, int) {
+    return call.pod == "ml/w1" ? absl::UnavailableError("connection reset") : absl::OkStatus();
+  };
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.bound({"w0"}) == 1 && f.api->binds.size() == 2; }));
+  f.cluster.settle();
+  const std::string free_node = f.nodeOf("w0") == "n1" ? "n2" : "n1";
+  f.cluster.put("pods", podJson("other").gpus(4).schedulerName("default-scheduler").boundTo(free_node));
+  f.afterBackoff();
+  REQUIRE(f.cluster.runUntil([&] { return f.sink->count("GangPartlyBound", "ml/w0") == 1; }));
+  CHECK(f.api->evictions.empty());
+  CHECK(f.exists("w0"));
+}
+
+TEST_CASE("an eviction a PodDisruptionBudget refuses is tried again on the next attempt",
+          "[scheduler]") {
+  Fixture f;
+  f.cluster.put("nodes", nodeJson("n1").gpus(4));
+  f.cluster.put("pods", podJson("w0").gpus(4).gang("g", 2).controlledBy("train").boundTo("n1"));
+  f.cluster.put("pods", podJson("w1").gpus(4).gang("g", 2).controlledBy("train"));
+  f.api->on_evict = [](const std::string&, int index) {
+    return index == 0 ? absl::ResourceExhaustedError(
+                            "Cannot evict pod as it would violate the pod's disruption budget.")
+                      : absl::OkStatus();
+  };
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.api->evictions.size() == 1; }));
+  f.cluster.settle();
+  CHECK(f.exists("w0"));
+  // Nothing changed in the cluster: the gang is tried again when unschedulable gangs are
+  // flushed (5 minutes, as kube-scheduler's podMaxInUnschedulablePodsDuration).
+  f.clock.advance(absl::Minutes(6));
+  f.scheduler->wake();
+  REQUIRE(f.cluster.runUntil([&] { return !f.exists("w0"); }));
+  CHECK(f.api->evictions.size() == 2);
+  CHECK(f.api->binds.empty());  // w1 was never bound on its own
+}
+
+TEST_CASE("after a crash between binds the restarted scheduler completes the gang in its rack",
+          "[scheduler]") {
+  Fixture f;
+  racks(f);
+  // What the last life of the scheduler left: two of four members bound to n3 (rack r2).
+  for (const auto& p : kGang4) {
+    auto pod = podJson(p).gpus(4).gang("train", 4).annotation(kRequiredRack, "muster.dev/rack");
+    if (p == "w0" || p == "w1") pod.boundTo("n3");
+    f.cluster.put("pods", pod);
+  }
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.bound(kGang4) == 4; }));
+  CHECK(f.api->binds.size() == 2);
+  CHECK(f.nodeOf("w2") == "n4");
+  CHECK(f.nodeOf("w3") == "n4");
+  CHECK(f.api->evictions.empty());
+}
+
+TEST_CASE("a crash mid-gang, then a scheduler that restarts and must roll the gang back",
+          "[scheduler]") {
+  Fixture f;
+  racks(f);
+  for (const auto& p : kGang4)
+    f.cluster.put("pods", podJson(p).gpus(4).gang("train", 4).controlledBy("train")
+                              .annotation(kRequiredRack, "muster.dev/rack"));
+  // The first life binds two members, then dies.
+  f.api->on_bind = [&](const testing::BindCall&, int index) {
+    return index < 2 ? absl::OkStatus() : absl::UnavailableError("the scheduler was killed");
+  };
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.api->binds.size() == 4; }));
+  f.crash();
+  REQUIRE(f.bound(kGang4) == 2);
+  // While it was down, other work filled the rest of that rack.
+  std::map<std::string, int> free = {{"n1", 8}, {"n2", 8}, {"n3", 8}, {"n4", 8}};
+  for (const auto& p : kGang4)
+    if (!f.nodeOf(p).empty()) free[f.nodeOf(p)] -= 4;
+  const bool in_r1 = free["n1"] < 8 || free["n2"] < 8;
+  for (const std::string& n : in_r1 ? std::vector<std::string>{"n1", "n2"}
+                                   : std::vector<std::string>{"n3", "n4"}) {
+    if (free[n] > 0)
+      f.cluster.put("pods", podJson("filler-" + n).gpus(free[n]).schedulerName("x").boundTo(n));
+  }
+  f.api->on_bind = nullptr;
+  f.api->binds.clear();
+  f.start();
+  // The bound two cannot be joined in their rack (required): both are marked and evicted.
+  REQUIRE(f.cluster.runUntil([&] { return f.bound(kGang4) == 0; }));
+  CHECK(f.api->evictions.size() == 2);
+  CHECK(f.api->binds.empty());
+}
+
+TEST_CASE("PodGroup status follows its pods from events, in few writes", "[scheduler]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("podgroups", podGroupJson("g", 3));
+  for (const auto& p : {"w0", "w1", "w2"}) f.cluster.put("pods", podJson(p).gpus(2).podGroup("g"));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] {
+    return !f.api->group_statuses.empty() && f.api->group_statuses.back() == "ml/g Scheduled 3";
+  }));
+  CHECK(f.api->group_statuses.size() <= 3);
+  // A pod running changes the phase; nothing polls.
+  const size_t writes = f.api->group_statuses.size();
+  for (const auto& p : {"w0", "w1", "w2"})
+    f.cluster.edit("pods", "ml", p, [](rapidjson::Document& d) {
+      d["status"]["phase"].SetString("Running");
+    });
+  REQUIRE(f.cluster.runUntil([&] { return f.api->group_statuses.back() == "ml/g Running 3"; }));
+  CHECK(f.api->group_statuses.size() <= writes + 2);
+}
+
+}  // namespace
+}  // namespace muster::scheduler
