@@ -390,7 +390,7 @@ asio::awaitable<absl::Status> Controller::createSupport(const ParallelJob& job,
     if (!proto::isAlreadyExists(created.status())) co_return created.status();
     // The Secret's name carries this job's UID, so an existing one is this attempt's (the engine
     // restarted mid-attempt); the engine may not read Secrets, so it does not look.
-    if (obj.resource == &resources::kSecrets) continue;
+    if (obj.resource == &proto::resources::kSecrets) continue;
     // Kept as it is (a restart of the engine mid-attempt), if it is this job's.
     auto existing = co_await client_->get(*obj.resource, job.meta.namespace_, obj.name);
     if (!existing.ok()) co_return existing.status();
@@ -441,9 +441,9 @@ asio::awaitable<absl::Status> Controller::deleteSupport(const ParallelJob& job,
   support_created_.erase(job.meta.uid + "/" + attempt.group);
   absl::Status result;
   const std::pair<const proto::Resource*, std::string> objects[] = {
-      {&resources::kServices, attempt.group},
-      {&resources::kSecrets, secretName(attempt.group, job.meta.uid)},
-      {&resources::kConfigMaps, configMapName(attempt.group)}};
+      {&proto::resources::kServices, attempt.group},
+      {&proto::resources::kSecrets, secretName(attempt.group, job.meta.uid)},
+      {&proto::resources::kConfigMaps, configMapName(attempt.group)}};
   for (const auto& [resource, name] : objects) {
     auto r = co_await client_->remove(*resource, job.meta.namespace_, name);
     if (!r.ok() && !proto::isNotFound(r.status())) result.Update(r.status());

@@ -5,12 +5,6 @@
 
 namespace muster::jobengine {
 
-namespace resources {
-const proto::Resource kServices{"v1", "services", true};
-const proto::Resource kSecrets{"v1", "secrets", true};
-const proto::Resource kConfigMaps{"v1", "configmaps", true};
-}  // namespace resources
-
 void RuntimeRegistry::add(RuntimePtr runtime) {
   std::string name(runtime->name());
   runtimes_[name] = std::move(runtime);

@@ -40,12 +40,6 @@ using proto::vocabulary::kRoleLabel;
 using proto::vocabulary::kTopologyPreferredAnnotation;
 using proto::vocabulary::kTopologyRequiredAnnotation;
 
-namespace resources {
-extern const proto::Resource kServices;
-extern const proto::Resource kSecrets;
-extern const proto::Resource kConfigMaps;
-}  // namespace resources
-
 struct RuntimeOptions {
   std::string scheduler_name = proto::vocabulary::kDefaultSchedulerName;  // unless the pod template sets one
   std::string cluster_domain = "cluster.local";

@@ -40,6 +40,9 @@ extern const Resource kLeases;  // coordination.k8s.io/v1
 extern const Resource kNamespaces;
 extern const Resource kPodGroups;     // scheduling.x-k8s.io/v1alpha1
 extern const Resource kParallelJobs;  // preferred.jp/v1alpha1
+extern const Resource kServices;
+extern const Resource kSecrets;
+extern const Resource kConfigMaps;
 }  // namespace resources
 
 enum class Verb { kGet, kPost, kPut, kPatch, kDelete };

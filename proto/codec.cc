@@ -96,7 +96,18 @@ absl::Status decodePodStatus(const rapidjson::Value& v, const JsonPath& path, Po
   return decodeList(v, path, "containerStatuses", &out->container_statuses);
 }
 
-void writeMeta(JsonWriter& w, const ObjectMeta& meta) {
+
+void writeCondition(JsonWriter& w, const Condition& c) {
+  w.beginObject().stringField("type", c.type).stringField("status", c.status);
+  w.stringFieldIfSet("reason", c.reason);
+  w.stringFieldIfSet("message", c.message);
+  w.stringFieldIfSet("lastTransitionTime", c.last_transition_time);
+  w.endObject();
+}
+
+}  // namespace
+
+void writeObjectMeta(JsonWriter& w, const ObjectMeta& meta) {
   w.key("metadata").beginObject();
   w.stringFieldIfSet("name", meta.name);
   w.stringFieldIfSet("generateName", meta.generate_name);
@@ -129,16 +140,6 @@ void writeMeta(JsonWriter& w, const ObjectMeta& meta) {
   }
   w.endObject();
 }
-
-void writeCondition(JsonWriter& w, const Condition& c) {
-  w.beginObject().stringField("type", c.type).stringField("status", c.status);
-  w.stringFieldIfSet("reason", c.reason);
-  w.stringFieldIfSet("message", c.message);
-  w.stringFieldIfSet("lastTransitionTime", c.last_transition_time);
-  w.endObject();
-}
-
-}  // namespace
 
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Quantity* out) {
   *out = Quantity();
@@ -540,7 +541,7 @@ Event newEvent(ObjectReference ref, std::string type, std::string reason, std::s
 std::string encode(const Event& event) {
   JsonWriter w;
   w.beginObject().stringField("apiVersion", "v1").stringField("kind", "Event");
-  writeMeta(w, event.meta);
+  writeObjectMeta(w, event.meta);
   const ObjectReference& ref = event.involved_object;
   w.key("involvedObject").beginObject();
   w.stringFieldIfSet("kind", ref.kind);
@@ -574,7 +575,7 @@ std::string encode(const Event& event) {
 std::string encode(const Lease& lease) {
   JsonWriter w;
   w.beginObject().stringField("apiVersion", "coordination.k8s.io/v1").stringField("kind", "Lease");
-  writeMeta(w, lease.meta);
+  writeObjectMeta(w, lease.meta);
   const LeaseSpec& s = lease.spec;
   w.key("spec").beginObject();
   w.stringFieldIfSet("holderIdentity", s.holder_identity);

@@ -64,6 +64,8 @@ absl::Status decodeJson(std::string_view json, T* out) {
 // {"apiVersion":"v1","kind":"Binding","metadata":{"name":..,"namespace":..,"uid":..},
 //  "target":{"apiVersion":"v1","kind":"Node","name":..}}; uid only when set.
 std::string encode(const Binding& binding);
+// "metadata": {...} of an object being written: the fields of `meta` that are set.
+void writeObjectMeta(JsonWriter& w, const ObjectMeta& meta);
 // A full core/v1 Event (POST, or PUT with metadata.resourceVersion).
 std::string encode(const Event& event);
 // A new Event about `ref`, in its namespace ("default" when it has none): a unique name

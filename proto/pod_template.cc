@@ -1,0 +1,415 @@
+#include "proto/pod_template.h"
+
+#include "proto/codec.h"
+#include "proto/json.h"
+#include "proto/strings.h"
+
+namespace muster::proto {
+
+namespace {
+
+using rapidjson::Value;
+using Alloc = rapidjson::Document::AllocatorType;
+
+Value str(std::string_view s, Alloc& a) {
+  return Value(s.data(), static_cast<rapidjson::SizeType>(s.size()), a);
+}
+
+Value::ConstMemberIterator findMember(const Value& v, std::string_view name) {
+  Value key(rapidjson::StringRef(name.data(), static_cast<rapidjson::SizeType>(name.size())));
+  return v.FindMember(key);
+}
+Value::MemberIterator findMember(Value& v, std::string_view name) {
+  Value key(rapidjson::StringRef(name.data(), static_cast<rapidjson::SizeType>(name.size())));
+  return v.FindMember(key);
+}
+
+// The member `name` of `obj`, made `type` when absent, null or of another type.
+Value& member(Value& obj, std::string_view name, rapidjson::Type type, Alloc& a) {
+  auto it = findMember(obj, name);
+  if (it == obj.MemberEnd()) {
+    obj.AddMember(str(name, a), Value(type), a);
+    return findMember(obj, name)->value;
+  }
+  if (it->value.GetType() != type) it->value = Value(type);
+  return it->value;
+}
+
+void set(Value& obj, std::string_view name, Value v, Alloc& a) {
+  auto it = findMember(obj, name);
+  if (it == obj.MemberEnd()) obj.AddMember(str(name, a), v, a);
+  else it->value = v;
+}
+
+bool isSet(const Value& obj, std::string_view name) {
+  auto it = findMember(obj, name);
+  return it != obj.MemberEnd() && !it->value.IsNull();
+}
+
+std::string_view stringOf(const Value& obj, std::string_view name) {
+  if (!obj.IsObject()) return {};
+  auto it = findMember(obj, name);
+  if (it == obj.MemberEnd() || !it->value.IsString()) return {};
+  return std::string_view(it->value.GetString(), it->value.GetStringLength());
+}
+
+Value* findByName(Value& array, std::string_view name) {
+  if (!array.IsArray()) return nullptr;
+  for (auto& item : array.GetArray())
+    if (item.IsObject() && stringOf(item, "name") == name) return &item;
+  return nullptr;
+}
+const Value* findByName(const Value& array, std::string_view name) {
+  return findByName(const_cast<Value&>(array), name);
+}
+
+bool containerRequestsAny(const Value& c, const std::vector<std::string_view>& resources) {
+  if (!c.IsObject()) return false;
+  auto res = c.FindMember("resources");
+  if (res == c.MemberEnd() || !res->value.IsObject()) return false;
+  for (const char* kind : {"limits", "requests"}) {
+    auto m = res->value.FindMember(kind);
+    if (m == res->value.MemberEnd() || !m->value.IsObject()) continue;
+    for (std::string_view name : resources)
+      if (findMember(m->value, name) != m->value.MemberEnd()) return true;
+  }
+  return false;
+}
+
+std::map<std::string, std::string> stringMap(const Value& doc, const char* field) {
+  std::map<std::string, std::string> out;
+  auto meta = doc.FindMember("metadata");
+  if (meta == doc.MemberEnd() || !meta->value.IsObject()) return out;
+  auto m = meta->value.FindMember(field);
+  if (m == meta->value.MemberEnd() || !m->value.IsObject()) return out;
+  for (const auto& kv : m->value.GetObject())
+    if (kv.value.IsString()) out[kv.name.GetString()] = kv.value.GetString();
+  return out;
+}
+
+}  // namespace
+
+// --- PodTemplate -------------------------------------------------------------------------------
+
+absl::StatusOr<PodTemplate> PodTemplate::parse(std::string_view json, std::string_view what) {
+  auto doc = parseJson(json);
+  if (!doc.ok()) return absl::InvalidArgumentError(strCat(what, ": ", doc.status().message()));
+  if (!doc->IsObject()) return absl::InvalidArgumentError(strCat(what, " is not an object"));
+  auto spec = doc->FindMember("spec");
+  if (spec == doc->MemberEnd() || !spec->value.IsObject())
+    return absl::InvalidArgumentError(strCat(what, ".spec is missing"));
+  auto containers = spec->value.FindMember("containers");
+  if (containers != spec->value.MemberEnd() && !containers->value.IsArray())
+    return absl::InvalidArgumentError(strCat(what, ".spec.containers is not a list"));
+  auto inits = spec->value.FindMember("initContainers");
+  if (inits != spec->value.MemberEnd() && !inits->value.IsArray() && !inits->value.IsNull())
+    return absl::InvalidArgumentError(strCat(what, ".spec.initContainers is not a list"));
+  return PodTemplate(std::make_unique<rapidjson::Document>(std::move(*doc)));
+}
+
+PodTemplate::PodTemplate(std::unique_ptr<rapidjson::Document> doc) : doc_(std::move(doc)) {}
+PodTemplate::~PodTemplate() = default;
+
+PodTemplate::PodTemplate(const PodTemplate& other)
+    : doc_(std::make_unique<rapidjson::Document>()) {
+  doc_->CopyFrom(*other.doc_, doc_->GetAllocator());
+}
+
+PodTemplate& PodTemplate::operator=(const PodTemplate& other) {
+  if (this != &other) {
+    doc_ = std::make_unique<rapidjson::Document>();
+    doc_->CopyFrom(*other.doc_, doc_->GetAllocator());
+  }
+  return *this;
+}
+
+Value& PodTemplate::spec() { return (*doc_)["spec"]; }
+const Value& PodTemplate::spec() const { return (*doc_)["spec"]; }
+
+Value& PodTemplate::list(bool init) {
+  return member(spec(), init ? "initContainers" : "containers", rapidjson::kArrayType,
+                doc_->GetAllocator());
+}
+
+std::map<std::string, std::string> PodTemplate::labels() const { return stringMap(*doc_, "labels"); }
+std::map<std::string, std::string> PodTemplate::annotations() const {
+  return stringMap(*doc_, "annotations");
+}
+
+void PodTemplate::setHostname(std::string_view hostname) {
+  set(spec(), "hostname", str(hostname, doc_->GetAllocator()), doc_->GetAllocator());
+}
+void PodTemplate::setSubdomain(std::string_view subdomain) {
+  set(spec(), "subdomain", str(subdomain, doc_->GetAllocator()), doc_->GetAllocator());
+}
+void PodTemplate::setSchedulerNameIfUnset(std::string_view name) {
+  if (stringOf(spec(), "schedulerName").empty())
+    set(spec(), "schedulerName", str(name, doc_->GetAllocator()), doc_->GetAllocator());
+}
+void PodTemplate::setRestartPolicyIfUnset(std::string_view policy) {
+  if (stringOf(spec(), "restartPolicy").empty())
+    set(spec(), "restartPolicy", str(policy, doc_->GetAllocator()), doc_->GetAllocator());
+}
+
+void PodTemplate::addVolume(std::string_view name, const VolumeSource& source) {
+  Alloc& a = doc_->GetAllocator();
+  Value& volumes = member(spec(), "volumes", rapidjson::kArrayType, a);
+  if (findByName(volumes, name) != nullptr) return;
+  Value v(rapidjson::kObjectType);
+  v.AddMember("name", str(name, a), a);
+  Value src(rapidjson::kObjectType);
+  switch (source.kind) {
+    case VolumeSource::Kind::kSecret:
+      src.AddMember("secretName", str(source.object, a), a);
+      if (source.default_mode >= 0) src.AddMember("defaultMode", source.default_mode, a);
+      v.AddMember("secret", src, a);
+      break;
+    case VolumeSource::Kind::kConfigMap:
+      src.AddMember("name", str(source.object, a), a);
+      if (source.default_mode >= 0) src.AddMember("defaultMode", source.default_mode, a);
+      v.AddMember("configMap", src, a);
+      break;
+    case VolumeSource::Kind::kEmptyDir:
+      v.AddMember("emptyDir", src, a);
+      break;
+  }
+  volumes.PushBack(v, a);
+}
+
+std::optional<PodTemplate::Container> PodTemplate::container(std::string_view name) {
+  if (findByName(list(false), name) == nullptr) return std::nullopt;
+  return Container(this, false, std::string(name));
+}
+
+std::optional<PodTemplate::Container> PodTemplate::initContainer(std::string_view name) {
+  auto it = spec().FindMember("initContainers");
+  if (it == spec().MemberEnd() || findByName(it->value, name) == nullptr) return std::nullopt;
+  return Container(this, true, std::string(name));
+}
+
+PodTemplate::Container PodTemplate::insertContainer(std::string_view name, bool init, bool front) {
+  Alloc& a = doc_->GetAllocator();
+  Value& l = list(init);
+  Value c(rapidjson::kObjectType);
+  c.AddMember("name", str(name, a), a);
+  if (front) {
+    Value reordered(rapidjson::kArrayType);
+    reordered.PushBack(c, a);
+    for (auto& existing : l.GetArray()) reordered.PushBack(existing, a);  // moves
+    l = reordered;
+  } else {
+    l.PushBack(c, a);
+  }
+  return Container(this, init, std::string(name));
+}
+
+PodTemplate::Container PodTemplate::setContainer(std::string_view name) {
+  Value& l = list(false);
+  for (auto it = l.Begin(); it != l.End(); ++it) {
+    if (it->IsObject() && stringOf(*it, "name") == name) {
+      *it = Value(rapidjson::kObjectType);
+      it->AddMember("name", str(name, doc_->GetAllocator()), doc_->GetAllocator());
+      return Container(this, false, std::string(name));
+    }
+  }
+  return insertContainer(name, false, false);
+}
+
+PodTemplate::Container PodTemplate::appendInitContainer(std::string_view name) {
+  if (auto c = initContainer(name)) return *c;
+  return insertContainer(name, true, false);
+}
+
+PodTemplate::Container PodTemplate::prependInitContainer(std::string_view name) {
+  if (auto c = initContainer(name)) return *c;
+  return insertContainer(name, true, true);
+}
+
+bool PodTemplate::requestsAny(const std::vector<std::string_view>& resources) const {
+  for (const char* l : {"containers", "initContainers"}) {
+    auto it = spec().FindMember(l);
+    if (it == spec().MemberEnd() || !it->value.IsArray()) continue;
+    for (const auto& c : it->value.GetArray())
+      if (containerRequestsAny(c, resources)) return true;
+  }
+  return false;
+}
+
+std::string PodTemplate::toPod(const ObjectMeta& meta) const {
+  JsonWriter w;
+  w.beginObject().stringField("apiVersion", "v1").stringField("kind", "Pod");
+  writeObjectMeta(w, meta);
+  w.key("spec").raw(toJson(spec()));
+  w.endObject();
+  return w.str();
+}
+
+// --- Container ---------------------------------------------------------------------------------
+
+Value& PodTemplate::Container::value() const {
+  Value* v = findByName(t_->list(init_), name_);
+  return *v;  // a Container handle exists only for a container of that name
+}
+
+std::string PodTemplate::Container::name() const { return name_; }
+std::string PodTemplate::Container::image() const { return std::string(stringOf(value(), "image")); }
+
+void PodTemplate::Container::addEnv(std::string_view name, std::string_view v) {
+  Alloc& a = t_->doc_->GetAllocator();
+  Value& env = member(value(), "env", rapidjson::kArrayType, a);
+  if (findByName(env, name) != nullptr) return;  // the user's own value wins
+  Value e(rapidjson::kObjectType);
+  e.AddMember("name", str(name, a), a);
+  e.AddMember("value", str(v, a), a);
+  env.PushBack(e, a);
+}
+
+void PodTemplate::Container::copyEnv(const Container& other, std::string_view name) {
+  const Value& from = other.value();
+  auto env = from.FindMember("env");
+  if (env == from.MemberEnd() || !env->value.IsArray()) return;
+  const Value* e = findByName(env->value, name);
+  if (e == nullptr) return;
+  Alloc& a = t_->doc_->GetAllocator();
+  Value& mine = member(value(), "env", rapidjson::kArrayType, a);
+  if (findByName(mine, name) != nullptr) return;
+  mine.PushBack(Value(*e, a), a);
+}
+
+void PodTemplate::Container::addMount(std::string_view volume, std::string_view path,
+                                      bool read_only) {
+  Alloc& a = t_->doc_->GetAllocator();
+  Value& mounts = member(value(), "volumeMounts", rapidjson::kArrayType, a);
+  for (auto& m : mounts.GetArray())
+    if (m.IsObject() && (stringOf(m, "name") == volume || stringOf(m, "mountPath") == path)) return;
+  Value m(rapidjson::kObjectType);
+  m.AddMember("name", str(volume, a), a);
+  m.AddMember("mountPath", str(path, a), a);
+  if (read_only) m.AddMember("readOnly", true, a);
+  mounts.PushBack(m, a);
+}
+
+void PodTemplate::Container::setCommand(const std::vector<std::string>& argv) {
+  Alloc& a = t_->doc_->GetAllocator();
+  Value v(rapidjson::kArrayType);
+  for (const auto& arg : argv) v.PushBack(str(arg, a), a);
+  set(value(), "command", std::move(v), a);
+}
+
+void PodTemplate::Container::setImage(std::string_view image) {
+  set(value(), "image", str(image, t_->doc_->GetAllocator()), t_->doc_->GetAllocator());
+}
+
+void PodTemplate::Container::setImagePullPolicy(std::string_view policy) {
+  set(value(), "imagePullPolicy", str(policy, t_->doc_->GetAllocator()), t_->doc_->GetAllocator());
+}
+
+void PodTemplate::Container::copyFields(const Container& other,
+                                        const std::vector<std::string_view>& fields) {
+  Alloc& a = t_->doc_->GetAllocator();
+  const Value& from = other.value();
+  Value& to = value();
+  for (std::string_view field : fields) {
+    if (!isSet(from, field)) continue;
+    set(to, field, Value(findMember(from, field)->value, a), a);
+  }
+}
+
+void PodTemplate::Container::copyResources(const Container& other,
+                                           const std::vector<std::string_view>& resources) {
+  Alloc& a = t_->doc_->GetAllocator();
+  const Value& from = other.value();
+  auto res = from.FindMember("resources");
+  if (res == from.MemberEnd() || !res->value.IsObject()) return;
+  Value out(rapidjson::kObjectType);
+  for (const char* kind : {"limits", "requests"}) {
+    auto list = res->value.FindMember(kind);
+    if (list == res->value.MemberEnd() || !list->value.IsObject()) continue;
+    Value to(rapidjson::kObjectType);
+    for (std::string_view name : resources)
+      if (auto q = findMember(list->value, name); q != list->value.MemberEnd())
+        to.AddMember(str(name, a), Value(q->value, a), a);
+    if (!to.ObjectEmpty()) out.AddMember(str(kind, a), to, a);
+  }
+  if (!out.ObjectEmpty()) set(value(), "resources", std::move(out), a);
+}
+
+void PodTemplate::Container::addPort(std::string_view name, int32_t port,
+                                     std::string_view protocol) {
+  Alloc& a = t_->doc_->GetAllocator();
+  Value& ports = member(value(), "ports", rapidjson::kArrayType, a);
+  Value p(rapidjson::kObjectType);
+  p.AddMember("name", str(name, a), a);
+  p.AddMember("containerPort", port, a);
+  p.AddMember("protocol", str(protocol, a), a);
+  ports.PushBack(p, a);
+}
+
+void PodTemplate::Container::setTcpReadinessProbe(int32_t port, int32_t period_seconds) {
+  Alloc& a = t_->doc_->GetAllocator();
+  Value probe(rapidjson::kObjectType);
+  Value tcp(rapidjson::kObjectType);
+  tcp.AddMember("port", port, a);
+  probe.AddMember("tcpSocket", tcp, a);
+  probe.AddMember("periodSeconds", period_seconds, a);
+  set(value(), "readinessProbe", std::move(probe), a);
+}
+
+void PodTemplate::Container::setRestrictedSecurityContext() {
+  Alloc& a = t_->doc_->GetAllocator();
+  Value security(rapidjson::kObjectType);
+  security.AddMember("allowPrivilegeEscalation", false, a);
+  Value drop(rapidjson::kArrayType);
+  drop.PushBack("ALL", a);
+  Value capabilities(rapidjson::kObjectType);
+  capabilities.AddMember("drop", drop, a);
+  security.AddMember("capabilities", capabilities, a);
+  security.AddMember("readOnlyRootFilesystem", true, a);
+  set(value(), "securityContext", std::move(security), a);
+}
+
+bool PodTemplate::Container::requestsAny(const std::vector<std::string_view>& resources) const {
+  return containerRequestsAny(value(), resources);
+}
+
+// --- Service, Secret, ConfigMap ------------------------------------------------------------------
+
+std::string encode(const Service& service) {
+  JsonWriter w;
+  w.beginObject().stringField("apiVersion", "v1").stringField("kind", "Service");
+  writeObjectMeta(w, service.meta);
+  w.key("spec").beginObject();
+  if (service.headless) w.stringField("clusterIP", "None");
+  if (service.publish_not_ready_addresses) w.booleanField("publishNotReadyAddresses", true);
+  w.stringMapField("selector", service.selector);
+  w.key("ports").beginArray();
+  for (const ServicePort& p : service.ports) {
+    w.beginObject().stringField("name", p.name).integerField("port", p.port);
+    w.integerField("targetPort", p.target_port).stringField("protocol", p.protocol);
+    w.endObject();
+  }
+  w.endArray();
+  w.endObject().endObject();
+  return w.str();
+}
+
+std::string encode(const Secret& secret) {
+  JsonWriter w;
+  w.beginObject().stringField("apiVersion", "v1").stringField("kind", "Secret");
+  writeObjectMeta(w, secret.meta);
+  w.stringField("type", secret.type);
+  w.stringMapField("stringData", secret.string_data);
+  w.endObject();
+  return w.str();
+}
+
+std::string encode(const ConfigMap& config_map) {
+  JsonWriter w;
+  w.beginObject().stringField("apiVersion", "v1").stringField("kind", "ConfigMap");
+  writeObjectMeta(w, config_map.meta);
+  w.stringMapField("data", config_map.data);
+  w.endObject();
+  return w.str();
+}
+
+}  // namespace muster::proto

@@ -1,0 +1,146 @@
+#pragma once
+
+// Pods built from a user's PodTemplateSpec: the job engine (and the Slurm runtime) add mounts,
+// env, init containers and names to the user's template without knowing Pod JSON. Every field of
+// the template that Muster does not know is kept exactly as written; what Muster adds never
+// overrides what the user set (an env var, a mount path, a volume or container of the same name
+// wins over Muster's).
+//
+// Besides the codecs, this is the only place that knows the field names of a Pod spec.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/objects.h"
+#include "rapidjson/document.h"
+
+namespace muster::proto {
+
+// A volume Muster adds to a pod.
+struct VolumeSource {
+  enum class Kind { kSecret, kConfigMap, kEmptyDir };
+  Kind kind = Kind::kEmptyDir;
+  std::string object;  // the Secret's or ConfigMap's name
+  int default_mode = -1;  // file mode (decimal, e.g. 0444); -1: the API's default
+};
+
+class PodTemplate {
+ public:
+  // Parses a PodTemplateSpec ({"metadata":…,"spec":…}); `what` names it in errors
+  // ("spec.launcher"). InvalidArgument when it is not a JSON object, has no spec, or
+  // spec.containers is present but not a list.
+  static absl::StatusOr<PodTemplate> parse(std::string_view json, std::string_view what);
+
+  PodTemplate(const PodTemplate& other);
+  PodTemplate& operator=(const PodTemplate& other);
+  PodTemplate(PodTemplate&&) noexcept = default;
+  PodTemplate& operator=(PodTemplate&&) noexcept = default;
+  ~PodTemplate();
+
+  // A container of the template (in spec.containers or spec.initContainers). A handle: it stays
+  // valid while its template lives, also when containers are added.
+  class Container {
+   public:
+    std::string name() const;
+    std::string image() const;
+    // Appends {name, value} to env unless the container already sets `name`.
+    void addEnv(std::string_view name, std::string_view value);
+    // Copies `other`'s env entry `name` as written (valueFrom included), when it has one and this
+    // container does not.
+    void copyEnv(const Container& other, std::string_view name);
+    // Mounts `volume` at `path` unless that volume or that path is mounted already.
+    void addMount(std::string_view volume, std::string_view path, bool read_only);
+    void setCommand(const std::vector<std::string>& argv);
+    void setImage(std::string_view image);
+    void setImagePullPolicy(std::string_view policy);
+    // Copies these fields of `other` verbatim (image, imagePullPolicy, env, envFrom, resources,
+    // securityContext, workingDir, volumeMounts, ...), where `other` sets them.
+    void copyFields(const Container& other, const std::vector<std::string_view>& fields);
+    // Copies `other`'s requests and limits of the named resources (as written).
+    void copyResources(const Container& other, const std::vector<std::string_view>& resources);
+    void addPort(std::string_view name, int32_t port, std::string_view protocol = "TCP");
+    void setTcpReadinessProbe(int32_t port, int32_t period_seconds);
+    // No privilege escalation, every capability dropped, read-only root filesystem.
+    void setRestrictedSecurityContext();
+    // Whether requests or limits name any of `resources`.
+    bool requestsAny(const std::vector<std::string_view>& resources) const;
+
+   private:
+    friend class PodTemplate;
+    Container(PodTemplate* t, bool init, std::string name) : t_(t), init_(init), name_(std::move(name)) {}
+    rapidjson::Value& value() const;
+    PodTemplate* t_;
+    bool init_;
+    std::string name_;
+  };
+
+  // metadata.labels / metadata.annotations (string values only).
+  std::map<std::string, std::string> labels() const;
+  std::map<std::string, std::string> annotations() const;
+
+  void setHostname(std::string_view hostname);
+  void setSubdomain(std::string_view subdomain);
+  void setSchedulerNameIfUnset(std::string_view name);
+  void setRestartPolicyIfUnset(std::string_view policy);
+  // Adds the volume unless the template has a volume of that name.
+  void addVolume(std::string_view name, const VolumeSource& source);
+
+  std::optional<Container> container(std::string_view name);
+  std::optional<Container> initContainer(std::string_view name);
+  // An empty container `name` at the end of spec.containers, replacing one of that name.
+  Container setContainer(std::string_view name);
+  // A new init container, last or first, unless one of that name exists (then that one).
+  Container appendInitContainer(std::string_view name);
+  Container prependInitContainer(std::string_view name);
+  // Whether any container or init container requests (or limits) any of `resources`.
+  bool requestsAny(const std::vector<std::string_view>& resources) const;
+
+  // The Pod: apiVersion v1, kind Pod, metadata from `meta` (name, namespace, labels,
+  // annotations, owner references), spec from the template.
+  std::string toPod(const ObjectMeta& meta) const;
+
+ private:
+  explicit PodTemplate(std::unique_ptr<rapidjson::Document> doc);
+  rapidjson::Value& spec();
+  const rapidjson::Value& spec() const;
+  rapidjson::Value& list(bool init);
+  Container insertContainer(std::string_view name, bool init, bool front);
+
+  std::unique_ptr<rapidjson::Document> doc_;
+};
+
+// Other objects the job engine creates, as plain values (encoded by proto/codec.h).
+struct ServicePort {
+  std::string name;
+  int32_t port = 0;
+  int32_t target_port = 0;
+  std::string protocol = "TCP";
+};
+struct Service {
+  ObjectMeta meta;
+  bool headless = false;                     // clusterIP: None
+  bool publish_not_ready_addresses = false;  // names resolve before pods are Ready
+  std::map<std::string, std::string> selector;
+  std::vector<ServicePort> ports;
+};
+struct Secret {
+  ObjectMeta meta;
+  std::string type = "Opaque";
+  std::map<std::string, std::string> string_data;
+};
+struct ConfigMap {
+  ObjectMeta meta;
+  std::map<std::string, std::string> data;
+};
+
+std::string encode(const Service& service);
+std::string encode(const Secret& secret);
+std::string encode(const ConfigMap& config_map);
+
+}  // namespace muster::proto
