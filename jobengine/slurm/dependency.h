@@ -136,6 +136,7 @@ struct DependencyEvaluation {
   DependencyResult result = DependencyResult::kSatisfied;
   std::vector<DependencyState> states;
 };
-DependencyEvaluation evaluateDependency(const DependencySpec& spec, const DependencyContext& context);
+DependencyEvaluation evaluateDependency(const DependencySpec& spec,
+                                        const DependencyContext& context);
 
 }  // namespace muster::jobengine::slurm

@@ -53,6 +53,8 @@ std::optional<JobState> parseJobState(std::string_view text) {
   return std::nullopt;
 }
 
-bool isFinished(JobState state) { return static_cast<int>(state) > static_cast<int>(JobState::kSuspended); }
+bool isFinished(JobState state) {
+  return static_cast<int>(state) > static_cast<int>(JobState::kSuspended);
+}
 
 }  // namespace muster::jobengine::slurm

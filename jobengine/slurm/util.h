@@ -18,7 +18,9 @@ inline absl::string_view av(std::string_view s) { return absl::string_view(s.dat
 inline bool isDigit(char c) { return c >= '0' && c <= '9'; }
 // C's isspace() in the "C" locale: space, \t, \n, \v, \f, \r.
 inline bool isSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-inline char toLowerAscii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+inline char toLowerAscii(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
 
 // Case-insensitive ASCII equality (Slurm's xstrcasecmp(...) == 0).
 bool equalsIgnoreCase(std::string_view a, std::string_view b);

@@ -177,7 +177,7 @@ TEST_CASE("a task of a step gets its rank, node and the step's shape", "[env]") 
   CHECK(env.at("CUDA_VISIBLE_DEVICES") == "0,1,2,3");  // no --gpus-per-task: all of them
 }
 
-TEST_CASE("--gpus-per-task gives each local task its own slice of the node's GPUs", "[env]") {
+TEST_CASE("with --gpus-per-task each local task gets its own slice of the node's GPUs", "[env]") {
   StepEnvironmentInput step;
   step.node_indices = {0, 1};
   step.tasks_per_node = {3, 2};
@@ -231,7 +231,7 @@ TEST_CASE("without --export everything but SLURM_JWT is exported", "[env]") {
   CHECK(applyExport(parseExportSpec("ALL"), kSubmit) == kSubmit);
 }
 
-TEST_CASE("--export=NONE and NIL keep only SLURM variables", "[env]") {
+TEST_CASE("exporting NONE or NIL keeps only SLURM variables", "[env]") {
   Environment nil = applyExport(parseExportSpec("NIL"), kSubmit);
   CHECK(nil == Environment{{"SLURM_JWT", "secret"},
                            {"SLURM_CONF", "/etc/slurm.conf"},
@@ -242,7 +242,7 @@ TEST_CASE("--export=NONE and NIL keep only SLURM variables", "[env]") {
   CHECK_FALSE(has(none, "HOME"));
 }
 
-TEST_CASE("--export lists copy names, set values and always keep SLURM variables", "[env]") {
+TEST_CASE("export lists copy names, set values and always keep SLURM variables", "[env]") {
   Environment env = applyExport(parseExportSpec("EDITOR,ARG1=test,NOPE"), kSubmit);
   CHECK(env.at("EDITOR") == "vi");
   CHECK(env.at("ARG1") == "test");

@@ -211,7 +211,7 @@ TEST_CASE("GPU requests take an optional type", "[options]") {
         "sbatch: error: Invalid --gpus-per-task specification");
 }
 
-TEST_CASE("--gres entries are name[[:type]:count] with a default count of 1", "[options]") {
+TEST_CASE("gres entries are name[[:type]:count] with a default count of 1", "[options]") {
   CHECK(sbatch({"--gres=gpu:2"}).gres == std::vector<Gres>{{"gpu", std::nullopt, 2}});
   CHECK(sbatch({"--gres=gpu:a100:2,nic:1"}).gres ==
         std::vector<Gres>{{"gpu", "a100", 2}, {"nic", std::nullopt, 1}});
@@ -228,7 +228,7 @@ TEST_CASE("--gres entries are name[[:type]:count] with a default count of 1", "[
   CHECK(sbatchError({"--gres=:2"}) == "sbatch: error: Invalid generic resource (gres) specification");
 }
 
-TEST_CASE("--exclusive values and --oversubscribe share one setting", "[options]") {
+TEST_CASE("exclusive values and oversubscribe share one setting", "[options]") {
   CHECK(sbatch({"--exclusive=mcs"}).exclusive_mode == "mcs");
   CHECK(sbatch({"--exclusive=TOPO"}).exclusive_mode == "topo");
   BatchOptions over = sbatch({"--exclusive", "-s"});
@@ -238,7 +238,7 @@ TEST_CASE("--exclusive values and --oversubscribe share one setting", "[options]
   CHECK(sbatchError({"--exclusive=bogus"}) == "sbatch: error: Invalid --exclusive specification");
 }
 
-TEST_CASE("--requeue, --no-requeue and --kill-on-invalid-dep", "[options]") {
+TEST_CASE("requeue, no-requeue and kill-on-invalid-dep take their values", "[options]") {
   CHECK(sbatch({"--requeue"}).requeue == true);
   CHECK(sbatch({"--requeue", "--no-requeue"}).requeue == false);
   BatchOptions expedite = sbatch({"--requeue=expedite"});
@@ -282,7 +282,7 @@ TEST_CASE("a node list naming a file is refused", "[options]") {
   CHECK(sbatchError({"--exclude=./bad"}).find("--exclude=./bad") != std::string::npos);
 }
 
-TEST_CASE("--export forms are parsed in order", "[options]") {
+TEST_CASE("export forms are parsed in order", "[options]") {
   using Kind = ExportSpec::Item::Kind;
   CHECK(sbatch({"--export=ALL"}).export_env->mode == ExportSpec::Mode::kAll);
   CHECK(sbatch({"--export=NONE"}).export_env->mode == ExportSpec::Mode::kNone);
@@ -318,7 +318,7 @@ TEST_CASE("options Muster cannot honour are ignored with a warning or refused", 
   CHECK(srunError({"--pty", "bash"}) == "srun: error: --pty is not supported by Muster");
 }
 
-TEST_CASE("--wrap refuses script arguments and hetjob separators are refused", "[options]") {
+TEST_CASE("wrap refuses script arguments and hetjob separators are refused", "[options]") {
   CHECK(sbatch({"--wrap", "hostname"}).wrap == "hostname");
   CHECK(sbatchError({"--wrap=hostname", "extra"}) ==
         "sbatch: error: Script arguments not permitted with --wrap option");
@@ -446,7 +446,7 @@ TEST_CASE("two memory options from script and command line are mutually exclusiv
         "exclusive.");
 }
 
-TEST_CASE("--gpus-per-node and --gres=gpu are mutually exclusive", "[options]") {
+TEST_CASE("gpus-per-node and a gpu gres are mutually exclusive", "[options]") {
   CHECK(resolveBatchOptions({}, {}, sbatch({"--gpus-per-node=2", "--gres=gpu:2"})).status().message() ==
         "sbatch: fatal: --gpus-per-node and --gres=gpu are mutually exclusive.");
   CHECK(resolveBatchOptions({}, {}, sbatch({"--gpus-per-node=2", "--gres=nic:1"})).ok());

@@ -138,7 +138,7 @@ TEST_CASE("a script without a final newline is read to its end", "[script]") {
   CHECK(args("#!/bin/sh\n#SBATCH -N2") == Args{"-N2"});
 }
 
-TEST_CASE("--wrap builds sbatch's own script", "[script]") {
+TEST_CASE("wrap builds sbatch's own script", "[script]") {
   CHECK(wrapScript("hostname") ==
         "#!/bin/sh\n# This script was created by sbatch --wrap.\n\nhostname\n");
   CHECK(validateBatchScript(wrapScript("srun a.out")).ok());

@@ -117,7 +117,7 @@ TEST_CASE("%all lists every field separated by bars", "[squeue]") {
   CHECK(f.warnings.empty());
 }
 
-TEST_CASE("-O names take an optional width, justification and suffix", "[squeue]") {
+TEST_CASE("long format names take an optional width, justification and suffix", "[squeue]") {
   SqueueFormat f = parseSqueueLongFormat("jobid,NAME:10,state:.5 x,reasonlist:");
   CHECK(f.fields == std::vector<SqueueField>{
                         field("JobId", 'A', 20, false, ""),
