@@ -16,8 +16,8 @@ using proto::Pod;
 namespace {
 
 // Indexes the job engine adds to the process's pod informer.
-constexpr char kPodsByJobIndex[] = "muster.dev/jobengine-job-uid";
-constexpr char kPodsOfJobsByNodeIndex[] = "muster.dev/jobengine-node";
+constexpr char kPodsByJobIndex[] = "jobengine:job-uid";
+constexpr char kPodsOfJobsByNodeIndex[] = "jobengine:node";
 
 struct Metrics {
   metrics::Family<metrics::Counter>& reconciles = metrics::defaultRegistry().counter(

@@ -311,7 +311,7 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
   for (const auto& [i, pod] : current) {
     if (pod->status.phase == "Running") ++running;
     if (podReady(*pod)) ++ready;
-    if (const auto* c = pod->findCondition("PodScheduled");
+    if (const auto* c = pod->findCondition(proto::vocabulary::kPodScheduledCondition);
         unschedulable.empty() && c != nullptr && c->status == "False" && !c->message.empty())
       unschedulable = c->message;
   }

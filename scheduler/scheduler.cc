@@ -20,7 +20,7 @@ using proto::PodGroup;
 namespace {
 
 // The index of the shared pod informer that files pods under their PodGroup ("ns/name").
-constexpr char kPodsByPodGroupIndex[] = "muster.dev/scheduler-podgroup";
+constexpr char kPodsByPodGroupIndex[] = "scheduler:podgroup";
 
 struct Metrics {
   metrics::Family<metrics::Counter>& attempts = metrics::defaultRegistry().counter(
