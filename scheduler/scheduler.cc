@@ -272,10 +272,16 @@ asio::awaitable<void> Scheduler::loop() {
   ready_ = true;
   MUSTER_LOG_INFO(1, "Caches synced, scheduling", "nodes", cache_.nodeCount(), "pods",
                   cache_.podCount());
+  auto gauges_updated = std::chrono::steady_clock::time_point{};
   while (!stopping_) {
-    updateGauges();
+    // At most once a second while busy (waitingCount() walks every gang), and whenever idle.
+    if (auto now = std::chrono::steady_clock::now(); now - gauges_updated > std::chrono::seconds(1)) {
+      updateGauges();
+      gauges_updated = now;
+    }
     std::optional<GangAttempt> attempt = queue_.pop();
     if (!attempt) {
+      updateGauges();
       auto wake = queue_.nextWakeup();
       auto wait = wake ? std::max(absl::ZeroDuration(), *wake - clock_()) : absl::Hours(1);
       wakeup_->expires_after(absl::ToChronoMilliseconds(wait) + std::chrono::milliseconds(1));
