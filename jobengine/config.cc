@@ -9,8 +9,10 @@ proto::config::Keys jobEngineConfigKeys(JobEngineConfig* c) {
   using proto::config::boolInto;
   using proto::config::mapInto;
   using proto::config::stringInto;
-  return {{"jobEngine", mapInto({{"enabled", boolInto(&c->enabled)},
-                                 {"clusterDomain", stringInto(&c->cluster_domain)}})}};
+  proto::config::Keys keys = {{"jobEngine", mapInto({{"enabled", boolInto(&c->enabled)},
+                                                     {"clusterDomain", stringInto(&c->cluster_domain)}})}};
+  for (auto& k : slurm::slurmConfigKeys(&c->slurm)) keys.push_back(std::move(k));
+  return keys;
 }
 
 absl::Status validateJobEngineConfig(const JobEngineConfig& c) {
@@ -18,7 +20,7 @@ absl::Status validateJobEngineConfig(const JobEngineConfig& c) {
     return proto::config::bad("jobEngine.clusterDomain",
                               proto::strCat("must be a DNS domain such as cluster.local, got \"",
                                             c.cluster_domain, "\""));
-  return absl::OkStatus();
+  return slurm::validateSlurmConfig(c.slurm);
 }
 
 }  // namespace muster::jobengine

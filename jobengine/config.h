@@ -6,10 +6,12 @@
 //     enabled: true              # run the ParallelJob controller (--job-engine overrides)
 //     clusterDomain: cluster.local   # the DNS domain of Services: pod names in hostfiles are
 //                                    # <pod>.<service>.<namespace>.svc.<clusterDomain>
+//   slurm: {...}                     # the Slurm partitions: jobengine/slurm/cluster_config.h
 
 #include <string>
 
 #include "absl/status/status.h"
+#include "jobengine/slurm/cluster_config.h"
 #include "proto/config_reader.h"
 
 namespace muster::jobengine {
@@ -17,9 +19,10 @@ namespace muster::jobengine {
 struct JobEngineConfig {
   bool enabled = true;
   std::string cluster_domain = "cluster.local";
+  slurm::SlurmConfig slurm;  // the key `slurm` (jobengine/slurm/cluster_config.h)
 };
 
-// The top-level keys the job engine owns ("jobEngine"), reading into *config.
+// The top-level keys the job engine owns ("jobEngine", "slurm"), reading into *config.
 proto::config::Keys jobEngineConfigKeys(JobEngineConfig* config);
 absl::Status validateJobEngineConfig(const JobEngineConfig& config);
 

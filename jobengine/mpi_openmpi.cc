@@ -3,29 +3,17 @@
 #include <string>
 
 #include "jobengine/naming.h"
-#include "jobengine/scripts.h"
-#include "jobengine/ssh_keys.h"
 #include "proto/pod_template.h"
 
 namespace muster::jobengine {
 namespace {
 
 using proto::PodTemplate;
-using proto::VolumeSource;
-
-constexpr char kSshVolume[] = "muster-ssh";
-constexpr char kConfigVolume[] = "muster-mpi";
-constexpr char kRunVolume[] = "muster-run";
-constexpr char kWaitContainer[] = "muster-wait-workers";
-constexpr char kRdmaConfContainer[] = "muster-rdma-conf";
-const std::vector<std::string_view> kDeviceResources = {proto::kGpuResource, proto::kRdmaResource};
 
 // Mounts and env the engine gives a container that takes part in MPI.
 void wireContainer(PodTemplate::Container& c, const proto::ParallelJob& job, int32_t index,
                    bool accelerators) {
-  c.addMount(kSshVolume, kSecretMountPath, true);
-  c.addMount(kConfigVolume, kConfigMountPath, true);
-  c.addMount(kRunVolume, kRunMountPath, false);
+  mountSsh(c);
   const std::string hostfile = std::string(kConfigMountPath) + "/hostfile";
   const std::string rsh_args = std::string("-F ") + kRunMountPath + "/ssh/config";
   c.addEnv("OMPI_MCA_orte_default_hostfile", hostfile);  // Open MPI 4
@@ -44,71 +32,6 @@ void wireContainer(PodTemplate::Container& c, const proto::ParallelJob& job, int
     c.addEnv("RDMA_NCCL_CONF", kNcclConfPath);
     c.addEnv("RDMA_UCX_CONF", kUcxConfPath);
   }
-}
-
-// The first init container of a pod asking for GPUs or RDMA: `muster-topology rdma-conf` from
-// Muster's own image writes the NCCL/UCX files for the devices the pod got (setup.sh, later, keeps
-// a non-empty file). argv only, no shell: nothing the user wrote reaches a command line.
-//
-// It asks for main's nvidia.com/gpu and preferred.jp/rdma (limits, and requests where main has
-// them), as given: the kubelet's device manager lets app containers reuse the devices allocated to
-// init containers, so rdma-conf sees the very GPUs and NICs main gets. main's cpu and memory are
-// copied too, because an init container without cpu and memory limits would make a Guaranteed pod
-// Burstable (the kubelet's CPU and memory managers reuse an init container's allocation as well).
-// The pod's effective request does not change: it is the larger of the largest init container's
-// and the sum of the app containers', and this one asks for no more than main alone. Being first,
-// no sidecar (restartable init container) runs beside it to add to that.
-void addRdmaConfContainer(PodTemplate& pod, const PodTemplate::Container& main,
-                          std::string_view image) {
-  if (pod.initContainer(kRdmaConfContainer)) return;  // the user's own one wins
-  PodTemplate::Container c = pod.prependInitContainer(kRdmaConfContainer);
-  c.setImage(image);
-  c.setImagePullPolicy("IfNotPresent");
-  c.setCommand({"muster-topology", "rdma-conf", "--nccl-out", kNcclConfPath, "--ucx-out",
-                kUcxConfPath});
-  c.addMount(kRunVolume, kRunMountPath, false);
-  c.addEnv("RDMA_NCCL_CONF", kNcclConfPath);
-  c.addEnv("RDMA_UCX_CONF", kUcxConfPath);
-  // The user's choice of NICs, when main's env makes one (an entry copied as written).
-  c.copyEnv(main, "MUSTER_RDMA_DEVICES");
-  std::vector<std::string_view> copied = kDeviceResources;
-  copied.push_back("cpu");
-  copied.push_back("memory");
-  c.copyResources(main, copied);
-  c.setRestrictedSecurityContext();
-}
-
-// The worker's `main`: sshd in the launcher's image, with its resources, env and security context.
-void generateWorkerMain(PodTemplate::Container& c, const PodTemplate::Container& launcher_main,
-                        bool keep_mounts) {
-  std::vector<std::string_view> fields = {"image",     "imagePullPolicy", "env",       "envFrom",
-                                          "resources", "securityContext", "workingDir"};
-  if (keep_mounts) fields.push_back("volumeMounts");
-  c.copyFields(launcher_main, fields);
-  c.setCommand({"/bin/sh", "/etc/muster/mpi/sshd.sh"});
-  c.addPort("ssh", kSshPort);
-  c.setTcpReadinessProbe(kSshPort, 2);
-}
-
-proto::OwnerReference ownerOf(const proto::ParallelJob& job) {
-  proto::OwnerReference ref;
-  ref.api_version = "preferred.jp/v1alpha1";
-  ref.kind = "ParallelJob";
-  ref.name = job.meta.name;
-  ref.uid = job.meta.uid;
-  ref.controller = true;
-  ref.block_owner_deletion = true;
-  return ref;
-}
-
-proto::ObjectMeta attemptMeta(const proto::ParallelJob& job, const AttemptInfo& attempt,
-                              std::string name) {
-  proto::ObjectMeta meta;
-  meta.name = std::move(name);
-  meta.namespace_ = job.meta.namespace_;
-  meta.labels = attemptLabels(job, attempt);
-  meta.owner_references.push_back(ownerOf(job));
-  return meta;
 }
 
 absl::Status checkSpec(const proto::ParallelJob& job) {
@@ -141,57 +64,18 @@ std::string OpenMpiRuntime::hostfile(const proto::ParallelJob& job,
 
 std::map<std::string, std::string> OpenMpiRuntime::configFiles(const proto::ParallelJob& job,
                                                                const AttemptInfo& attempt) const {
-  return {{"hostfile", hostfile(job, attempt)},  {"ssh_config", scripts::kSshConfig},
-          {"sshd_config", scripts::kSshdConfig}, {"setup.sh", scripts::kSetup},
-          {"wait-workers.sh", scripts::kWaitWorkers}, {"sshd.sh", scripts::kSshd}};
+  return sshConfigFiles({{"hostfile", hostfile(job, attempt)}});
 }
 
 absl::StatusOr<std::map<std::string, std::string>> OpenMpiRuntime::secretFiles(
     const proto::ParallelJob& job, const AttemptInfo& attempt) const {
-  const std::string comment = "muster-" + attempt.group + "@" + job.meta.namespace_;
-  auto client = generateEd25519Key(comment);
-  if (!client.ok()) return client.status();
-  auto host = generateEd25519Key(comment + "-host");
-  if (!host.ok()) return host.status();
-  return std::map<std::string, std::string>{
-      {"id_ed25519", client->private_key},
-      {"id_ed25519.pub", client->public_key + "\n"},
-      {"authorized_keys", client->public_key + "\n"},
-      {"ssh_host_ed25519_key", host->private_key},
-      {"ssh_host_ed25519_key.pub", host->public_key + "\n"},
-      // Every host of the attempt presents this key, whatever name or port it is reached by.
-      {"known_hosts", "* " + host->public_key + "\n"},
-  };
+  return sshSecretFiles(job, attempt);
 }
 
 absl::StatusOr<std::vector<ApiObject>> OpenMpiRuntime::buildSupport(
     const proto::ParallelJob& job, const AttemptInfo& attempt) const {
   if (absl::Status s = checkSpec(job); !s.ok()) return s;
-  std::vector<ApiObject> out;
-  {  // Headless Service: stable names for every pod, published before the pods are Ready.
-    proto::Service service;
-    service.meta = attemptMeta(job, attempt, attempt.group);
-    service.headless = true;
-    service.publish_not_ready_addresses = true;
-    service.selector = {{kJobUidLabel, job.meta.uid}, {kJobSetNameLabel, attempt.group}};
-    service.ports.push_back({"ssh", kSshPort, kSshPort, "TCP"});
-    out.push_back({&proto::resources::kServices, attempt.group, proto::encode(service)});
-  }
-  {
-    auto files = secretFiles(job, attempt);
-    if (!files.ok()) return files.status();
-    proto::Secret secret;
-    secret.meta = attemptMeta(job, attempt, secretName(attempt.group, job.meta.uid));
-    secret.string_data = *std::move(files);
-    out.push_back({&proto::resources::kSecrets, secret.meta.name, proto::encode(secret)});
-  }
-  {
-    proto::ConfigMap config;
-    config.meta = attemptMeta(job, attempt, configMapName(attempt.group));
-    config.data = configFiles(job, attempt);
-    out.push_back({&proto::resources::kConfigMaps, config.meta.name, proto::encode(config)});
-  }
-  return out;
+  return sshSupportObjects(job, attempt, configFiles(job, attempt));
 }
 
 absl::StatusOr<std::string> OpenMpiRuntime::buildPod(const proto::ParallelJob& job,
@@ -212,51 +96,24 @@ absl::StatusOr<std::string> OpenMpiRuntime::buildPod(const proto::ParallelJob& j
   if (from_worker_tmpl) pod = PodTemplate::parse(*job.spec.worker, "spec.worker");
   if (!pod.ok()) return pod.status();
 
-  // metadata: the template's labels and annotations, then the engine's.
-  const std::string name = podName(attempt.group, index);
-  proto::ObjectMeta meta = attemptMeta(job, attempt, name);
-  std::map<std::string, std::string> labels = pod->labels();
-  for (auto& [k, v] : meta.labels) labels[k] = v;
-  labels[kRoleLabel] = launcher ? "launcher" : "worker";
-  labels[kIndexLabel] = std::to_string(index);
-  labels[kJobGlobalIndexLabel] = std::to_string(index);
-  meta.labels = std::move(labels);
-  meta.annotations = pod->annotations();
-  for (const char* key : {kTopologyRequiredAnnotation, kTopologyPreferredAnnotation,
-                          kGpuNicAffinityAnnotation, kGangTimeoutAnnotation}) {
-    if (auto it = job.meta.annotations.find(key); it != job.meta.annotations.end())
-      meta.annotations[key] = it->second;
-  }
-  meta.annotations[kGangNameAnnotation] = attempt.group;
-  meta.annotations[kGangSizeAnnotation] = std::to_string(job.spec.num_pods);
-
-  pod->setHostname(name);
-  pod->setSubdomain(attempt.group);
-  pod->setSchedulerNameIfUnset(options_.scheduler_name);
-  pod->setRestartPolicyIfUnset("Never");
-  // The keys are copied to 0600 files by setup.sh.
-  pod->addVolume(kSshVolume, {VolumeSource::Kind::kSecret,
-                              secretName(attempt.group, job.meta.uid), 0444});
-  pod->addVolume(kConfigVolume, {VolumeSource::Kind::kConfigMap, configMapName(attempt.group), 0555});
-  pod->addVolume(kRunVolume, {VolumeSource::Kind::kEmptyDir, "", -1});
+  proto::ObjectMeta meta = podMeta(job, attempt, index, *pod, launcher ? "launcher" : "worker");
+  prepareSshPod(*pod, job, attempt, meta.name, options_.scheduler_name);
 
   std::optional<PodTemplate::Container> main = pod->container("main");
   if (!launcher && !from_worker_tmpl) {
     // Inherited from the launcher: its main becomes the generated sshd main.
     main = pod->setContainer("main");
-    generateWorkerMain(*main, *launcher_main, /*keep_mounts=*/true);
+    makeSshdMain(*main, *launcher_main, /*keep_mounts=*/true);
   } else if (!launcher && !main) {
     main = pod->setContainer("main");
-    generateWorkerMain(*main, *launcher_main, /*keep_mounts=*/false);
+    makeSshdMain(*main, *launcher_main, /*keep_mounts=*/false);
   }
-  const bool accelerators = pod->requestsAny(kDeviceResources);
+  const bool accelerators = pod->requestsAny(deviceResources());
   wireContainer(*main, job, index, accelerators);
 
-  if (launcher && !pod->initContainer(kWaitContainer)) {
+  if (launcher && !pod->initContainer("muster-wait-workers")) {
     // Last init container: wait for every worker's sshd (and write the NCCL/UCX files).
-    PodTemplate::Container wait = pod->appendInitContainer(kWaitContainer);
-    wait.copyFields(*main, {"image", "imagePullPolicy", "securityContext"});
-    wait.setCommand({"/bin/sh", "/etc/muster/mpi/wait-workers.sh"});
+    PodTemplate::Container wait = addWaitForPeers(*pod, *main);
     wireContainer(wait, job, index, accelerators);
   }
   if (accelerators && !options_.rdma_conf_image.empty()) {

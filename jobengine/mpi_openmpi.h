@@ -26,15 +26,9 @@
 // it main's devices, and writes the NCCL/UCX files into /muster/rdma; setup.sh keeps them.
 
 #include "jobengine/runtime.h"
+#include "jobengine/ssh_attempt.h"
 
 namespace muster::jobengine {
-
-inline constexpr int kSshPort = 2222;
-inline constexpr char kConfigMountPath[] = "/etc/muster/mpi";
-inline constexpr char kSecretMountPath[] = "/etc/muster/ssh";
-inline constexpr char kRunMountPath[] = "/muster";
-inline constexpr char kNcclConfPath[] = "/muster/rdma/nccl.conf";
-inline constexpr char kUcxConfPath[] = "/muster/rdma/ucx.conf";
 
 class OpenMpiRuntime final : public Runtime {
  public:

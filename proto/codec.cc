@@ -294,6 +294,8 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ContainerSt
       out->state = "terminated";
       out->reason.clear();
       MUSTER_RETURN_IF_ERROR(readInt32(s, q, "exitCode", &out->exit_code));
+      MUSTER_RETURN_IF_ERROR(readInt32(s, q, "signal", &out->signal));
+      MUSTER_RETURN_IF_ERROR(readString(s, q, "message", &out->message));
       return readString(s, q, "reason", &out->reason);
     });
   });
@@ -408,6 +410,46 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PodGroup* o
   });
 }
 
+namespace {
+absl::Status decodeSlurmSpec(const rapidjson::Value& v, const JsonPath& p, SlurmJobSpec* s) {
+  MUSTER_RETURN_IF_ERROR(expectObject(v, p));
+  MUSTER_RETURN_IF_ERROR(readInt64(v, p, "jobId", &s->job_id));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "jobName", &s->job_name));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "partition", &s->partition));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "user", &s->user));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "account", &s->account));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "qos", &s->qos));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "comment", &s->comment));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "command", &s->command));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "submitDir", &s->submit_dir));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "submitHost", &s->submit_host));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "workDir", &s->work_dir));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "stdout", &s->stdout_pattern));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "stderr", &s->stderr_pattern));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "stdin", &s->stdin_path));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "batchSecret", &s->batch_secret));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, p, "ntasks", &s->ntasks));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, p, "ntasksPerNode", &s->ntasks_per_node));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, p, "cpusPerTask", &s->cpus_per_task));
+  MUSTER_RETURN_IF_ERROR(forEachElement(v, p, "tasksPerNode",
+                                        [s](const rapidjson::Value& e, const JsonPath& q) {
+                                          if (!e.IsInt()) return typeError(q, "integer");
+                                          s->tasks_per_node.push_back(e.GetInt());
+                                          return absl::OkStatus();
+                                        }));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, p, "gpusPerNode", &s->gpus_per_node));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, p, "gpusPerTask", &s->gpus_per_task));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "gpuType", &s->gpu_type));
+  MUSTER_RETURN_IF_ERROR(readInt64(v, p, "memPerNodeMB", &s->mem_per_node_mb));
+  MUSTER_RETURN_IF_ERROR(readInt64(v, p, "memPerCpuMB", &s->mem_per_cpu_mb));
+  MUSTER_RETURN_IF_ERROR(readInt64(v, p, "timeLimitSeconds", &s->time_limit_seconds));
+  MUSTER_RETURN_IF_ERROR(readBool(v, p, "requeue", &s->requeue));
+  MUSTER_RETURN_IF_ERROR(readBool(v, p, "hold", &s->hold));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "beginTime", &s->begin_time));
+  return readBool(v, p, "exclusive", &s->exclusive);
+}
+}  // namespace
+
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob* out) {
   *out = ParallelJob{};
   MUSTER_RETURN_IF_ERROR(expectObject(v, path));
@@ -440,6 +482,10 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob
               s.worker = toJson(worker);
               return absl::OkStatus();
             }));
+        MUSTER_RETURN_IF_ERROR(
+            withObject(spec, p, "slurm", [&s](const rapidjson::Value& v, const JsonPath& q) {
+              return decodeSlurmSpec(v, q, &s.slurm.emplace());
+            }));
         return withObject(spec, p, "failurePolicy",
                           [&s](const rapidjson::Value& policy, const JsonPath& q) {
                             return readInt32(policy, q, "maxRestarts", &s.max_restarts);
@@ -454,6 +500,13 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob
     MUSTER_RETURN_IF_ERROR(readString(status, p, "startTime", &s.start_time));
     MUSTER_RETURN_IF_ERROR(readString(status, p, "completionTime", &s.completion_time));
     MUSTER_RETURN_IF_ERROR(readInt32(status, p, "podsReady", &s.pods_ready));
+    MUSTER_RETURN_IF_ERROR(
+        withObject(status, p, "slurm", [&s](const rapidjson::Value& v, const JsonPath& q) {
+          SlurmJobStatus& slurm = s.slurm.emplace();
+          MUSTER_RETURN_IF_ERROR(readString(v, q, "state", &slurm.state));
+          MUSTER_RETURN_IF_ERROR(readString(v, q, "reason", &slurm.reason));
+          return readString(v, q, "exitCode", &slurm.exit_code);
+        }));
     return decodeList(status, p, "conditions", &s.conditions);
   });
 }
@@ -612,9 +665,68 @@ std::string statusPatch(const ParallelJobStatus& status) {
   w.stringOrNullField("startTime", status.start_time);
   w.stringOrNullField("completionTime", status.completion_time);
   if (status.pods_ready) w.integerField("podsReady", *status.pods_ready);
+  if (status.slurm) {
+    w.key("slurm").beginObject();
+    w.stringField("state", status.slurm->state);
+    w.stringOrNullField("reason", status.slurm->reason);
+    w.stringOrNullField("exitCode", status.slurm->exit_code);
+    w.endObject();
+  }
   w.key("conditions").beginArray();
   for (const Condition& c : status.conditions) writeCondition(w, c);
   w.endArray();
+  w.endObject().endObject();
+  return w.str();
+}
+
+std::string encode(const ParallelJob& job) {
+  JsonWriter w;
+  w.beginObject().stringField("apiVersion", "preferred.jp/v1alpha1").stringField("kind", "ParallelJob");
+  writeObjectMeta(w, job.meta);
+  const ParallelJobSpec& s = job.spec;
+  w.key("spec").beginObject();
+  w.key("runtimeRef").beginObject().stringField("name", s.runtime_ref_name).endObject();
+  w.integerField("numPods", s.num_pods);
+  w.integerField("numProcPerPod", s.num_proc_per_pod);
+  if (!s.launcher.empty()) w.key("launcher").raw(s.launcher);
+  if (s.worker) w.key("worker").raw(*s.worker);
+  w.key("failurePolicy").beginObject().integerField("maxRestarts", s.max_restarts).endObject();
+  if (s.slurm) {
+    const SlurmJobSpec& j = *s.slurm;
+    w.key("slurm").beginObject();
+    w.integerField("jobId", j.job_id);
+    w.stringFieldIfSet("jobName", j.job_name);
+    w.stringFieldIfSet("partition", j.partition);
+    w.stringFieldIfSet("user", j.user);
+    w.stringFieldIfSet("account", j.account);
+    w.stringFieldIfSet("qos", j.qos);
+    w.stringFieldIfSet("comment", j.comment);
+    w.stringFieldIfSet("command", j.command);
+    w.stringFieldIfSet("submitDir", j.submit_dir);
+    w.stringFieldIfSet("submitHost", j.submit_host);
+    w.stringFieldIfSet("workDir", j.work_dir);
+    w.stringFieldIfSet("stdout", j.stdout_pattern);
+    w.stringFieldIfSet("stderr", j.stderr_pattern);
+    w.stringFieldIfSet("stdin", j.stdin_path);
+    w.stringFieldIfSet("batchSecret", j.batch_secret);
+    w.integerField("ntasks", j.ntasks);
+    if (j.ntasks_per_node) w.integerField("ntasksPerNode", *j.ntasks_per_node);
+    if (j.cpus_per_task) w.integerField("cpusPerTask", *j.cpus_per_task);
+    w.key("tasksPerNode").beginArray();
+    for (int32_t t : j.tasks_per_node) w.integer(t);
+    w.endArray();
+    if (j.gpus_per_node) w.integerField("gpusPerNode", *j.gpus_per_node);
+    if (j.gpus_per_task) w.integerField("gpusPerTask", *j.gpus_per_task);
+    w.stringFieldIfSet("gpuType", j.gpu_type);
+    if (j.mem_per_node_mb) w.integerField("memPerNodeMB", *j.mem_per_node_mb);
+    if (j.mem_per_cpu_mb) w.integerField("memPerCpuMB", *j.mem_per_cpu_mb);
+    if (j.time_limit_seconds) w.integerField("timeLimitSeconds", *j.time_limit_seconds);
+    w.booleanField("requeue", j.requeue);
+    if (j.hold) w.booleanField("hold", true);
+    w.stringFieldIfSet("beginTime", j.begin_time);
+    if (j.exclusive) w.booleanField("exclusive", true);
+    w.endObject();
+  }
   w.endObject().endObject();
   return w.str();
 }

@@ -81,6 +81,8 @@ std::string eventSeriesPatch(int32_t count, std::string_view last_timestamp);
 // A full coordination.k8s.io/v1 Lease (POST, or PUT with metadata.resourceVersion).
 std::string encode(const Lease& lease);
 
+// A full ParallelJob, for creating one (spec.launcher and spec.worker are written as stored).
+std::string encode(const ParallelJob& job);
 // The body of POST pods/<name>/eviction (policy/v1 Eviction).
 std::string evictionBody(std::string_view pod_namespace, std::string_view pod_name);
 

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "proto/json.h"
 #include "proto/selector.h"
 #include "proto/strings.h"
 
@@ -128,6 +129,80 @@ absl::StatusOr<std::string> readFile(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+namespace {
+
+bool plainInteger(const std::string& s) {
+  size_t i = (s.size() > 1 && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  if (i >= s.size()) return false;
+  for (; i < s.size(); ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  return true;
+}
+
+bool plainFloat(const std::string& s) {
+  double d = 0;
+  if (s.empty() || s == "." || !absl::SimpleAtod(s, &d)) return false;
+  return s.find_first_not_of("+-0123456789.eE") == std::string::npos;
+}
+
+absl::Status appendJson(const YAML::Node& n, const std::string& key, int depth, JsonWriter* w) {
+  if (depth > 64) return bad(key, "is nested too deeply");
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      w->null();
+      return absl::OkStatus();
+    case YAML::NodeType::Scalar: {
+      const std::string& v = n.Scalar();
+      if (n.Tag() == "!" || n.Tag() == "tag:yaml.org,2002:str") {
+        w->string(v);
+      } else if (v == "true" || v == "True" || v == "TRUE") {
+        w->boolean(true);
+      } else if (v == "false" || v == "False" || v == "FALSE") {
+        w->boolean(false);
+      } else if (v == "null" || v == "Null" || v == "NULL" || v == "~" || v.empty()) {
+        w->null();
+      } else if (plainInteger(v)) {
+        int64_t i = 0;
+        if (!parseInt64(v, &i)) return bad(key, strCat("integer out of range: ", v));
+        w->integer(i);
+      } else if (plainFloat(v)) {
+        w->raw(v);
+      } else {
+        w->string(v);
+      }
+      return absl::OkStatus();
+    }
+    case YAML::NodeType::Sequence:
+      w->beginArray();
+      for (size_t i = 0; i < n.size(); ++i)
+        if (absl::Status s = appendJson(n[i], strCat(key, "[", i, "]"), depth + 1, w); !s.ok())
+          return s;
+      w->endArray();
+      return absl::OkStatus();
+    case YAML::NodeType::Map:
+      w->beginObject();
+      for (auto it = n.begin(); it != n.end(); ++it) {
+        if (!it->first.IsScalar()) return bad(key, "keys must be strings");
+        w->key(it->first.Scalar());
+        if (absl::Status s = appendJson(it->second, strCat(key, ".", it->first.Scalar()), depth + 1, w);
+            !s.ok())
+          return s;
+      }
+      w->endObject();
+      return absl::OkStatus();
+  }
+  return bad(key, "is not a YAML value");
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> yamlToJson(const YAML::Node& n, std::string_view key) {
+  JsonWriter w;
+  if (absl::Status s = appendJson(n, std::string(key), 0, &w); !s.ok()) return s;
+  return w.str();
 }
 
 absl::Status positive(std::string_view key, int64_t v) {

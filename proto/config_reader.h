@@ -53,6 +53,11 @@ absl::Status readDocument(std::string_view yaml, const Keys& keys);
 // The whole content of `path`; NotFound naming it.
 absl::StatusOr<std::string> readFile(const std::string& path);
 
+// A YAML value as JSON text, for parts of a config that are Kubernetes objects (a pod template):
+// plain scalars are resolved as YAML 1.2's core schema does (true/false, null/~, integers,
+// floats), quoted ones stay strings; anchors and tags other than the core ones are refused.
+absl::StatusOr<std::string> yamlToJson(const YAML::Node& n, std::string_view key);
+
 // Validation helpers, same message style.
 absl::Status positive(std::string_view key, int64_t v);
 absl::Status nonNegative(std::string_view key, int64_t v);

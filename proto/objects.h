@@ -127,6 +127,8 @@ struct ContainerStatus {
   std::string state;  // "waiting", "running", "terminated", or "" when the server sent none
   std::optional<int32_t> exit_code;  // set when terminated
   std::string reason;  // state.terminated.reason, or state.waiting.reason ("CrashLoopBackOff")
+  std::optional<int32_t> signal;  // state.terminated.signal, when the runtime reports one
+  std::string message;  // state.terminated.message: the container's termination message
 };
 
 struct PodSpec {
@@ -268,6 +270,49 @@ struct PodGroup {
   PodGroupStatus status;
 };
 
+// spec.slurm of a ParallelJob with runtimeRef slurm: what `sbatch` was asked for, as the job
+// engine's Slurm runtime needs it (jobengine/slurm/runtime.h). The pod resources, node selection
+// and topology are already in spec.launcher; the batch script and the submission environment are
+// in the Secret `batch_secret` (they may hold secrets).
+struct SlurmJobSpec {
+  int64_t job_id = 0;
+  std::string job_name;
+  std::string partition;
+  std::string user;  // who submitted (the Kubernetes user name)
+  std::string account;
+  std::string qos;
+  std::string comment;
+  std::string command;  // the batch script's path as submitted, or "(wrap)"
+  std::string submit_dir;
+  std::string submit_host;
+  std::string work_dir;        // --chdir, else the submit dir
+  std::string stdout_pattern;  // -o, unexpanded ("slurm-%j.out")
+  std::string stderr_pattern;  // -e, unexpanded; empty: with stdout
+  std::string stdin_path;      // -i; empty: /dev/null
+  std::string batch_secret;    // Secret holding `script`, `environment`, `args`
+  int32_t ntasks = 1;
+  std::optional<int32_t> ntasks_per_node;
+  std::optional<int32_t> cpus_per_task;
+  std::vector<int32_t> tasks_per_node;  // tasks on each node, in node order
+  std::optional<int32_t> gpus_per_node;
+  std::optional<int32_t> gpus_per_task;
+  std::string gpu_type;
+  std::optional<int64_t> mem_per_node_mb;
+  std::optional<int64_t> mem_per_cpu_mb;
+  std::optional<int64_t> time_limit_seconds;  // absent: UNLIMITED
+  bool requeue = true;                        // --requeue (Slurm's JobRequeue=1 default)
+  bool hold = false;                          // -H: not started until released
+  std::string begin_time;                     // --begin, RFC 3339; empty: at once
+  bool exclusive = false;
+};
+
+// status.slurm: the job as Slurm's tools show it.
+struct SlurmJobStatus {
+  std::string state;      // PENDING RUNNING COMPLETED FAILED TIMEOUT NODE_FAIL CANCELLED ...
+  std::string reason;     // squeue's REASON for a pending job (JobHeldUser, BeginTime, ...)
+  std::string exit_code;  // "code:signal" of the batch script, once it ended
+};
+
 // preferred.jp/v1alpha1 ParallelJob.
 struct ParallelJobSpec {
   std::string runtime_ref_name;  // spec.runtimeRef.name, e.g. "mpi-openmpi"
@@ -279,6 +324,7 @@ struct ParallelJobSpec {
   std::vector<std::string> launcher_container_names;
   std::optional<std::string> worker;  // spec.worker as compact JSON, when given
   int32_t max_restarts = 3;  // spec.failurePolicy.maxRestarts
+  std::optional<SlurmJobSpec> slurm;  // spec.slurm: set by sbatch for runtimeRef slurm
 };
 
 using ParallelJobCondition = Condition;
@@ -292,6 +338,7 @@ struct ParallelJobStatus {
   std::string completion_time;
   std::vector<ParallelJobCondition> conditions;
   std::optional<int32_t> pods_ready;  // status.podsReady; written only when set
+  std::optional<SlurmJobStatus> slurm;  // status.slurm; written only when set
 };
 
 struct ParallelJob {

@@ -68,12 +68,12 @@ class PodBuilder {
   }
   PodBuilder& succeeded() {
     pod_.status.phase = "Succeeded";
-    pod_.status.container_statuses = {{"main", false, 0, "terminated", 0, "Completed"}};
+    pod_.status.container_statuses = {{"main", false, 0, "terminated", 0, "Completed", {}, ""}};
     return *this;
   }
   PodBuilder& failed(int32_t exit_code, const std::string& reason) {
     pod_.status.phase = "Failed";
-    pod_.status.container_statuses = {{"main", false, 0, "terminated", exit_code, reason}};
+    pod_.status.container_statuses = {{"main", false, 0, "terminated", exit_code, reason, {}, ""}};
     return *this;
   }
   PodBuilder& deleting() {

@@ -311,10 +311,10 @@ TEST_CASE("a job being deleted is left to the garbage collector", "[reconcile]")
 
 TEST_CASE("describeTermination prefers main's exit code and names other containers", "[reconcile]") {
   proto::Pod p;
-  p.status.container_statuses = {{"sidecar", false, 0, "terminated", 2, "Error"},
-                                 {"main", false, 0, "terminated", 0, "Completed"}};
+  p.status.container_statuses = {{"sidecar", false, 0, "terminated", 2, "Error", {}, ""},
+                                 {"main", false, 0, "terminated", 0, "Completed", {}, ""}};
   CHECK(describeTermination(p) == "exit code 0 (Completed)");
-  p.status.container_statuses = {{"sidecar", false, 0, "terminated", 2, "Error"}};
+  p.status.container_statuses = {{"sidecar", false, 0, "terminated", 2, "Error", {}, ""}};
   CHECK(describeTermination(p) == "exit code 2 in container sidecar (Error)");
   p.status.container_statuses.clear();
   p.status.reason = "Evicted";
