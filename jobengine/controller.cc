@@ -272,6 +272,7 @@ asio::awaitable<void> Controller::process(std::string key) {
     case Outcome::kDone:
       m().reconciles.with({"done"}).inc();
       s.failures = 0;
+      if (s.requeue_after) enqueueAfter(key, *s.requeue_after);
       break;
     case Outcome::kRetry:
       m().reconciles.with({"retry"}).inc();
@@ -309,9 +310,11 @@ asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string&
   if (auto it = deleted_.find(job->meta.uid); it != deleted_.end()) obs.deleted = it->second;
   if (nodes_ && nodes_->hasSynced())
     obs.node_exists = [this](const std::string& node) { return nodes_->get("", node) != nullptr; };
-  obs.now = proto::rfc3339(options_.clock());
+  obs.now_time = options_.clock();
+  obs.now = proto::rfc3339(obs.now_time);
 
   Plan plan = reconcile(obs, runtimes_);
+  keys_[key].requeue_after = plan.requeue_after;
   MUSTER_LOG_INFO(4, "Reconciled ParallelJob", "paralleljob", key, "attempt", plan.attempt.group,
                   "why", plan.why);
 

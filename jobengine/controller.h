@@ -19,6 +19,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -69,6 +70,7 @@ class Controller {
     bool dirty = false;
     int failures = 0;
     std::shared_ptr<proto::asio::steady_timer> timer;
+    std::optional<std::chrono::milliseconds> requeue_after;  // the last plan's
   };
   enum class Outcome { kDone, kRetry, kError };
 

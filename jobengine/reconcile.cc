@@ -33,7 +33,15 @@ std::string joinNames(const std::vector<std::string>& names) {
 
 struct Failure {
   std::string what;  // "pod x (worker 1) failed: exit code 137 (OOMKilled)"
+  FailureVerdict verdict;
 };
+
+absl::Time parseTime(const std::string& rfc3339) {
+  absl::Time t;
+  std::string err;
+  if (absl::ParseTime(absl::RFC3339_full, rfc3339, &t, &err)) return t;
+  return absl::InfinitePast();
+}
 
 }  // namespace
 
@@ -125,8 +133,13 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
   plan.attempt.group = groupName(job.meta.name, job.status.restarts);
   const AttemptInfo& attempt = plan.attempt;
   proto::ParallelJobStatus desired = job.status;
+  const Runtime* runtime = runtimes.find(spec.runtime_ref_name);
+  const absl::Time now =
+      obs.now_time != absl::InfinitePast() ? obs.now_time : parseTime(obs.now);
+  const Pod* launcher_pod = nullptr;  // the attempt's pod 0, once known
   auto finish = [&](std::string why) {
     plan.why = std::move(why);
+    if (runtime != nullptr) runtime->decorateStatus(job, launcher_pod, now, &desired);
     if (!sameStatus(desired, job.status)) plan.status = desired;
     return plan;
   };
@@ -153,7 +166,22 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
       if (!pod->meta.deletion_timestamp) plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
     return finish("succeeded");
   }
-  if (job.status.phase == "Failed") return finish("failed");
+  launcher_pod = current.count(0) ? current.at(0).get() : nullptr;
+  // Pods a failed job does not keep (idle workers hold their nodes), deleted now and on every
+  // later reconcile until they are gone.
+  auto releaseAfterFailure = [&] {
+    if (runtime == nullptr) return;
+    for (const auto& [i, pod] : current) {
+      if (runtime->keepOnFailure(i) || pod->meta.deletion_timestamp) continue;
+      if (std::none_of(plan.delete_pods.begin(), plan.delete_pods.end(),
+                       [&](const PodRef& r) { return r.uid == pod->meta.uid; }))
+        plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
+    }
+  };
+  if (job.status.phase == "Failed") {
+    releaseAfterFailure();
+    return finish("failed");
+  }
 
   auto fail = [&](const std::string& reason, const std::string& message) {
     desired.phase = "Failed";
@@ -164,10 +192,10 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     if (findCondition(desired.conditions, kConditionRunning))
       setCondition(&desired.conditions, kConditionRunning, "False", "Failed", message, obs.now);
     plan.events.push_back({"Warning", reason, message});
+    releaseAfterFailure();
     return finish(message);
   };
 
-  const Runtime* runtime = runtimes.find(spec.runtime_ref_name);
   if (runtime == nullptr) {
     return fail("UnknownRuntime", "unknown runtime \"" + spec.runtime_ref_name +
                                       "\" in spec.runtimeRef.name; this Muster knows: " +
@@ -212,7 +240,19 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     return finish("waiting for pods of earlier attempts to be deleted: " + joinNames(names));
   }
 
-  const auto* launcher = current.count(0) ? current.at(0).get() : nullptr;
+  // An attempt that has not started may have to wait (a hold, a begin time).
+  if (current.empty()) {
+    StartGate gate = runtime->startGate(job, now);
+    if (!gate.open) {
+      desired.message = gate.message;
+      if (gate.recheck_after)
+        plan.requeue_after = std::max(std::chrono::milliseconds(1),
+                                      absl::ToChronoMilliseconds(*gate.recheck_after));
+      return finish("not started: " + gate.reason);
+    }
+  }
+
+  const auto* launcher = launcher_pod;
   if (launcher != nullptr && launcher->status.phase == "Succeeded") {
     desired.phase = "Succeeded";
     desired.completion_time = obs.now;
@@ -241,9 +281,11 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
       auto d = obs.deleted.find(name);
       if (d != obs.deleted.end() && d->second.attempt == attempt.attempt) {
         if (d->second.by_muster) missing.push_back(i);
-        else failure = Failure{podLabel(name, i) + " was deleted"};
+        else failure = Failure{podLabel(name, i) + " was deleted",
+                               runtime->onFailure(job, i, FailureKind::kPodDeleted, nullptr)};
       } else if (all_created) {
-        failure = Failure{podLabel(name, i) + " is gone (deleted)"};
+        failure = Failure{podLabel(name, i) + " is gone (deleted)",
+                          runtime->onFailure(job, i, FailureKind::kPodDeleted, nullptr)};
       } else {
         missing.push_back(i);
       }
@@ -251,13 +293,16 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     }
     const Pod& pod = *it->second;
     if (pod.status.phase == "Failed") {
-      failure = Failure{podLabel(name, i) + " failed: " + describeTermination(pod)};
+      failure = Failure{podLabel(name, i) + " failed: " + describeTermination(pod),
+                        runtime->onFailure(job, i, FailureKind::kPodFailed, &pod)};
     } else if (pod.meta.deletion_timestamp && !isGangRollback(pod) && !terminal(pod)) {
-      failure = Failure{podLabel(name, i) + " was deleted"};
+      failure = Failure{podLabel(name, i) + " was deleted",
+                        runtime->onFailure(job, i, FailureKind::kPodDeleted, &pod)};
     } else if (!pod.spec.node_name.empty() && obs.node_exists &&
                !obs.node_exists(pod.spec.node_name)) {
       failure = Failure{podLabel(name, i) + " lost its node " + pod.spec.node_name +
-                        " (the node was deleted)"};
+                        " (the node was deleted)",
+                        runtime->onFailure(job, i, FailureKind::kNodeLost, &pod)};
     }
   }
   // Pods of the attempt that never joined (none beyond numPods is ever created).
@@ -265,9 +310,14 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     if (i >= spec.num_pods && !pod->meta.deletion_timestamp)
       plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
 
+  if (failure && !failure->verdict.restart) {
+    return fail(failure->verdict.reason,
+                failure->what + ". The job ends here (not restarted); the pods of attempt " +
+                    attempt.group + " that hold nothing are kept for kubectl logs");
+  }
   if (failure) {
     if (job.status.restarts >= spec.max_restarts) {
-      return fail("MaxRestartsExceeded",
+      return fail(failure->verdict.reason,
                   failure->what + "; no restarts left (maxRestarts " +
                       std::to_string(spec.max_restarts) + ", restarts " +
                       std::to_string(job.status.restarts) + "). The pods of attempt " +
@@ -304,6 +354,26 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
                  "all " + std::to_string(spec.num_pods) + " pods of attempt " + attempt.group +
                      " created",
                  obs.now);
+  }
+
+  // A running attempt past its time limit ends the job; its pods are stopped.
+  if (std::optional<absl::Duration> limit = runtime->timeLimit(job);
+      limit && job.status.phase == "Running") {
+    const proto::Condition* running_cond = findCondition(job.status.conditions, kConditionRunning);
+    const absl::Time since = running_cond != nullptr && running_cond->status == "True"
+                                 ? parseTime(running_cond->last_transition_time)
+                                 : absl::InfinitePast();
+    if (since != absl::InfinitePast()) {
+      if (now - since >= *limit) {
+        for (const auto& [i, pod] : current)
+          if (!terminal(*pod) && !pod->meta.deletion_timestamp)
+            plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
+        return fail("TimeLimitExceeded", "the job ran for its whole time limit (" +
+                                             absl::FormatDuration(*limit) + ") and was stopped");
+      }
+      plan.requeue_after = std::max(std::chrono::milliseconds(1),
+                                    absl::ToChronoMilliseconds(since + *limit - now));
+    }
   }
 
   int32_t running = 0, ready = 0;

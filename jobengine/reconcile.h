@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "jobengine/runtime.h"
 #include "proto/objects.h"
 
@@ -56,6 +57,7 @@ struct Observation {
   // Whether a node exists; nullptr while the node cache is not synced (nodes assumed present).
   std::function<bool(const std::string&)> node_exists;
   std::string now;  // RFC 3339
+  absl::Time now_time = absl::InfinitePast();  // the same instant (InfinitePast: parse `now`)
 };
 
 struct EventSpec {
@@ -80,6 +82,8 @@ struct Plan {
   bool create_pods_needed = false;            // create support objects (if absent) and:
   std::vector<int32_t> create_pods;           // these pod indices
   std::string why;                            // for logs
+  // Reconcile again after this long even if nothing changes (a begin time, a time limit).
+  std::optional<std::chrono::milliseconds> requeue_after;
 };
 
 Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes);

@@ -2,6 +2,7 @@
 
 #include "jobengine/mpi_openmpi.h"
 #include "jobengine/naming.h"
+#include "jobengine/slurm/runtime.h"
 
 namespace muster::jobengine {
 
@@ -24,6 +25,7 @@ std::vector<std::string> RuntimeRegistry::names() const {
 RuntimeRegistry defaultRuntimes(const RuntimeOptions& options) {
   RuntimeRegistry registry;
   registry.add(std::make_unique<OpenMpiRuntime>(options));
+  registry.add(std::make_unique<slurm::SlurmRuntime>(options));
   return registry;
 }
 

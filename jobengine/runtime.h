@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "jobengine/slurm/cluster_config.h"
 #include "proto/client.h"
 #include "proto/objects.h"
 
@@ -47,6 +49,7 @@ struct RuntimeOptions {
   // preferred.jp/rdma get a first init container from it that runs `muster-topology rdma-conf`.
   // Empty: no such init container is added (the NCCL/UCX files stay settings-free placeholders).
   std::string rdma_conf_image;
+  slurm::SlurmConfig slurm;  // the Slurm partitions (the slurm runtime)
 };
 
 struct AttemptInfo {
@@ -61,6 +64,27 @@ struct ApiObject {
   std::string body;
 };
 
+// What a part of an attempt that failed means for the job (Runtime::onFailure).
+enum class FailureKind {
+  kPodFailed,   // phase Failed
+  kPodDeleted,  // deleted (not by Muster's gang rollback) or gone
+  kNodeLost,    // bound to a node that no longer exists
+};
+
+struct FailureVerdict {
+  bool restart = true;  // the whole job is run again while restarts are left
+  // When the job ends now: the Failed condition's reason (CamelCase) and a note for the message.
+  std::string reason = "MaxRestartsExceeded";
+};
+
+// Whether an attempt may create its pods now (Runtime::startGate).
+struct StartGate {
+  bool open = true;
+  std::string reason;   // why not, CamelCase (JobHeldUser, BeginTime)
+  std::string message;  // for a person
+  std::optional<absl::Duration> recheck_after;  // look again then (a begin time)
+};
+
 class Runtime {
  public:
   virtual ~Runtime() = default;
@@ -69,6 +93,30 @@ class Runtime {
                                                               const AttemptInfo& attempt) const = 0;
   virtual absl::StatusOr<std::string> buildPod(const proto::ParallelJob& job,
                                                const AttemptInfo& attempt, int32_t index) const = 0;
+
+  // Optional policy, with the Open MPI runtime's behaviour as the default:
+  //
+  // How a failure of pod `index` is handled: by default every failure restarts the whole job.
+  virtual FailureVerdict onFailure(const proto::ParallelJob& /*job*/, int32_t /*index*/,
+                                   FailureKind /*kind*/, const proto::Pod* /*pod*/) const {
+    return {};
+  }
+  // Whether the attempt's pods may be created now (default: always).
+  virtual StartGate startGate(const proto::ParallelJob& /*job*/, absl::Time /*now*/) const {
+    return {};
+  }
+  // How long an attempt may run once all its pods run; nullopt: no limit. Past it the job ends
+  // with reason TimeLimitExceeded and its pods are deleted.
+  virtual std::optional<absl::Duration> timeLimit(const proto::ParallelJob& /*job*/) const {
+    return std::nullopt;
+  }
+  // Whether the pods of the last attempt stay when the job fails (for kubectl logs). The default
+  // keeps them all; a runtime whose idle pods hold nodes (workers running sshd) keeps fewer.
+  virtual bool keepOnFailure(int32_t /*index*/) const { return true; }
+  // Adds runtime-specific status (status.slurm) to the status the engine is about to write.
+  // `launcher` is the attempt's pod 0 when it exists.
+  virtual void decorateStatus(const proto::ParallelJob& /*job*/, const proto::Pod* /*launcher*/,
+                              absl::Time /*now*/, proto::ParallelJobStatus* /*status*/) const {}
 };
 using RuntimePtr = std::unique_ptr<Runtime>;
 
@@ -82,7 +130,7 @@ class RuntimeRegistry {
   std::map<std::string, RuntimePtr, std::less<>> runtimes_;
 };
 
-// Every runtime Muster ships: mpi-openmpi.
+// Every runtime Muster ships: mpi-openmpi and slurm.
 RuntimeRegistry defaultRuntimes(const RuntimeOptions& options);
 
 // The labels every object of an attempt carries (uid, job name when valid, attempt, jobset-name).

@@ -137,6 +137,7 @@ class Loader {
     }
 
     RestConfig config;
+    config.namespace_ = scalar(context, "namespace");
     if (auto s = readCluster(cluster, cluster_name, config); !s.ok()) return s;
     if (!user_name.empty()) {
       const YAML::Node user = findNamed(root["users"], user_name, "user");
@@ -256,6 +257,9 @@ absl::StatusOr<RestConfig> inClusterConfig(const std::string& sa_dir) {
   auto ca = readFile((fs::path(sa_dir) / "ca.crt").string(), "service account CA");
   if (!ca.ok()) return absl::FailedPreconditionError(std::string(ca.status().message()));
   config.ca_pem = std::move(*ca);
+  if (auto ns = readFile((fs::path(sa_dir) / "namespace").string(), "service account namespace");
+      ns.ok())
+    config.namespace_ = trimmed(std::move(*ns));
   return config;
 }
 

@@ -21,6 +21,8 @@ struct RestConfig {
   // Client certificate (PEM). Both or neither.
   std::string client_cert_pem;
   std::string client_key_pem;
+  // The context's namespace (kubeconfig), or the service account's (in cluster); empty: none set.
+  std::string namespace_;
 };
 
 // Reads a kubeconfig file. `context` overrides current-context when non-empty. File references

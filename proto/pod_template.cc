@@ -151,6 +151,50 @@ void PodTemplate::setRestartPolicyIfUnset(std::string_view policy) {
     set(spec(), "restartPolicy", str(policy, doc_->GetAllocator()), doc_->GetAllocator());
 }
 
+std::map<std::string, std::string> PodTemplate::nodeSelector() const {
+  std::map<std::string, std::string> out;
+  auto it = spec().FindMember("nodeSelector");
+  if (it == spec().MemberEnd() || !it->value.IsObject()) return out;
+  for (const auto& kv : it->value.GetObject())
+    if (kv.value.IsString()) out[kv.name.GetString()] = kv.value.GetString();
+  return out;
+}
+
+void PodTemplate::setPriorityClassName(std::string_view name) {
+  set(spec(), "priorityClassName", str(name, doc_->GetAllocator()), doc_->GetAllocator());
+}
+
+void PodTemplate::setActiveDeadlineSeconds(int64_t seconds) {
+  set(spec(), "activeDeadlineSeconds", Value(static_cast<int64_t>(seconds)), doc_->GetAllocator());
+}
+
+void PodTemplate::addNodeSelector(const std::map<std::string, std::string>& selector) {
+  Alloc& a = doc_->GetAllocator();
+  Value& sel = member(spec(), "nodeSelector", rapidjson::kObjectType, a);
+  for (const auto& [k, v] : selector)
+    if (findMember(sel, k) == sel.MemberEnd()) sel.AddMember(str(k, a), str(v, a), a);
+}
+
+void PodTemplate::addDnsSearches(const std::vector<std::string>& domains) {
+  Alloc& a = doc_->GetAllocator();
+  Value& dns = member(spec(), "dnsConfig", rapidjson::kObjectType, a);
+  Value& searches = member(dns, "searches", rapidjson::kArrayType, a);
+  for (const std::string& d : domains) {
+    bool present = false;
+    for (const auto& e : searches.GetArray()) present = present || (e.IsString() && e.GetString() == d);
+    if (!present) searches.PushBack(str(d, a), a);
+  }
+}
+
+void PodTemplate::copySpecFields(const PodTemplate& other,
+                                 const std::vector<std::string_view>& fields) {
+  Alloc& a = doc_->GetAllocator();
+  for (std::string_view field : fields) {
+    if (!isSet(other.spec(), field)) continue;
+    set(spec(), field, Value(findMember(other.spec(), field)->value, a), a);
+  }
+}
+
 void PodTemplate::addVolume(std::string_view name, const VolumeSource& source) {
   Alloc& a = doc_->GetAllocator();
   Value& volumes = member(spec(), "volumes", rapidjson::kArrayType, a);

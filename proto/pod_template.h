@@ -88,6 +88,17 @@ class PodTemplate {
   void setSubdomain(std::string_view subdomain);
   void setSchedulerNameIfUnset(std::string_view name);
   void setRestartPolicyIfUnset(std::string_view policy);
+  std::map<std::string, std::string> nodeSelector() const;  // spec.nodeSelector (strings)
+  void setPriorityClassName(std::string_view name);
+  void setActiveDeadlineSeconds(int64_t seconds);
+  // Adds nodeSelector entries; a key the template already selects on keeps its value.
+  void addNodeSelector(const std::map<std::string, std::string>& selector);
+  // Appends DNS search domains (spec.dnsConfig.searches), e.g. a headless Service's domain so
+  // that the job's short host names resolve.
+  void addDnsSearches(const std::vector<std::string>& domains);
+  // Copies these fields of `other`'s pod spec verbatim (e.g. "affinity", "tolerations"), where
+  // `other` sets them; the template's own value is replaced.
+  void copySpecFields(const PodTemplate& other, const std::vector<std::string_view>& fields);
   // Adds the volume unless the template has a volume of that name.
   void addVolume(std::string_view name, const VolumeSource& source);
 

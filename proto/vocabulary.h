@@ -69,6 +69,9 @@ inline constexpr char kIndexLabel[] = "muster.dev/index";
 inline constexpr char kJobSetNameLabel[] = "jobset.sigs.k8s.io/jobset-name";
 inline constexpr char kJobGlobalIndexLabel[] = "jobset.sigs.k8s.io/job-global-index";
 
+// On a Slurm job's ParallelJob and pods: its Slurm job id.
+inline constexpr char kSlurmJobIdLabel[] = "muster.dev/slurm-job-id";
+
 // ParallelJob status condition types.
 inline constexpr char kConditionPodsCreated[] = "PodsCreated";
 inline constexpr char kConditionRunning[] = "Running";

@@ -50,8 +50,12 @@ std::string nameAt(const rapidjson::Value& array, rapidjson::SizeType i) {
   return array[i]["name"].GetString();
 }
 
-const RuntimeOptions kWithRdmaConf{"muster-scheduler", "cluster.local",
-                                   "registry.example.com/muster:0.1.0"};
+RuntimeOptions withRdmaConf() {
+  RuntimeOptions o;
+  o.rdma_conf_image = "registry.example.com/muster:0.1.0";
+  return o;
+}
+const RuntimeOptions kWithRdmaConf = withRdmaConf();
 
 TEST_CASE("the hostfile lists every pod's FQDN with numProcPerPod slots, launcher first", "[mpi]") {
   OpenMpiRuntime runtime(RuntimeOptions{});

@@ -1,0 +1,74 @@
+#pragma once
+
+// What every Kubernetes-facing Slurm command (sbatch now; squeue, scancel, ... next) needs: the
+// cluster found like kubectl finds it, the namespace, the Slurm config, the user.
+//
+//   muster-slurm [--kubeconfig F] [--context C] [--namespace NS] <command> [args...]
+//   sbatch [args...]          (a symlink to muster-slurm; then from the environment only)
+//
+// Cluster: --kubeconfig, else $KUBECONFIG, else the in-cluster service account, else
+// ~/.kube/config. Namespace: --namespace, else $MUSTER_NAMESPACE, else the kubeconfig context's
+// (or the service account's), else "default". The Slurm config (partitions): $MUSTER_SLURM_CONFIG
+// = "configmap:<namespace>/<name>[:<key>]" (default configmap:muster-system/muster-scheduler,
+// key config.yaml: the scheduler's own config, as the chart installs it) or "file:<path>" (or a
+// path).
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "jobengine/slurm/cluster_config.h"
+#include "proto/asio.h"
+#include "proto/client.h"
+#include "proto/kubeconfig.h"
+
+namespace muster::jobengine::slurm {
+
+struct GlobalOptions {
+  std::string kubeconfig;
+  std::string context;
+  std::string namespace_;
+};
+
+// An API client with its own I/O thread, for blocking calls (callSync) from the command.
+class ApiSession {
+ public:
+  static absl::StatusOr<std::unique_ptr<ApiSession>> open(const GlobalOptions& options,
+                                                          const std::map<std::string, std::string>& env);
+  ~ApiSession();
+  proto::Client& client() { return *client_; }
+  const proto::RestConfig& config() const { return config_; }
+  const std::string& ns() const { return namespace_; }
+
+ private:
+  ApiSession() = default;
+  proto::asio::io_context io_;
+  std::unique_ptr<proto::asio::executor_work_guard<proto::asio::io_context::executor_type>> work_;
+  std::thread thread_;
+  std::shared_ptr<proto::Client> client_;
+  proto::RestConfig config_;
+  std::string namespace_;
+};
+
+// The Slurm section of Muster's config, from $MUSTER_SLURM_CONFIG (see above).
+absl::StatusOr<SlurmConfig> loadSlurmConfig(ApiSession& session,
+                                            const std::map<std::string, std::string>& env);
+// Where the config came from, for messages and for the job-id counter's default namespace.
+std::string slurmConfigSource(const std::map<std::string, std::string>& env);
+
+// The Kubernetes user name of the session (SelfSubjectReview); $USER when the API server does
+// not say.
+std::string whoAmI(ApiSession& session, const std::map<std::string, std::string>& env);
+
+// Splits "muster-slurm [global options] <command> ..." or "<command> ..." (argv[0] a symlink):
+// the command, its arguments, and the global options. InvalidArgument for a bad global option.
+struct Invocation {
+  std::string command;
+  std::vector<std::string> args;
+  GlobalOptions global;
+};
+absl::StatusOr<Invocation> parseInvocation(int argc, char** argv);
+
+}  // namespace muster::jobengine::slurm

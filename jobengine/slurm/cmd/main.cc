@@ -1,0 +1,91 @@
+// muster-slurm: Muster's Slurm commands in one binary, called as `muster-slurm <command> ...` or
+// through a symlink named after the command (sbatch, srun, scontrol). In a job's pods it also
+// runs the batch step (batch-step) and srun's remote side (step-tasks); `install-tools DIR`
+// copies it into DIR with those symlinks (the job pods' first init container).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "jobengine/slurm/cli.h"
+#include "jobengine/slurm/sbatch_cli.h"
+
+extern char** environ;
+
+namespace muster::jobengine::slurm {
+namespace {
+
+std::map<std::string, std::string> environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+// The commands a job's pods need, as symlinks next to the copied binary.
+constexpr const char* kTools[] = {"sbatch", "srun", "scontrol"};
+
+int installTools(const std::vector<std::string>& args) {
+  if (args.size() != 1) {
+    std::cerr << "usage: muster-slurm install-tools DIR\n";
+    return 2;
+  }
+  namespace fs = std::filesystem;
+  const fs::path dir = args[0];
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    std::cerr << "muster-slurm: cannot create " << dir << ": " << ec.message() << "\n";
+    return 1;
+  }
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    std::cerr << "muster-slurm: cannot find its own binary: " << ec.message() << "\n";
+    return 1;
+  }
+  const fs::path target = dir / "muster-slurm";
+  fs::copy_file(self, target, fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    std::cerr << "muster-slurm: cannot copy itself to " << target << ": " << ec.message() << "\n";
+    return 1;
+  }
+  fs::permissions(target, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+  for (const char* tool : kTools) {
+    const fs::path link = dir / tool;
+    fs::remove(link, ec);
+    fs::create_symlink("muster-slurm", link, ec);
+    if (ec) {
+      std::cerr << "muster-slurm: cannot link " << link << ": " << ec.message() << "\n";
+      return 1;
+    }
+  }
+  std::cout << "muster-slurm: installed into " << dir.string() << "\n";
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  auto inv = parseInvocation(argc, argv);
+  if (!inv.ok()) {
+    std::cerr << inv.status().message() << "\n";
+    return 2;
+  }
+  const auto env = environment();
+  if (inv->command == "sbatch") return sbatchMain(inv->args, inv->global, env, std::cin, std::cout, std::cerr);
+  if (inv->command == "install-tools") return installTools(inv->args);
+  std::cerr << "muster-slurm: unknown command \"" << inv->command << "\" (sbatch, srun, scontrol)\n";
+  return 2;
+}
+
+}  // namespace
+}  // namespace muster::jobengine::slurm
+
+int main(int argc, char** argv) { return muster::jobengine::slurm::run(argc, argv); }

@@ -1,0 +1,300 @@
+#include "jobengine/slurm/runtime.h"
+
+#include <algorithm>
+
+#include "jobengine/naming.h"
+#include "jobengine/slurm/env.h"
+#include "jobengine/slurm/hostlist.h"
+#include "jobengine/ssh_attempt.h"
+#include "proto/strings.h"
+#include "proto/vocabulary.h"
+
+namespace muster::jobengine::slurm {
+
+using proto::PodTemplate;
+using proto::strAppend;
+using proto::strCat;
+using proto::VolumeSource;
+
+namespace {
+
+constexpr char kBatchVolume[] = "muster-slurm-batch";
+constexpr char kToolsContainer[] = "muster-slurm-tools";
+
+// Condition reasons the runtime ends jobs with (status.slurm.state follows from them).
+constexpr char kBatchFailed[] = "BatchScriptFailed";
+constexpr char kNodeFail[] = "NodeFail";
+constexpr char kTimeLimit[] = "TimeLimitExceeded";
+
+absl::Time parseTime(const std::string& s) {
+  absl::Time t;
+  std::string err;
+  if (!s.empty() && absl::ParseTime(absl::RFC3339_full, s, &t, &err)) return t;
+  return absl::InfinitePast();
+}
+
+const proto::ContainerStatus* mainStatus(const proto::Pod& pod) {
+  for (const auto& c : pod.status.container_statuses)
+    if (c.name == "main") return &c;
+  return nullptr;
+}
+
+// "code:signal" of the batch script: batch-step writes it as the termination message; else from
+// the container's exit code (a code above 128 from a signal is reported as that signal).
+std::string exitCodeOf(const proto::Pod& pod) {
+  const proto::ContainerStatus* c = mainStatus(pod);
+  if (c == nullptr || !c->exit_code) return "";
+  const std::string& m = c->message;
+  if (auto colon = m.find(':'); colon != std::string::npos && colon > 0 && m.size() <= 16 &&
+                                m.find_first_not_of("0123456789:\n") == std::string::npos) {
+    std::string out = m;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+  if (c->signal && *c->signal > 0) return strCat(*c->exit_code, ":", *c->signal);
+  if (*c->exit_code > 128 && *c->exit_code < 160) return strCat("0:", *c->exit_code - 128);
+  return strCat(*c->exit_code, ":0");
+}
+
+}  // namespace
+
+std::vector<std::string> SlurmRuntime::nodeNames(const proto::ParallelJob& job,
+                                                 const AttemptInfo& attempt) {
+  std::vector<std::string> names;
+  for (int32_t i = 0; i < job.spec.num_pods; ++i) names.push_back(podName(attempt.group, i));
+  return names;
+}
+
+std::string SlurmRuntime::toolPath() const {
+  return options_.slurm.tools_image.empty() ? kImageToolPath : strCat(kToolsDir, "/muster-slurm");
+}
+
+absl::Status SlurmRuntime::check(const proto::ParallelJob& job, const Partition** partition) const {
+  if (!job.spec.slurm)
+    return absl::InvalidArgumentError(
+        "spec.slurm is missing: Slurm jobs are submitted with sbatch (runtime slurm)");
+  const proto::SlurmJobSpec& s = *job.spec.slurm;
+  if (job.spec.num_pods < 1) return absl::InvalidArgumentError("spec.numPods must be at least 1");
+  if (!s.tasks_per_node.empty() &&
+      s.tasks_per_node.size() != static_cast<size_t>(job.spec.num_pods))
+    return absl::InvalidArgumentError(
+        strCat("spec.slurm.tasksPerNode has ", s.tasks_per_node.size(), " entries for ",
+               job.spec.num_pods, " nodes"));
+  if (!options_.slurm.enabled())
+    return absl::FailedPreconditionError(
+        "this Muster has no Slurm partitions configured (the slurm: section of its config)");
+  *partition = options_.slurm.partition(s.partition);
+  if (*partition == nullptr)
+    return absl::InvalidArgumentError(
+        strCat("partition \"", s.partition, "\" does not exist in this Muster's Slurm config"));
+  if (s.batch_secret.empty())
+    return absl::InvalidArgumentError("spec.slurm.batchSecret is missing");
+  return absl::OkStatus();
+}
+
+std::map<std::string, std::string> SlurmRuntime::nodeEnvironment(const proto::ParallelJob& job,
+                                                                 const AttemptInfo& attempt,
+                                                                 int32_t index) const {
+  const proto::SlurmJobSpec& s = *job.spec.slurm;
+  JobEnvironmentInput in;
+  in.job_id = static_cast<uint32_t>(s.job_id);
+  in.job_name = s.job_name;
+  in.node_names = nodeNames(job, attempt);
+  const int cpus_per_task = s.cpus_per_task.value_or(1);
+  for (int32_t i = 0; i < job.spec.num_pods; ++i) {
+    const int tasks = i < static_cast<int32_t>(s.tasks_per_node.size()) ? s.tasks_per_node[i] : 1;
+    in.tasks_per_node.push_back(tasks);
+    in.cpus_per_node.push_back(std::max(1, tasks * cpus_per_task));
+    if (s.gpus_per_node && *s.gpus_per_node > 0) {
+      std::vector<int> gpus;
+      for (int g = 0; g < *s.gpus_per_node; ++g) gpus.push_back(g);
+      in.gpus_on_node.push_back(std::move(gpus));
+    }
+  }
+  in.ntasks = s.ntasks;
+  if (s.ntasks_per_node) in.ntasks_per_node = *s.ntasks_per_node;
+  if (s.cpus_per_task) in.cpus_per_task = *s.cpus_per_task;
+  std::optional<std::string> type;
+  if (!s.gpu_type.empty()) type = s.gpu_type;
+  if (s.gpus_per_node) in.gpus_per_node = GpuRequest{type, *s.gpus_per_node};
+  if (s.gpus_per_task) in.gpus_per_task = GpuRequest{type, *s.gpus_per_task};
+  if (s.mem_per_node_mb) in.mem_per_node_mb = *s.mem_per_node_mb;
+  if (s.mem_per_cpu_mb) in.mem_per_cpu_mb = *s.mem_per_cpu_mb;
+  in.partition = s.partition.empty() && options_.slurm.partition("") != nullptr
+                     ? options_.slurm.partition("")->name
+                     : s.partition;
+  in.submit_dir = s.submit_dir;
+  in.submit_host = s.submit_host;
+  in.restart_count = attempt.attempt;
+  in.cluster_name = options_.slurm.cluster_name;
+  if (!s.account.empty()) in.account = s.account;
+  if (!s.qos.empty()) in.qos = s.qos;
+  if (!s.user.empty()) in.user = s.user;
+  Environment env = batchEnvironment(in, index);
+  const std::string ssh_config = strCat(kRunMountPath, "/ssh/config");
+  env["MUSTER_SLURM_RSH"] = strCat("ssh -F ", ssh_config);
+  env["MUSTER_SLURM_BIN"] = toolPath();
+  env["MUSTER_SLURM_STATE_DIR"] = kStateDir;
+  if (index == 0) {
+    env["MUSTER_SLURM_BATCH_DIR"] = kBatchMountPath;
+    env["MUSTER_SLURM_WORKDIR"] = s.work_dir.empty() ? s.submit_dir : s.work_dir;
+    env["MUSTER_SLURM_STDOUT"] = s.stdout_pattern.empty() ? "slurm-%j.out" : s.stdout_pattern;
+    if (!s.stderr_pattern.empty()) env["MUSTER_SLURM_STDERR"] = s.stderr_pattern;
+    env["MUSTER_SLURM_STDIN"] = s.stdin_path.empty() ? "/dev/null" : s.stdin_path;
+    env["MUSTER_SLURM_USER"] = s.user;
+    env["MUSTER_SLURM_JOB_NAME"] = s.job_name;
+  }
+  return env;
+}
+
+absl::StatusOr<std::vector<ApiObject>> SlurmRuntime::buildSupport(
+    const proto::ParallelJob& job, const AttemptInfo& attempt) const {
+  const Partition* partition = nullptr;
+  if (absl::Status s = check(job, &partition); !s.ok()) return s;
+  // The hostfile names the nodes as Slurm does (short names), the batch node first; the batch
+  // pod's wait-for-peers init container reads it.
+  std::string hostfile;
+  const std::vector<std::string> names = nodeNames(job, attempt);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const auto& tpn = job.spec.slurm->tasks_per_node;
+    strAppend(&hostfile, names[i], " slots=", i < tpn.size() ? tpn[i] : 1, "\n");
+  }
+  return sshSupportObjects(job, attempt, sshConfigFiles({{"hostfile", hostfile}}));
+}
+
+absl::StatusOr<std::string> SlurmRuntime::buildPod(const proto::ParallelJob& job,
+                                                   const AttemptInfo& attempt,
+                                                   int32_t index) const {
+  const Partition* partition = nullptr;
+  if (absl::Status s = check(job, &partition); !s.ok()) return s;
+  if (index < 0 || index >= job.spec.num_pods)
+    return absl::InvalidArgumentError("pod index out of range");
+  const proto::SlurmJobSpec& s = *job.spec.slurm;
+  auto requested = PodTemplate::parse(job.spec.launcher, "spec.launcher");
+  if (!requested.ok()) return requested.status();
+  std::optional<PodTemplate::Container> requested_main = requested->container("main");
+  if (!requested_main)
+    return absl::InvalidArgumentError(
+        "spec.launcher.spec.containers must contain a container named \"main\"");
+
+  PodTemplate pod = *partition->pod_template;
+  proto::ObjectMeta meta = podMeta(job, attempt, index, pod, index == 0 ? "batch" : "node");
+  meta.labels[proto::vocabulary::kSlurmJobIdLabel] = std::to_string(s.job_id);
+  prepareSshPod(pod, job, attempt, meta.name, options_.scheduler_name);
+  // Short node names resolve through the headless Service's domain.
+  pod.addDnsSearches({strCat(attempt.group, ".", job.meta.namespace_, ".svc.",
+                             options_.cluster_domain)});
+  // Node selection: the partition's nodes, and what the job asked for (-w, -x, -C).
+  pod.addNodeSelector(partition->node_selector);
+  pod.addNodeSelector(requested->nodeSelector());  // the partition's keys win over the job's
+  pod.copySpecFields(*requested, {"affinity"});
+  if (!partition->priority_class_name.empty()) pod.setPriorityClassName(partition->priority_class_name);
+  if (s.time_limit_seconds && *s.time_limit_seconds > 0)
+    pod.setActiveDeadlineSeconds(*s.time_limit_seconds + 300);  // the engine stops it on time
+
+  PodTemplate::Container partition_main = *pod.container("main");
+  std::optional<PodTemplate::Container> main;
+  if (index == 0) {
+    main = partition_main;
+    main->setCommand({toolPath(), "batch-step"});
+    pod.addVolume(kBatchVolume, {VolumeSource::Kind::kSecret, s.batch_secret, 0444});
+    main->addMount(kBatchVolume, kBatchMountPath, true);
+  } else {
+    // A node only serves SSH for srun; its main keeps the partition's image, env and mounts.
+    PodTemplate base = pod;
+    main = pod.setContainer("main");
+    makeSshdMain(*main, *base.container("main"), /*keep_mounts=*/true);
+  }
+  main->copyFields(*requested_main, {"resources"});
+  mountSsh(*main);
+  for (const auto& [k, v] : nodeEnvironment(job, attempt, index)) main->addEnv(k, v);
+  const bool accelerators = pod.requestsAny(deviceResources());
+  if (accelerators) {
+    main->addEnv("RDMA_NCCL_CONF", kNcclConfPath);
+    main->addEnv("RDMA_UCX_CONF", kUcxConfPath);
+  }
+  if (index == 0 && job.spec.num_pods > 1) {
+    PodTemplate::Container wait = addWaitForPeers(pod, *main);
+    mountSsh(wait);
+  }
+  if (!options_.slurm.tools_image.empty()) {
+    PodTemplate::Container tools = pod.prependInitContainer(kToolsContainer);
+    tools.setImage(options_.slurm.tools_image);
+    tools.setImagePullPolicy("IfNotPresent");
+    tools.setCommand({kImageToolPath, "install-tools", kToolsDir});
+    tools.addMount(kRunVolume, kRunMountPath, false);
+    tools.setRestrictedSecurityContext();
+  }
+  if (accelerators && !options_.rdma_conf_image.empty())
+    addRdmaConfContainer(pod, *main, options_.rdma_conf_image);
+  return pod.toPod(meta);
+}
+
+FailureVerdict SlurmRuntime::onFailure(const proto::ParallelJob& job, int32_t index,
+                                       FailureKind kind, const proto::Pod* pod) const {
+  const bool requeue = !job.spec.slurm || job.spec.slurm->requeue;
+  if (index == 0 && kind == FailureKind::kPodFailed && pod != nullptr) {
+    // The batch script ran and ended: its own exit decides, as in Slurm (no requeue).
+    if (pod->status.reason == "DeadlineExceeded") return {false, kTimeLimit};
+    const proto::ContainerStatus* c = mainStatus(*pod);
+    if (c != nullptr && c->exit_code) return {false, kBatchFailed};
+  }
+  return {requeue, kNodeFail};
+}
+
+StartGate SlurmRuntime::startGate(const proto::ParallelJob& job, absl::Time now) const {
+  if (!job.spec.slurm) return {};
+  const proto::SlurmJobSpec& s = *job.spec.slurm;
+  if (s.hold)
+    return {false, "JobHeldUser",
+            strCat("job ", s.job_id, " is held (sbatch -H); release it to let it start"),
+            std::nullopt};
+  const absl::Time begin = parseTime(s.begin_time);
+  if (begin != absl::InfinitePast() && begin > now)
+    return {false, "BeginTime",
+            strCat("job ", s.job_id, " starts no earlier than ", s.begin_time, " (--begin)"),
+            begin - now};
+  return {};
+}
+
+std::optional<absl::Duration> SlurmRuntime::timeLimit(const proto::ParallelJob& job) const {
+  if (!job.spec.slurm || !job.spec.slurm->time_limit_seconds ||
+      *job.spec.slurm->time_limit_seconds <= 0)
+    return std::nullopt;
+  return absl::Seconds(*job.spec.slurm->time_limit_seconds);
+}
+
+void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Pod* launcher,
+                                  absl::Time now, proto::ParallelJobStatus* status) const {
+  if (!job.spec.slurm) return;
+  proto::SlurmJobStatus out;
+  const auto* failed = [&]() -> const proto::Condition* {
+    for (const auto& c : status->conditions)
+      if (c.type == proto::vocabulary::kConditionFailed && c.status == "True") return &c;
+    return nullptr;
+  }();
+  if (status->phase == "Succeeded") {
+    out.state = "COMPLETED";
+    out.exit_code = launcher != nullptr ? exitCodeOf(*launcher) : "0:0";
+    if (out.exit_code.empty()) out.exit_code = "0:0";
+  } else if (status->phase == "Failed") {
+    const std::string reason = failed != nullptr ? failed->reason : "";
+    if (reason == kTimeLimit) out.state = "TIMEOUT";
+    else if (reason == kNodeFail || reason == "MaxRestartsExceeded") out.state = "NODE_FAIL";
+    else out.state = "FAILED";
+    out.reason = reason;
+    if (launcher != nullptr) out.exit_code = exitCodeOf(*launcher);
+    if (out.exit_code.empty()) out.exit_code = out.state == "TIMEOUT" ? "0:15" : "1:0";
+  } else if (status->phase == "Running") {
+    out.state = "RUNNING";
+  } else {
+    out.state = "PENDING";
+    StartGate gate = startGate(job, now);
+    if (!gate.open) out.reason = gate.reason;
+    else if (status->phase == "Restarting" || status->restarts > 0) out.reason = "Requeued";
+    else out.reason = "Resources";
+  }
+  status->slurm = std::move(out);
+}
+
+}  // namespace muster::jobengine::slurm

@@ -1,0 +1,228 @@
+#include "jobengine/slurm/sbatch_cli.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "jobengine/slurm/job_ids.h"
+#include "jobengine/slurm/script.h"
+#include "jobengine/slurm/submit.h"
+#include "proto/codec.h"
+#include "proto/json.h"
+#include "proto/quantity.h"
+#include "proto/selector.h"
+#include "proto/strings.h"
+
+namespace muster::jobengine::slurm {
+
+using proto::strCat;
+
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]\n"
+    "Muster's sbatch: the options of Slurm's sbatch(1) that README.md \"For Slurm users\" lists.\n";
+
+int fail(std::ostream& err, const absl::Status& status) {
+  std::string m(status.message());
+  if (m.rfind("sbatch: ", 0) != 0) m = "sbatch: error: " + m;
+  err << m << "\n";
+  return 1;
+}
+
+absl::StatusOr<std::string> readAll(std::istream& in) {
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string hostName() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) return "";
+  return host;
+}
+
+// The partition's nodes with their allocatable cpu, memory and GPUs; nullopt when the caller may
+// not list nodes (the checks against them are skipped then).
+std::optional<std::vector<NodeShape>> partitionNodes(ApiSession& session, const Partition& p,
+                                                     int verbose, std::ostream& err) {
+  std::string selector;
+  for (const auto& [k, v] : p.node_selector) selector += (selector.empty() ? "" : ",") + k + "=" + v;
+  std::vector<NodeShape> out;
+  std::string cont;
+  do {
+    proto::Request req;
+    req.path = proto::resources::kNodes.collectionPath();
+    if (!selector.empty()) req.query.emplace_back("labelSelector", selector);
+    req.query.emplace_back("limit", "500");
+    if (!cont.empty()) req.query.emplace_back("continue", cont);
+    auto body = session.client().callSync(std::move(req));
+    if (!body.ok()) {
+      if (verbose > 0)
+        err << "sbatch: cannot list the nodes of partition " << p.name
+            << " to check the request (" << body.status().message() << "); the scheduler will\n";
+      return std::nullopt;
+    }
+    auto doc = proto::parseJson(*body);
+    if (!doc.ok() || !doc->IsObject() || !doc->HasMember("items")) return std::nullopt;
+    for (const auto& item : (*doc)["items"].GetArray()) {
+      proto::Node node;
+      if (!proto::decode(item, &node).ok()) continue;
+      NodeShape n;
+      n.name = node.meta.name;
+      n.labels = node.meta.labels;
+      auto q = [&](const char* name) -> const proto::Quantity* {
+        auto it = node.status.allocatable.find(name);
+        return it == node.status.allocatable.end() ? nullptr : &it->second;
+      };
+      if (auto* c = q("cpu")) n.cpu_millis = c->milliValue();
+      if (auto* m = q("memory")) n.memory_mb = m->value() / (1024 * 1024);
+      if (auto* g = q(proto::kGpuResource)) n.gpus = g->value();
+      out.push_back(std::move(n));
+    }
+    cont.clear();
+    if (auto m = doc->FindMember("metadata"); m != doc->MemberEnd() && m->value.IsObject())
+      if (auto c = m->value.FindMember("continue"); c != m->value.MemberEnd() && c->value.IsString())
+        cont = c->value.GetString();
+  } while (!cont.empty());
+  return out;
+}
+
+// "code:signal" -> the exit status sbatch --wait returns (Slurm: the job's exit code).
+int exitStatusOf(const std::string& exit_code, const std::string& state) {
+  int code = 0, sig = 0;
+  if (std::sscanf(exit_code.c_str(), "%d:%d", &code, &sig) < 1) code = 0;
+  if (code == 0 && sig > 0) code = 128 + sig;
+  if (code == 0 && state != "COMPLETED") code = 1;
+  return code;
+}
+
+}  // namespace
+
+int sbatchMain(const std::vector<std::string>& args, const GlobalOptions& global,
+               const std::map<std::string, std::string>& env, std::istream& in, std::ostream& out,
+               std::ostream& err) {
+  auto cli = parseSbatchArgs(args);
+  if (!cli.ok()) return fail(err, cli.status());
+  if (cli->help || cli->usage) {
+    out << kUsage;
+    return 0;
+  }
+  if (cli->version) {
+    out << "slurm 24.05.0 (Muster 0.1)\n";
+    return 0;
+  }
+
+  // The script: a file, --wrap, or stdin.
+  SubmitContext ctx;
+  ctx.environment = env;
+  ctx.submit_host = hostName();
+  std::error_code ec;
+  ctx.submit_dir = std::filesystem::current_path(ec).string();
+  ctx.now = absl::Now();
+  BatchOptions from_script;
+  if (!cli->wrap) {
+    if (!cli->positional.empty()) {
+      ctx.script_path = cli->positional[0];
+      ctx.script_args.assign(cli->positional.begin() + 1, cli->positional.end());
+      std::ifstream file(ctx.script_path, std::ios::binary);
+      if (!file)
+        return fail(err, absl::NotFoundError(strCat("Unable to open file ", ctx.script_path)));
+      ctx.script = *readAll(file);
+    } else {
+      ctx.script = *readAll(in);
+    }
+    auto directives = parseBatchScript(ctx.script, ctx.script_path.empty() ? "(null)" : ctx.script_path);
+    if (!directives.ok()) return fail(err, directives.status());
+    for (const auto& w : directives->warnings) err << "sbatch: error: " << w << "\n";
+    auto parsed = parseScriptOptions(*directives);
+    if (!parsed.ok()) return fail(err, parsed.status());
+    from_script = *std::move(parsed);
+  }
+  auto from_env = optionsFromEnvironment(env);
+  if (!from_env.ok()) return fail(err, from_env.status());
+  auto options = resolveBatchOptions(from_script, *from_env, *cli);
+  if (!options.ok()) return fail(err, options.status());
+  options->positional = cli->positional;
+  for (const IgnoredOption& i : options->ignored) err << i.warning << "\n";
+
+  auto session = ApiSession::open(global, env);
+  if (!session.ok()) return fail(err, session.status());
+  ctx.ns = (*session)->ns();
+  auto config = loadSlurmConfig(**session, env);
+  if (!config.ok()) return fail(err, config.status());
+  if (const Partition* p = config->partition(options->partition.value_or("")))
+    ctx.nodes = partitionNodes(**session, *p, options->verbose, err);
+  // Everything is checked before anything is created (a job id included).
+  if (absl::Status s = checkSubmission(*options, *config, ctx); !s.ok()) return fail(err, s);
+  ctx.user = whoAmI(**session, env);
+
+  auto id = allocateJobId((*session)->client(), config->job_ids);
+  if (!id.ok()) return fail(err, id.status());
+  auto submission = buildSubmission(*options, *config, ctx, *id);
+  if (!submission.ok()) return fail(err, submission.status());
+
+  proto::Request create_job;
+  create_job.verb = proto::Verb::kPost;
+  create_job.path = proto::resources::kParallelJobs.collectionPath(ctx.ns);
+  create_job.body = proto::encode(submission->job);
+  auto created = (*session)->client().callSync(std::move(create_job));
+  if (!created.ok())
+    return fail(err, absl::Status(created.status().code(),
+                                  strCat("Batch job submission failed: ", created.status().message())));
+  proto::ParallelJob job;
+  if (absl::Status s = proto::decodeJson(*created, &job); !s.ok()) return fail(err, s);
+  // The Secret belongs to the job: it goes when the job is deleted.
+  proto::OwnerReference owner;
+  owner.api_version = "preferred.jp/v1alpha1";
+  owner.kind = "ParallelJob";
+  owner.name = job.meta.name;
+  owner.uid = job.meta.uid;
+  owner.controller = true;
+  submission->batch.meta.owner_references.push_back(owner);
+  proto::Request create_secret;
+  create_secret.verb = proto::Verb::kPost;
+  create_secret.path = proto::resources::kSecrets.collectionPath(ctx.ns);
+  create_secret.body = proto::encode(submission->batch);
+  auto secret = (*session)->client().callSync(std::move(create_secret));
+  if (!secret.ok()) {
+    proto::Request remove;
+    remove.verb = proto::Verb::kDelete;
+    remove.path = proto::resources::kParallelJobs.objectPath(ctx.ns, job.meta.name);
+    (void)(*session)->client().callSync(std::move(remove));
+    return fail(err, absl::Status(secret.status().code(),
+                                  strCat("Batch job submission failed: cannot store the batch "
+                                         "script: ", secret.status().message())));
+  }
+  for (const std::string& note : submission->notes) err << note << "\n";
+  if (options->parsable) out << *id << "\n";
+  else out << "Submitted batch job " << *id << "\n";
+  out.flush();
+  if (!options->wait) return 0;
+
+  // --wait: until the job ends; its exit code is sbatch's.
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    proto::Request get;
+    get.path = proto::resources::kParallelJobs.objectPath(ctx.ns, job.meta.name);
+    auto body = (*session)->client().callSync(std::move(get));
+    if (!body.ok()) {
+      if (proto::isNotFound(body.status())) {
+        err << "sbatch: error: job " << *id << " was deleted\n";
+        return 1;
+      }
+      continue;
+    }
+    proto::ParallelJob now;
+    if (!proto::decodeJson(*body, &now).ok() || !now.status.slurm) continue;
+    const std::string& state = now.status.slurm->state;
+    if (state == "PENDING" || state == "RUNNING" || state.empty()) continue;
+    return exitStatusOf(now.status.slurm->exit_code, state);
+  }
+}
+
+}  // namespace muster::jobengine::slurm

@@ -1,0 +1,91 @@
+#pragma once
+
+// What `sbatch` submits, from resolved options (options.h) and a partition (cluster_config.h):
+// the ParallelJob (runtime slurm) and the Secret with the batch script and the submission
+// environment. Pure: no I/O; sbatch_cli.cc talks to the API server.
+//
+// How a Slurm request becomes pods (one pod per Slurm node):
+//   -N n                   numPods n (the gang size); -N a-b takes a
+//   -n t / --ntasks-per-node k   tasks laid out per node as Slurm's block distribution (tasks.h);
+//                          without either, one task per node
+//   -c c                   cpu request per pod = c × the tasks on the busiest node
+//   --mem / --mem-per-cpu / --mem-per-gpu   memory request per pod (MiB); without one, the
+//                          partition's defaultMemPerCpu × cpus, or no memory request
+//   --gpus-per-node g, --gres=gpu[:type]:g  nvidia.com/gpu g per pod; --gpus-per-task g: g ×
+//                          tasks per node; --gpus G: ceil(G / n) per pod; a GPU type selects
+//                          nodes labelled muster.dev/gpu.model=<type> (the topology agent's)
+//   -t                     time limit (else the partition's default); over the partition's
+//                          maximum is refused
+//   -w / -x                nodes (Kubernetes node names) the job may / may not use
+//   -C f                   node labels: "a&b" or "a,b" all of, "a|b" any of; a feature `key=value`
+//                          needs that label value, a bare `key` needs the label to exist
+//   --exclusive            annotation muster.dev/exclusive: the scheduler gives each pod a node
+//                          to itself
+//   --requeue/--no-requeue failurePolicy.maxRestarts 3 / 0 (a lost node requeues the job)
+//   -H, --begin            the job is created held / not before that time
+//   -o -e -i -D --export   recorded; the batch step applies them
+//   --array, --dependency  refused for now (the next issue), never silently ignored
+//
+// Refusals say what Slurm says (sbatch: error: Batch job submission failed: ...), and nothing is
+// created for them.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "jobengine/slurm/cluster_config.h"
+#include "jobengine/slurm/options.h"
+#include "proto/objects.h"
+#include "proto/pod_template.h"
+
+namespace muster::jobengine::slurm {
+
+// A node of the partition, as far as a request needs it to be checked against (allocatable).
+struct NodeShape {
+  std::string name;
+  int64_t cpu_millis = 0;
+  int64_t memory_mb = 0;
+  int64_t gpus = 0;
+  std::map<std::string, std::string> labels;
+};
+
+struct SubmitContext {
+  std::string ns;           // the namespace the job goes to
+  std::string user;         // the submitting Kubernetes user
+  std::string submit_host;  // this machine's host name
+  std::string submit_dir;   // the working directory of sbatch
+  std::map<std::string, std::string> environment;  // sbatch's own environment
+  std::string script;                              // the batch script's text
+  std::string script_path;                         // as given ("" for stdin or --wrap)
+  std::vector<std::string> script_args;
+  absl::Time now;
+  // The partition's nodes; nullopt when they could not be listed (the checks against them are
+  // then skipped).
+  std::optional<std::vector<NodeShape>> nodes;
+};
+
+struct Submission {
+  proto::ParallelJob job;
+  proto::Secret batch;  // its owner reference is added once the job exists
+  std::vector<std::string> notes;  // for stderr: options accepted but not honoured
+};
+
+// The name of the ParallelJob and Secret of job `id`.
+std::string jobObjectName(int64_t job_id);
+std::string batchSecretName(int64_t job_id);
+
+// Checks the request and builds what to submit for job `job_id`.
+absl::StatusOr<Submission> buildSubmission(const BatchOptions& options, const SlurmConfig& config,
+                                           const SubmitContext& context, int64_t job_id);
+// The checks alone (what buildSubmission refuses), for before a job id is taken.
+absl::Status checkSubmission(const BatchOptions& options, const SlurmConfig& config,
+                             const SubmitContext& context);
+
+// NUL-separated KEY=VALUE entries, as /proc/<pid>/environ.
+std::string encodeEnvironment(const std::map<std::string, std::string>& env);
+
+}  // namespace muster::jobengine::slurm

@@ -1,0 +1,376 @@
+// A Slurm batch submission end to end without a cluster: sbatch's options -> the ParallelJob and
+// Secret it submits (submit.h) -> the pods the slurm runtime builds -> the job states reconcile
+// reaches with Slurm's rules (runtime.h).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "jobengine/naming.h"
+#include "jobengine/reconcile.h"
+#include "jobengine/slurm/runtime.h"
+#include "jobengine/slurm/script.h"
+#include "jobengine/slurm/submit.h"
+#include "proto/codec.h"
+#include "proto/json.h"
+
+namespace muster::jobengine::slurm {
+namespace {
+
+constexpr char kConfig[] = R"(
+slurm:
+  clusterName: testcluster
+  defaultPartition: gpu
+  partitions:
+  - name: gpu
+    nodeSelector: {muster.dev/pool: gpu}
+    defaultTime: "2:00:00"
+    maxTime: "1-00:00:00"
+    maxNodes: 16
+    defaultMemPerCpu: 2048
+    priorityClassName: training
+    topologyPreferred: muster.dev/rack
+    template:
+      metadata: {labels: {team: hpc}}
+      spec:
+        serviceAccountName: slurm-jobs
+        tolerations: [{key: gpu, operator: Exists}]
+        containers:
+        - name: main
+          image: registry.example.com/hpc:1
+          env: [{name: SITE, value: "a"}]
+          volumeMounts: [{name: home, mountPath: /home}]
+        volumes:
+        - {name: home, persistentVolumeClaim: {claimName: jail-pvc}}
+  - name: cpu
+    template:
+      spec:
+        containers: [{name: main, image: "registry.example.com/cpu:1"}]
+)";
+
+SlurmConfig config() {
+  auto c = parseSlurmSection(kConfig);
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  return *c;
+}
+
+SubmitContext context() {
+  SubmitContext ctx;
+  ctx.ns = "alice";
+  ctx.user = "alice@example.com";
+  ctx.submit_host = "login-0";
+  ctx.submit_dir = "/home/alice/proj";
+  ctx.environment = {{"PATH", "/usr/bin"}, {"HOME", "/home/alice"}, {"SECRET_TOKEN", "s3cr3t"}};
+  ctx.script = "#!/bin/bash\n#SBATCH --job-name=train\necho hi\n";
+  ctx.script_path = "train.sh";
+  ctx.now = absl::FromUnixSeconds(1767225600);
+  // Four 8-GPU nodes of 64 cpus and 512 GiB, and one small node.
+  ctx.nodes.emplace();
+  for (int i = 0; i < 4; ++i)
+    ctx.nodes->push_back({"gpu-" + std::to_string(i), 64000, 512 * 1024, 8,
+                          {{"muster.dev/pool", "gpu"}, {"muster.dev/gpu.model", "a100"}, {"nvme", "true"}}});
+  ctx.nodes->push_back({"small", 4000, 16 * 1024, 0, {{"muster.dev/pool", "gpu"}}});
+  return ctx;
+}
+
+BatchOptions options(const std::vector<std::string>& argv) {
+  auto o = parseSbatchArgs(argv);
+  INFO(o.status().ToString());
+  REQUIRE(o.ok());
+  return *o;
+}
+
+// What the API server would hand back: the submitted job, encoded and decoded, with a uid.
+proto::ParallelJob submitted(const Submission& s) {
+  proto::ParallelJob job;
+  REQUIRE(proto::decodeJson(proto::encode(s.job), &job).ok());
+  job.meta.uid = "uid-job";
+  job.meta.resource_version = "1";
+  return job;
+}
+
+rapidjson::Document podOf(const SlurmRuntime& runtime, const proto::ParallelJob& job,
+                          int32_t attempt, int32_t index) {
+  AttemptInfo a{attempt, groupName(job.meta.name, attempt)};
+  auto body = runtime.buildPod(job, a, index);
+  INFO(body.status().ToString());
+  REQUIRE(body.ok());
+  auto doc = proto::parseJson(*body);
+  REQUIRE(doc.ok());
+  return std::move(*doc);
+}
+
+std::string envOf(const rapidjson::Value& c, const std::string& name) {
+  for (const auto& e : c["env"].GetArray())
+    if (e["name"].GetString() == name) return e["value"].GetString();
+  return "<unset>";
+}
+
+RuntimeOptions runtimeOptions() {
+  RuntimeOptions o;
+  o.slurm = config();
+  return o;
+}
+
+TEST_CASE("a 4-node GPU batch job becomes one gang of 4 pods that ask for what the script asks",
+          "[slurm]") {
+  auto s = buildSubmission(
+      options({"-N", "4", "--ntasks-per-node=2", "-c", "4", "--gpus-per-node=8", "-t", "30"}),
+      config(), context(), 123);
+  INFO(s.status().ToString());
+  REQUIRE(s.ok());
+  proto::ParallelJob job = submitted(*s);
+  CHECK(job.meta.name == "slurm-123");
+  CHECK(job.spec.runtime_ref_name == "slurm");
+  CHECK(job.spec.num_pods == 4);
+  CHECK(job.spec.max_restarts == 3);  // --requeue is Slurm's default
+  REQUIRE(job.spec.slurm);
+  CHECK(job.spec.slurm->ntasks == 8);
+  CHECK(job.spec.slurm->tasks_per_node == std::vector<int32_t>{2, 2, 2, 2});
+  CHECK(job.spec.slurm->time_limit_seconds == 1800);
+  CHECK(job.spec.slurm->partition == "gpu");
+  CHECK(job.spec.slurm->work_dir == "/home/alice/proj");
+  CHECK(job.meta.annotations.at("muster.dev/topology-preferred") == "muster.dev/rack");
+
+  SlurmRuntime runtime(runtimeOptions());
+  auto batch = podOf(runtime, job, 0, 0);
+  const auto& spec = batch["spec"];
+  CHECK(std::string(spec["serviceAccountName"].GetString()) == "slurm-jobs");
+  CHECK(std::string(spec["priorityClassName"].GetString()) == "training");
+  CHECK(std::string(spec["nodeSelector"]["muster.dev/pool"].GetString()) == "gpu");
+  CHECK(spec["activeDeadlineSeconds"].GetInt64() == 1800 + 300);
+  CHECK(std::string(spec["dnsConfig"]["searches"][0].GetString()) ==
+        "slurm-123-0.alice.svc.cluster.local");
+  const auto& main = spec["containers"][0];
+  CHECK(std::string(main["image"].GetString()) == "registry.example.com/hpc:1");
+  CHECK(std::string(main["command"][1].GetString()) == "batch-step");
+  CHECK(std::string(main["resources"]["requests"]["cpu"].GetString()) == "8000m");
+  CHECK(std::string(main["resources"]["requests"]["memory"].GetString()) == "16384Mi");
+  CHECK(std::string(main["resources"]["limits"]["nvidia.com/gpu"].GetString()) == "8");
+  CHECK(envOf(main, "SLURM_JOB_ID") == "123");
+  CHECK(envOf(main, "SLURM_JOB_NODELIST") == "slurm-123-0-[0-3]");
+  CHECK(envOf(main, "SLURM_TASKS_PER_NODE") == "2(x4)");
+  CHECK(envOf(main, "SLURM_NTASKS") == "8");
+  CHECK(envOf(main, "SLURM_CPUS_PER_TASK") == "4");
+  CHECK(envOf(main, "SLURM_JOB_PARTITION") == "gpu");
+  CHECK(envOf(main, "SLURM_SUBMIT_DIR") == "/home/alice/proj");
+  CHECK(envOf(main, "SLURM_RESTART_COUNT") == "0");
+  CHECK(envOf(main, "SLURM_CLUSTER_NAME") == "testcluster");
+  CHECK(envOf(main, "SITE") == "a");  // the partition's own env stays
+  CHECK(envOf(main, "SECRET_TOKEN") == "<unset>");  // the submission env is in the Secret only
+  CHECK(std::string(batch["metadata"]["annotations"]["gang-scheduling.preferred.jp/gang-size"].GetString()) == "4");
+  CHECK(std::string(batch["metadata"]["labels"]["team"].GetString()) == "hpc");
+  bool batch_mounted = false;
+  for (const auto& m : main["volumeMounts"].GetArray())
+    batch_mounted |= std::string(m["mountPath"].GetString()) == kBatchMountPath;
+  CHECK(batch_mounted);
+
+  auto node = podOf(runtime, job, 0, 2);
+  const auto& node_main = node["spec"]["containers"][0];
+  CHECK(std::string(node_main["command"][1].GetString()) == "/etc/muster/mpi/sshd.sh");
+  CHECK(envOf(node_main, "SLURMD_NODENAME") == "slurm-123-0-2");
+  CHECK(envOf(node_main, "SLURM_NODEID") == "2");
+  CHECK(std::string(node["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"].GetString()) ==
+        "jail-pvc");
+}
+
+TEST_CASE("the batch Secret holds the script and the environment after --export, not the pods",
+          "[slurm]") {
+  auto s = buildSubmission(options({"--export=PATH,EXTRA=1"}), config(), context(), 7);
+  REQUIRE(s.ok());
+  CHECK(s->batch.meta.name == "slurm-7-batch");
+  CHECK(s->batch.string_data.at("script") == context().script);
+  const std::string env = s->batch.string_data.at("environment");
+  CHECK(env.find(std::string("PATH=/usr/bin\0", 14)) != std::string::npos);
+  CHECK(env.find(std::string("EXTRA=1\0", 8)) != std::string::npos);
+  CHECK(env.find("SECRET_TOKEN") == std::string::npos);
+  CHECK(env.find("HOME=") == std::string::npos);
+}
+
+TEST_CASE("what no partition can ever run is refused with Slurm's words", "[slurm]") {
+  auto refusal = [](const std::vector<std::string>& argv) {
+    absl::Status s = checkSubmission(options(argv), config(), context());
+    REQUIRE_FALSE(s.ok());
+    return std::string(s.message());
+  };
+  CHECK(refusal({"-p", "nope"}) == "sbatch: error: Batch job submission failed: Invalid partition name specified");
+  CHECK(refusal({"-t", "2-00:00:00"}) ==
+        "sbatch: error: Batch job submission failed: Requested time limit is invalid (missing or exceeds some limit)");
+  CHECK(refusal({"-N", "17"}) == "sbatch: error: Batch job submission failed: Node count specification invalid");
+  CHECK(refusal({"--gpus-per-node=16"}) ==
+        "sbatch: error: Batch job submission failed: Requested node configuration is not available");
+  CHECK(refusal({"--gres=gpu:h100:1"}) ==
+        "sbatch: error: Batch job submission failed: Requested node configuration is not available");
+  CHECK(refusal({"-w", "gpu-9"}).find("node gpu-9 is not in partition gpu") != std::string::npos);
+  CHECK(refusal({"-N", "5", "--exclusive", "--gpus-per-node=8"}) ==
+        "sbatch: error: Batch job submission failed: Requested node configuration is not available");
+  CHECK(refusal({"--array=0-3"}).find("--array is not supported") != std::string::npos);
+  CHECK(refusal({"--dependency=afterok:1"}).find("--dependency is not supported") != std::string::npos);
+  // Without the nodes (the user may not list them), only the partition's own limits apply.
+  SubmitContext blind = context();
+  blind.nodes.reset();
+  CHECK(checkSubmission(options({"--gpus-per-node=16"}), config(), blind).ok());
+}
+
+TEST_CASE("-w, -x and -C become node affinity and a node selector", "[slurm]") {
+  auto s = buildSubmission(options({"-w", "gpu-[0-1]", "-x", "gpu-3", "-C", "muster.dev/gpu.model=a100&nvme"}),
+                           config(), context(), 9);
+  INFO(s.status().ToString());
+  REQUIRE(s.ok());
+  auto doc = proto::parseJson(s->job.spec.launcher);
+  REQUIRE(doc.ok());
+  const auto& spec = (*doc)["spec"];
+  CHECK(std::string(spec["nodeSelector"]["muster.dev/gpu.model"].GetString()) == "a100");
+  const auto& exprs = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                          ["nodeSelectorTerms"][0]["matchExpressions"];
+  REQUIRE(exprs.Size() == 3);
+  CHECK(std::string(exprs[0]["operator"].GetString()) == "In");
+  CHECK(exprs[0]["values"].Size() == 2);
+  CHECK(std::string(exprs[1]["operator"].GetString()) == "NotIn");
+  CHECK(std::string(exprs[2]["key"].GetString()) == "nvme");
+  CHECK(std::string(exprs[2]["operator"].GetString()) == "Exists");
+}
+
+// --- job states ------------------------------------------------------------------------------
+
+struct Job {
+  Job(const std::vector<std::string>& argv = {"-N", "3"}) : runtimes() {
+    auto s = buildSubmission(options(argv), config(), context(), 55);
+    REQUIRE(s.ok());
+    job = submitted(*s);
+    runtimes.add(std::make_unique<SlurmRuntime>(runtimeOptions()));
+  }
+  // The job as reconcile leaves it after `plan`.
+  void apply(const Plan& plan) {
+    if (plan.status) job.status = *plan.status;
+  }
+  Plan run(absl::Time now = absl::FromUnixSeconds(1767225600)) {
+    Observation obs;
+    obs.job = &job;
+    obs.pods = pods;
+    obs.now_time = now;
+    obs.now = proto::rfc3339(now);
+    return reconcile(obs, runtimes);
+  }
+  // Runs reconcile until the attempt's pods would be created, then "creates" them all Running.
+  void startRunning() {
+    apply(run());  // Pending, attempt recorded
+    Plan p = run();
+    REQUIRE(p.create_pods_needed);
+    AttemptInfo a{job.status.restarts, job.status.job_group_name};
+    pods.clear();
+    for (int32_t i = 0; i < job.spec.num_pods; ++i) {
+      auto body = runtimes.find("slurm")->buildPod(job, a, i);
+      REQUIRE(body.ok());
+      auto pod = std::make_shared<proto::Pod>();
+      REQUIRE(proto::decodeJson(*body, pod.get()).ok());
+      pod->meta.uid = pod->meta.name;
+      pod->spec.node_name = "gpu-" + std::to_string(i);
+      pod->status.phase = "Running";
+      pods.push_back(pod);
+    }
+    apply(p);
+    apply(run());  // PodsCreated
+    apply(run());  // Running
+    REQUIRE(job.status.phase == "Running");
+    REQUIRE(job.status.slurm->state == "RUNNING");
+  }
+  proto::Pod& pod(int i) { return const_cast<proto::Pod&>(*pods[i]); }
+
+  RuntimeRegistry runtimes;
+  proto::ParallelJob job;
+  std::vector<std::shared_ptr<const proto::Pod>> pods;
+};
+
+TEST_CASE("a batch script that exits 0 is COMPLETED and the other nodes are released", "[slurm]") {
+  Job j;
+  j.startRunning();
+  j.pod(0).status.phase = "Succeeded";
+  j.pod(0).status.container_statuses = {{"main", false, 0, "terminated", 0, "Completed", {}, "0:0"}};
+  Plan p = j.run();
+  REQUIRE(p.status);
+  CHECK(p.status->slurm->state == "COMPLETED");
+  CHECK(p.status->slurm->exit_code == "0:0");
+  CHECK(p.delete_pods.size() == 2);
+}
+
+TEST_CASE("a batch script that fails is FAILED with its exit code, never requeued", "[slurm]") {
+  Job j;
+  j.startRunning();
+  j.pod(0).status.phase = "Failed";
+  j.pod(0).status.container_statuses = {{"main", false, 0, "terminated", 3, "Error", {}, "3:0"}};
+  Plan p = j.run();
+  REQUIRE(p.status);
+  CHECK(p.status->phase == "Failed");
+  CHECK(p.status->restarts == 0);
+  CHECK(p.status->slurm->state == "FAILED");
+  CHECK(p.status->slurm->exit_code == "3:0");
+  // The idle nodes are released; the batch pod stays for kubectl logs.
+  std::vector<std::string> deleted;
+  for (const auto& r : p.delete_pods) deleted.push_back(r.name);
+  std::sort(deleted.begin(), deleted.end());
+  CHECK(deleted == std::vector<std::string>{"slurm-55-0-1", "slurm-55-0-2"});
+}
+
+TEST_CASE("a lost node requeues the whole job (NODE_FAIL) and SLURM_RESTART_COUNT grows",
+          "[slurm]") {
+  Job j;
+  j.startRunning();
+  j.pod(2).status.phase = "Failed";
+  Plan p = j.run();
+  REQUIRE(p.status);
+  CHECK(p.status->phase == "Restarting");
+  CHECK(p.status->restarts == 1);
+  CHECK(p.status->slurm->state == "PENDING");
+  CHECK(p.status->slurm->reason == "Requeued");
+  j.apply(p);
+  SlurmRuntime runtime(runtimeOptions());
+  auto next = podOf(runtime, j.job, 1, 0);
+  CHECK(envOf(next["spec"]["containers"][0], "SLURM_RESTART_COUNT") == "1");
+  CHECK(envOf(next["spec"]["containers"][0], "SLURM_JOB_NODELIST") == "slurm-55-1-[0-2]");
+}
+
+TEST_CASE("with --no-requeue a lost node ends the job as NODE_FAIL", "[slurm]") {
+  Job j({"-N", "3", "--no-requeue"});
+  CHECK(j.job.spec.max_restarts == 0);
+  j.startRunning();
+  j.pods.erase(j.pods.begin() + 1);  // gone
+  Plan p = j.run();
+  REQUIRE(p.status);
+  CHECK(p.status->phase == "Failed");
+  CHECK(p.status->slurm->state == "NODE_FAIL");
+}
+
+TEST_CASE("past --time the job is TIMEOUT and every pod is stopped", "[slurm]") {
+  Job j({"-N", "2", "-t", "10"});
+  j.startRunning();
+  const absl::Time started = absl::FromUnixSeconds(1767225600);
+  Plan early = j.run(started + absl::Minutes(9));
+  CHECK_FALSE(early.status);
+  REQUIRE(early.requeue_after);
+  CHECK(*early.requeue_after == std::chrono::milliseconds(60000));
+  Plan late = j.run(started + absl::Minutes(10));
+  REQUIRE(late.status);
+  CHECK(late.status->slurm->state == "TIMEOUT");
+  CHECK(late.delete_pods.size() == 2);
+}
+
+TEST_CASE("a held job creates no pods; one with --begin waits until then", "[slurm]") {
+  Job held({"-H"});
+  held.apply(held.run());
+  Plan p = held.run();
+  CHECK_FALSE(p.create_pods_needed);
+  CHECK(held.job.status.slurm->reason == "JobHeldUser");
+
+  Job later({"--begin=2026-01-01T02:00:00"});
+  later.apply(later.run());
+  Plan q = later.run();
+  CHECK_FALSE(q.create_pods_needed);
+  REQUIRE(q.requeue_after);
+  CHECK(*q.requeue_after == std::chrono::milliseconds(2 * 3600 * 1000));
+  Plan r = later.run(absl::FromUnixSeconds(1767225600) + absl::Hours(2));
+  CHECK(r.create_pods_needed);
+}
+
+}  // namespace
+}  // namespace muster::jobengine::slurm
