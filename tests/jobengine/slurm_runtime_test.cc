@@ -212,7 +212,7 @@ TEST_CASE("what no partition can ever run is refused with Slurm's words", "[slur
   CHECK(checkSubmission(options({"--gpus-per-node=16"}), config(), blind).ok());
 }
 
-TEST_CASE("-w, -x and -C become node affinity and a node selector", "[slurm]") {
+TEST_CASE("sbatch -w -x and -C become node affinity and a node selector", "[slurm]") {
   auto s = buildSubmission(options({"-w", "gpu-[0-1]", "-x", "gpu-3", "-C", "muster.dev/gpu.model=a100&nvme"}),
                            config(), context(), 9);
   INFO(s.status().ToString());
@@ -355,7 +355,7 @@ TEST_CASE("past --time the job is TIMEOUT and every pod is stopped", "[slurm]") 
   CHECK(late.delete_pods.size() == 2);
 }
 
-TEST_CASE("a held job creates no pods; one with --begin waits until then", "[slurm]") {
+TEST_CASE("a held job creates no pods and one with --begin waits until then", "[slurm]") {
   Job held({"-H"});
   held.apply(held.run());
   Plan p = held.run();
