@@ -57,7 +57,8 @@ proto::ObjectMeta podMeta(const proto::ParallelJob& job, const AttemptInfo& atte
   meta.labels = std::move(labels);
   meta.annotations = tmpl.annotations();
   for (const char* key : {kTopologyRequiredAnnotation, kTopologyPreferredAnnotation,
-                          kGpuNicAffinityAnnotation, kGangTimeoutAnnotation}) {
+                          kGpuNicAffinityAnnotation, kGangTimeoutAnnotation,
+                          proto::vocabulary::kExclusiveAnnotation}) {
     if (auto it = job.meta.annotations.find(key); it != job.meta.annotations.end())
       meta.annotations[key] = it->second;
   }

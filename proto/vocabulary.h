@@ -47,6 +47,10 @@ inline constexpr char kLabelGpuModel[] = "muster.dev/gpu.model";
 inline constexpr char kLabelRdmaCount[] = "muster.dev/rdma.count";
 inline constexpr char kLabelRdmaLinkLayer[] = "muster.dev/rdma.link-layer";
 
+// "true" on a pod (from sbatch --exclusive, on a ParallelJob): the pod gets a node to itself -
+// only a node without other pods (DaemonSet pods aside), and no other pod joins it there.
+inline constexpr char kExclusiveAnnotation[] = "muster.dev/exclusive";
+
 // --- pod conditions and reasons -------------------------------------------------------------------
 
 // Kubernetes' own: the scheduler sets PodScheduled=False with reason Unschedulable.

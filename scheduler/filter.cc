@@ -74,7 +74,11 @@ Status filterNodeResourcesFit(const PodInfo& pod, const NodeInfo& node, const Re
       status.reasons.push_back(absl::StrCat("Insufficient ", resourceName(id)));
     }
   }
-  for (int i = kPods + 1; i < resourceCount(); ++i) {
+  if (pod.requests[kNodeShare] > free(kNodeShare)) {
+    status.reasons.emplace_back(pod.requests[kNodeShare] >= kNodeShares ? kReasonNotEmptyForExclusive
+                                                                        : kReasonHeldExclusively);
+  }
+  for (int i = kFirstNamed; i < resourceCount(); ++i) {
     ResourceId id = static_cast<ResourceId>(i);
     if (pod.requests[id] > 0 && pod.requests[id] > free(id)) {
       status.reasons.push_back(absl::StrCat("Insufficient ", resourceName(id)));

@@ -17,7 +17,7 @@
 //                                                                      ports for the requested pod
 //                                                                      ports"
 //   NodeResourcesFit   every requested resource and the pod count  → "Too many pods",
-//                                                                     "Insufficient nvidia.com/gpu"
+//                      (and node exclusivity, resources.h)           "Insufficient nvidia.com/gpu"
 //
 // The first failing filter decides; NodeResourcesFit reports every insufficient resource.
 
@@ -64,6 +64,11 @@ inline constexpr std::string_view kReasonNodeAffinity =
 inline constexpr std::string_view kReasonNodePorts =
     "node(s) didn't have free ports for the requested pod ports";
 inline constexpr std::string_view kReasonTooManyPods = "Too many pods";
+// The node share (resources.h): a pod asking for a node to itself, and the others.
+inline constexpr std::string_view kReasonNotEmptyForExclusive =
+    "node(s) had other pods (the pod asks for a node to itself: muster.dev/exclusive)";
+inline constexpr std::string_view kReasonHeldExclusively =
+    "node(s) were held by a pod that asked for its node to itself (muster.dev/exclusive)";
 
 // The individual filters (Success or the filter's verdict).
 Status filterNodeUnschedulable(const PodInfo& pod, const NodeInfo& node);

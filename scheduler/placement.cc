@@ -59,7 +59,7 @@ inline bool sumFits(const SparseRequest& req, const Resources& free) {
 // A weight to order groups: the biggest members are placed first.
 std::tuple<int64_t, int64_t, int64_t> sizeKey(const Resources& r) {
   int64_t vendor = 0;
-  for (int i = kPods + 1; i < resourceCount(); ++i) vendor += r.v[i];
+  for (int i = kFirstNamed; i < resourceCount(); ++i) vendor += r.v[i];
   return {vendor, r[kCpu], r[kMemory]};
 }
 

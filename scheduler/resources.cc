@@ -7,13 +7,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "proto/vocabulary.h"
 
 namespace muster::scheduler {
 namespace {
 
 struct InternTable {
-  std::array<std::string, kMaxResources> names{"cpu", "memory", "ephemeral-storage", "pods"};
-  std::atomic<int> count{4};
+  std::array<std::string, kMaxResources> names{"cpu", "memory", "ephemeral-storage", "pods",
+                                               proto::vocabulary::kExclusiveAnnotation};
+  std::atomic<int> count{5};
   std::mutex mutex;  // serialises writers; readers see names[i] for i < count (release/acquire)
 };
 
@@ -42,7 +44,8 @@ absl::Status addContainer(const proto::Container& c, Resources* out, bool take_m
           "container ", c.name, " requests resource ", name, ", but the scheduler tracks at most ",
           kMaxResources, " distinct resource names"));
     }
-    if (*id == kPods) return absl::OkStatus();  // "pods" is not a container resource
+    // Neither "pods" nor the node share is a container resource.
+    if (*id == kPods || *id == kNodeShare) return absl::OkStatus();
     int64_t amount = amountOf(*id, q);
     if (take_max) {
       (*out)[*id] = std::max((*out)[*id], amount);
@@ -116,9 +119,18 @@ absl::StatusOr<Resources> podRequests(const proto::Pod& pod) {
                                                      ", but the scheduler tracks at most ",
                                                      kMaxResources, " distinct resource names"));
     }
-    if (*id != kPods) sum[*id] += amountOf(*id, q);
+    if (*id != kPods && *id != kNodeShare) sum[*id] += amountOf(*id, q);
   }
   sum[kPods] = 1;
+  const proto::OwnerReference* owner = pod.meta.controllerRef();
+  if (owner != nullptr && owner->kind == "DaemonSet") {
+    sum[kNodeShare] = 0;
+  } else if (auto it = pod.meta.annotations.find(proto::vocabulary::kExclusiveAnnotation);
+             it != pod.meta.annotations.end() && it->second == "true") {
+    sum[kNodeShare] = kNodeShares;
+  } else {
+    sum[kNodeShare] = 1;
+  }
   return sum;
 }
 
@@ -126,9 +138,10 @@ Resources nodeAllocatable(const proto::Node& node) {
   Resources r;
   for (const auto& [name, q] : node.status.allocatable) {
     std::optional<ResourceId> id = internResource(name);
-    if (!id) continue;
+    if (!id || *id == kNodeShare) continue;
     r[*id] = amountOf(*id, q);
   }
+  r[kNodeShare] = kNodeShares;
   return r;
 }
 
@@ -143,7 +156,7 @@ std::string formatAmount(ResourceId id, int64_t amount) {
 std::string formatResources(const Resources& r) {
   std::vector<std::string> parts;
   int n = resourceCount();
-  for (int i = kPods + 1; i < n; ++i) {
+  for (int i = kFirstNamed; i < n; ++i) {
     if (r.v[i] > 0) {
       parts.push_back(absl::StrCat(formatAmount(static_cast<ResourceId>(i), r.v[i]), " ",
                                    resourceName(static_cast<ResourceId>(i))));
@@ -158,7 +171,7 @@ std::string formatResources(const Resources& r) {
 
 ResourceId dominantResource(const Resources& request) {
   int n = resourceCount();
-  for (int i = kPods + 1; i < n; ++i) {
+  for (int i = kFirstNamed; i < n; ++i) {
     if (request.v[i] > 0 && resourceName(static_cast<ResourceId>(i)).find('/') != std::string::npos) {
       return static_cast<ResourceId>(i);
     }

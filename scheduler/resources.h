@@ -8,7 +8,8 @@
 //
 // cpu is held in millicores, memory and ephemeral-storage in bytes, every other resource
 // (nvidia.com/gpu, preferred.jp/rdma, hugepages-2Mi, any extended name) by its integer value,
-// rounded up as Quantity::value() does. "pods" is 1 for every pod.
+// rounded up as Quantity::value() does. "pods" is 1 for every pod; the node share (kNodeShare)
+// is 1, kNodeShares for an exclusive pod, 0 for a DaemonSet's.
 //
 // Where a container sets a limit but no request for a resource, the request is the limit (the API
 // server's defaulting does this before the scheduler sees the pod; we repeat it for robustness).
@@ -40,6 +41,14 @@ inline constexpr ResourceId kCpu = 0;
 inline constexpr ResourceId kMemory = 1;
 inline constexpr ResourceId kEphemeralStorage = 2;
 inline constexpr ResourceId kPods = 3;
+// Node exclusivity as a resource, so that every rule that places resources places it too: each
+// node has kNodeShares of it; every pod but a DaemonSet's takes one share, a pod asking for a
+// node to itself (muster.dev/exclusive: "true") takes all of them. Such a pod fits only on a
+// node without other pods, and nothing fits beside it. Never named in messages as a resource.
+inline constexpr ResourceId kNodeShare = 4;
+inline constexpr int64_t kNodeShares = 1000000;
+// The first id of the other (extended and named) resources.
+inline constexpr ResourceId kFirstNamed = 5;
 
 // The id of `name`, interning it on first use; nullopt when the table is full.
 std::optional<ResourceId> internResource(std::string_view name);

@@ -29,7 +29,6 @@ absl::Status error(std::string_view what) {
 
 constexpr char kNodeConfigUnavailable[] = "Requested node configuration is not available";
 constexpr char kGpuModelLabel[] = "muster.dev/gpu.model";
-constexpr char kExclusiveAnnotation[] = "muster.dev/exclusive";
 
 // Everything the request means, derived once and used by both the checks and the build.
 struct Shape {
@@ -301,7 +300,7 @@ absl::StatusOr<Submission> buildSubmission(const BatchOptions& o, const SlurmCon
     job.meta.annotations[proto::vocabulary::kTopologyRequiredAnnotation] = s.partition->topology_required;
   if (!s.partition->topology_preferred.empty())
     job.meta.annotations[proto::vocabulary::kTopologyPreferredAnnotation] = s.partition->topology_preferred;
-  if (o.exclusive) job.meta.annotations[kExclusiveAnnotation] = "true";
+  if (o.exclusive) job.meta.annotations[proto::vocabulary::kExclusiveAnnotation] = "true";
   job.spec.runtime_ref_name = "slurm";
   job.spec.num_pods = s.nodes;
   job.spec.num_proc_per_pod = s.max_tasks;

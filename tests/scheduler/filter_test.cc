@@ -179,3 +179,43 @@ TEST_CASE("unsupported features are listed so the pod is not scheduled without t
 
 }  // namespace
 }  // namespace muster::scheduler
+
+namespace muster::scheduler {
+namespace {
+using testing::node;
+using testing::pod;
+
+Status exclusiveVerdict(const testing::PodBuilder& p, std::vector<proto::Pod> others) {
+  ClusterCache cache({});
+  cache.addNode(node("n1").gpus(8));
+  for (const proto::Pod& o : others) cache.addPod(o);
+  return filterNode(*p.info(), cache.node(*cache.findNode("n1")));
+}
+
+proto::Pod daemonSetPod(const std::string& name) {
+  proto::Pod p = pod(name).cpu("100m").onNode("n1");
+  p.meta.owner_references.push_back({"apps/v1", "DaemonSet", "agent", "uid-ds", true, true});
+  return p;
+}
+
+TEST_CASE("an exclusive pod goes only to a node without other pods, DaemonSet pods aside",
+          "[filter]") {
+  auto exclusive = pod("batch").gpus(1).annotation("muster.dev/exclusive", "true");
+  CHECK(exclusiveVerdict(exclusive, {}).ok());
+  CHECK(exclusiveVerdict(exclusive, {daemonSetPod("agent-x")}).ok());
+  Status s = exclusiveVerdict(exclusive, {pod("other").gpus(1).onNode("n1")});
+  CHECK(s.code == Status::Code::kUnschedulable);
+  CHECK(s.reasons == std::vector<std::string>{std::string(kReasonNotEmptyForExclusive)});
+}
+
+TEST_CASE("no pod joins a node held by an exclusive pod, though resources are free", "[filter]") {
+  proto::Pod holder = pod("batch").gpus(1).annotation("muster.dev/exclusive", "true").onNode("n1");
+  Status s = exclusiveVerdict(pod("small").cpu("100m"), {holder});
+  CHECK(s.reasons == std::vector<std::string>{std::string(kReasonHeldExclusively)});
+  CHECK(exclusiveVerdict(pod("small").cpu("100m").annotation("muster.dev/exclusive", "false"),
+                         {pod("other").gpus(1).onNode("n1")})
+            .ok());
+}
+
+}  // namespace
+}  // namespace muster::scheduler
