@@ -141,7 +141,10 @@ absl::StatusOr<Shape> shapeOf(const BatchOptions& o, const SlurmConfig& config,
     s.memory_mb = s.partition->default_mem_per_cpu_mb * s.cpus_per_task * s.max_tasks;
 
   // Time.
-  s.time_limit = o.time_limit ? *o.time_limit : s.partition->default_time_seconds;
+  // Slurm: without --time the partition's DefaultTime, else its MaxTime.
+  s.time_limit = o.time_limit                             ? *o.time_limit
+                 : s.partition->default_time_seconds      ? s.partition->default_time_seconds
+                                                          : s.partition->max_time_seconds;
   if (s.partition->max_time_seconds &&
       (!s.time_limit || *s.time_limit > *s.partition->max_time_seconds))
     return refused("Requested time limit is invalid (missing or exceeds some limit)");

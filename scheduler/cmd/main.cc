@@ -156,6 +156,7 @@ int run(int argc, char** argv) {
     engine_options.runtime.scheduler_name = config.scheduler.scheduler_names.front();
     engine_options.runtime.rdma_conf_image = rdma_conf_image;
     engine_options.runtime.cluster_domain = config.job_engine.cluster_domain;
+    engine_options.runtime.slurm = config.job_engine.slurm;
     engine = std::make_unique<jobengine::Controller>(*client, informers, events, io.get_executor(),
                                                      engine_options);
   }

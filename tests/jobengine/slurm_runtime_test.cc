@@ -194,6 +194,8 @@ TEST_CASE("what no partition can ever run is refused with Slurm's words", "[slur
     return std::string(s.message());
   };
   CHECK(refusal({"-p", "nope"}) == "sbatch: error: Batch job submission failed: Invalid partition name specified");
+  // Without --time: the partition's default; with only a maximum, the maximum (Slurm's rule).
+  CHECK(buildSubmission(options({}), config(), context(), 1)->job.spec.slurm->time_limit_seconds == 7200);
   CHECK(refusal({"-t", "2-00:00:00"}) ==
         "sbatch: error: Batch job submission failed: Requested time limit is invalid (missing or exceeds some limit)");
   CHECK(refusal({"-N", "17"}) == "sbatch: error: Batch job submission failed: Node count specification invalid");

@@ -1,0 +1,238 @@
+// sbatch end to end: the real muster-slurm CLI and the real muster-scheduler (scheduler + job
+// engine with a Slurm partition) against the real kube-apiserver + kwok (tests/cluster/up.sh).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "proto/codec.h"
+#include "proto/kubeconfig.h"
+#include "tests/e2e/support.h"
+
+namespace muster::e2e {
+namespace {
+
+constexpr auto kTimeout = std::chrono::seconds(120);
+
+std::string kubectl(const std::vector<std::string>& args) {
+  auto out = TestCluster::get().kubectl(args);
+  INFO("kubectl " << absl::StrJoin(args, " ") << "\n" << out.status().ToString());
+  REQUIRE(out.ok());
+  return *out;
+}
+
+// Two racks of four 8-GPU kwok nodes for this test alone; a partition "gpu" on them whose jobs
+// must fit one rack.
+class SlurmFixture {
+ public:
+  SlurmFixture() : run_(uniqueName("sl")), ns_(run_), dir_("/tmp/" + run_) {
+    auto config = proto::loadKubeconfig(TestCluster::get().kubeconfig());
+    REQUIRE(config.ok());
+    client_ = makeClient(io_.executor(), *config);
+    kubectl({"apply", "-f", std::string(MUSTER_SOURCE_DIR) + "/manifests/crds/"});
+    kubectl({"wait", "--for", "condition=established", "--timeout=60s", "crd/paralleljobs.preferred.jp"});
+    kubectl({"create", "namespace", ns_});
+    for (int r = 0; r < 2; ++r)
+      for (int i = 0; i < 4; ++i)
+        createNode(*client_, absl::StrCat(run_, "-r", r, "-", i), run_,
+                   {{"muster.dev/block", run_ + "-b"}, {"muster.dev/spine", run_ + "-s"},
+                    {"muster.dev/rack", absl::StrCat(run_, "-r", r)}});
+    waitNodesReady(*client_, run_, 8);
+    std::filesystem::create_directories(dir_);
+    config_path_ = dir_ + "/muster.yaml";
+    std::ofstream(config_path_) << absl::StrCat(R"(topologyLevels: [muster.dev/block, muster.dev/spine, muster.dev/rack]
+metricsBindAddress: 127.0.0.1:0
+leaderElection: {enabled: false}
+queue: {initialBackoffSeconds: 1, maxBackoffSeconds: 2}
+slurm:
+  clusterName: e2e
+  jobIds: {namespace: )", ns_, R"(, name: job-ids}
+  partitions:
+  - name: gpu
+    nodeSelector: {e2e-run: )", run_, R"(}
+    topologyRequired: muster.dev/rack
+    maxTime: "1-00:00:00"
+    template:
+      spec:
+        containers: [{name: main, image: "busybox"}]
+)");
+    scheduler_ = std::make_unique<SchedulerProcess>(slurpConfig(), std::vector<std::string>{"--leader-elect=false", "-v", "3"});
+    scheduler_->start();
+    REQUIRE(waitFor([&] {
+      std::string log = scheduler_->logTail(1 << 20);
+      return log.find("Job engine caches synced") != std::string::npos &&
+             log.find("Caches synced") != std::string::npos;
+    }, kTimeout));
+  }
+  ~SlurmFixture() {
+    scheduler_->terminate();
+    // No garbage collector runs in the test cluster: delete what the jobs own, then the rest.
+    (void)TestCluster::get().kubectl({"delete", "paralleljobs,pods,services,secrets,configmaps",
+                                      "--all", "-n", ns_, "--grace-period=0", "--wait=false"});
+    (void)TestCluster::get().kubectl({"delete", "namespace", ns_, "--wait=false"});
+    cleanupRun(*client_, run_);
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::string slurpConfig() {
+    std::ifstream in(config_path_);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+
+  // muster-slurm with the test's cluster, namespace and config; the command's status and output.
+  absl::StatusOr<std::string> slurm(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"env", "KUBECONFIG=" + TestCluster::get().kubeconfig(),
+                                     "MUSTER_NAMESPACE=" + ns_,
+                                     "MUSTER_SLURM_CONFIG=file:" + config_path_,
+                                     MUSTER_SLURM_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runCommand(argv);
+  }
+
+  std::string script(const std::string& name, const std::string& text) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  int64_t submittedId(const std::string& out) {
+    std::smatch m;
+    REQUIRE(std::regex_search(out, m, std::regex("Submitted batch job ([0-9]+)")));
+    return std::stoll(m[1]);
+  }
+
+  std::vector<proto::Pod> pods(const std::string& selector) {
+    proto::Request req;
+    req.path = proto::resources::kPods.collectionPath(ns_);
+    req.query = {{"labelSelector", selector}};
+    std::vector<proto::Pod> out;
+    auto body = client_->callSync(req);
+    if (!body.ok()) return out;
+    rapidjson::Document doc;
+    doc.Parse(body->c_str());
+    for (const auto& item : doc["items"].GetArray()) {
+      proto::Pod pod;
+      if (proto::decode(item, &pod).ok()) out.push_back(std::move(pod));
+    }
+    return out;
+  }
+
+  size_t count(const std::string& resource) {
+    std::string out = kubectl({"get", resource, "-n", ns_, "-o", "name"});
+    return std::count(out.begin(), out.end(), '\n');
+  }
+
+  const std::string& ns() const { return ns_; }
+  const std::string& run() const { return run_; }
+  SchedulerProcess& scheduler() { return *scheduler_; }
+
+ private:
+  IoThread io_;
+  std::string run_, ns_, dir_, config_path_;
+  std::shared_ptr<proto::Client> client_;
+  std::unique_ptr<SchedulerProcess> scheduler_;
+};
+
+TEST_CASE("sbatch of a 4-node GPU script is one gang bound whole inside one rack", "[slurm]") {
+  SlurmFixture f;
+  std::string path = f.script("train.sh", "#!/bin/bash\n#SBATCH -J train\n#SBATCH -N 4\n"
+                                          "#SBATCH --gpus-per-node=8\n#SBATCH -t 1:00:00\n"
+                                          "srun hostname\n");
+  auto out = f.slurm({"sbatch", path});
+  INFO(out.status().ToString());
+  REQUIRE(out.ok());
+  const int64_t id = f.submittedId(*out);
+  std::vector<proto::Pod> pods;
+  bool bound = waitFor([&] {
+    pods = f.pods("muster.dev/slurm-job-id=" + std::to_string(id));
+    return pods.size() == 4 && std::all_of(pods.begin(), pods.end(), [](const proto::Pod& p) {
+             return !p.spec.node_name.empty();
+           });
+  }, kTimeout, std::chrono::milliseconds(200));
+  INFO(f.scheduler().logTail());
+  REQUIRE(bound);
+  std::set<std::string> racks;
+  for (const auto& p : pods) racks.insert(p.spec.node_name.substr(0, p.spec.node_name.rfind('-')));
+  CHECK(racks.size() == 1);
+  // The ParallelJob and its Secret, owned by it; Slurm's state once kwok runs the pods.
+  CHECK(kubectl({"get", "paralleljobs", "-n", f.ns(), "-o", "name"}).find("slurm-" + std::to_string(id)) !=
+        std::string::npos);
+  const std::string uid = kubectl({"get", "paralleljob", "-n", f.ns(), "slurm-" + std::to_string(id),
+                                   "-o", "jsonpath={.metadata.uid}"});
+  CHECK(kubectl({"get", "secret", "-n", f.ns(), absl::StrCat("slurm-", id, "-batch"), "-o",
+                 "jsonpath={.metadata.ownerReferences[0].uid}"}) == uid);
+  bool running = waitFor([&] {
+    auto state = TestCluster::get().kubectl({"get", "paralleljob", "-n", f.ns(),
+                                              "slurm-" + std::to_string(id), "-o",
+                                              "jsonpath={.status.slurm.state}"});
+    return state.ok() && *state == "RUNNING";
+  }, kTimeout, std::chrono::milliseconds(300));
+  CHECK(running);
+}
+
+TEST_CASE("50 jobs submitted by 8 sbatch processes at once get 50 distinct increasing ids",
+          "[slurm]") {
+  SlurmFixture f;
+  std::string path = f.script("held.sh", "#!/bin/sh\ntrue\n");
+  std::vector<std::vector<int64_t>> ids(8);
+  std::vector<std::string> errors(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int j = 0; j < (t < 2 ? 7 : 6); ++j) {
+        auto out = f.slurm({"sbatch", "-H", "--parsable", path});
+        if (!out.ok()) {
+          errors[t] = std::string(out.status().message());
+          return;
+        }
+        ids[t].push_back(std::stoll(*out));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) CHECK(e == "");
+  std::set<int64_t> all;
+  size_t total = 0;
+  for (const auto& list : ids) {
+    total += list.size();
+    all.insert(list.begin(), list.end());
+    CHECK(std::is_sorted(list.begin(), list.end()));  // one process's ids increase
+  }
+  CHECK(total == 50);
+  REQUIRE(all.size() == 50);
+  CHECK(*all.begin() == 1);
+  CHECK(*all.rbegin() == 50);
+  CHECK(f.count("paralleljobs") == 50);
+}
+
+TEST_CASE("a refused submission creates nothing", "[slurm]") {
+  SlurmFixture f;
+  std::string path = f.script("big.sh", "#!/bin/sh\n#SBATCH --gpus-per-node=16\ntrue\n");
+  auto too_big = f.slurm({"sbatch", path});
+  REQUIRE_FALSE(too_big.ok());
+  CHECK(std::string(too_big.status().message()).find(
+            "sbatch: error: Batch job submission failed: Requested node configuration is not available") !=
+        std::string::npos);
+  auto no_partition = f.slurm({"sbatch", "-p", "nope", path});
+  REQUIRE_FALSE(no_partition.ok());
+  CHECK(std::string(no_partition.status().message()).find("Invalid partition name specified") !=
+        std::string::npos);
+  auto too_long = f.slurm({"sbatch", "-t", "2-00:00:00", "--gpus-per-node=1", path});
+  REQUIRE_FALSE(too_long.ok());
+  auto bad_option = f.slurm({"sbatch", "--no-such-option", path});
+  REQUIRE_FALSE(bad_option.ok());
+  CHECK(std::string(bad_option.status().message()).find("sbatch: unrecognized option '--no-such-option'") !=
+        std::string::npos);
+  CHECK(f.count("paralleljobs") == 0);
+  CHECK(f.count("secrets") == 0);
+  // Not even a job id was taken.
+  CHECK_FALSE(TestCluster::get().kubectl({"get", "configmap", "-n", f.ns(), "job-ids"}).ok());
+}
+
+}  // namespace
+}  // namespace muster::e2e
