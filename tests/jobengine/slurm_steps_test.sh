@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# Real batch scripts through batch-step, srun and step-tasks, with real processes, outside
+# Kubernetes: a 3-node job n[1-3] whose "nodes" all live on this machine. srun reaches n2 and n3
+# through slurm/fake_rsh.sh, a test-only stand-in for ssh (it scrubs the environment like sshd
+# and can play a node that is down), and runs n1's share locally, as on the batch pod. Each job
+# gets the environment the job engine gives the batch pod (SLURM_*, MUSTER_SLURM_*), a batch dir
+# (script, NUL-separated submission environment) and its own work and state dirs.
+#
+# Checked: scontrol's hostlists; srun's task fan-out (SLURM_PROCID 0..5 once each, 2 per node,
+# local ids, step ids counting from 0), -w, environment sent over the channel, -l labels, exit
+# codes (highest code, 128+signal), SIGTERM to srun and to batch-step killing every task (by
+# pid), a node that is down (batch-step waits for it; srun fails cleanly when it goes away),
+# slurm-<id>.out in the work dir, the termination log, and Open MPI 4.1's mpirun launching its
+# orteds through this srun (when mpicc/mpirun are installed).
+#
+# Usage: slurm_steps_test.sh MUSTER_SLURM_BINARY FAKE_RSH
+set -euo pipefail
+tool=$(realpath "$1")
+rsh=$(realpath "$2")
+work=$(mktemp -d /tmp/muster-slurm-steps.XXXXXX)
+bg=()
+launch_prefix=()  # a command batch-step runs under (e.g. a UTS namespace with the pod's hostname)
+cleanup() {
+  for p in "${bg[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkdir -p "$work/bin"
+cp "$tool" "$work/bin/muster-slurm"
+ln -s muster-slurm "$work/bin/srun"
+ln -s muster-slurm "$work/bin/scontrol"
+
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$work"/job*/work/slurm-*.out "$work"/job*/container.*; do
+    [ -s "$f" ] && { echo "--- $f"; tail -n 40 "$f"; }
+  done >&2
+  exit 1
+}
+
+# prepare ID SCRIPT: the job's directories, script and submission environment.
+prepare() {
+  local dir="$work/job$1"
+  mkdir -p "$dir/batch" "$dir/state" "$dir/work" "$dir/rsh"
+  printf '%s' "$2" > "$dir/batch/script"
+  printf 'HOME=/root\0PATH=/usr/local/bin:/usr/bin:/bin\0USER=tester\0FAKE_RSH_STATE=%s\0' \
+    "$dir/rsh" > "$dir/batch/environment"
+}
+
+# start ID [VAR=VALUE...]: batch-step of job ID in the background ($! is it), with the batch
+# pod's environment; later VAR=VALUE arguments override the defaults.
+start() {
+  local id=$1
+  shift
+  local dir="$work/job$id"
+  env -i PATH=/usr/bin:/bin HOME=/root \
+    SLURM_JOB_ID="$id" SLURM_JOBID="$id" SLURM_JOB_NAME=steps SLURM_JOB_NODELIST='n[1-3]' \
+    SLURM_NODELIST='n[1-3]' SLURM_JOB_NUM_NODES=3 SLURM_NNODES=3 SLURM_NTASKS=6 SLURM_NPROCS=6 \
+    SLURM_TASKS_PER_NODE='2(x3)' SLURM_JOB_CPUS_PER_NODE='2(x3)' SLURM_CPUS_ON_NODE=2 \
+    SLURMD_NODENAME=n1 HOSTNAME=n1 SLURM_NODEID=0 SLURM_PROCID=0 SLURM_LOCALID=0 \
+    SLURM_SUBMIT_DIR="$dir/work" SLURM_RESTART_COUNT=0 ENVIRONMENT=BATCH \
+    MUSTER_SLURM_RSH="$rsh" MUSTER_SLURM_BIN="$work/bin/muster-slurm" \
+    MUSTER_SLURM_STATE_DIR="$dir/state" MUSTER_SLURM_BATCH_DIR="$dir/batch" \
+    MUSTER_SLURM_WORKDIR="$dir/work" MUSTER_SLURM_USER=tester MUSTER_SLURM_JOB_NAME=steps \
+    MUSTER_TERMINATION_LOG="$dir/termination-log" FAKE_RSH_STATE="$dir/rsh" \
+    "$@" "${launch_prefix[@]}" "$work/bin/muster-slurm" batch-step \
+    > "$dir/container.out" 2> "$dir/container.err" &
+}
+
+# finish ID PID: waits (bounded) for batch-step and records its exit code.
+finish() {
+  local rc=0
+  timeout 120 tail --pid="$2" -f /dev/null || fail "job $1 did not finish in 120 s"
+  wait "$2" || rc=$?
+  echo "$rc" > "$work/job$1/rc"
+}
+
+run() {
+  local id=$1
+  shift
+  start "$id" "$@"
+  local pid=$!
+  bg+=("$pid")
+  finish "$id" "$pid"
+}
+
+out() { cat "$work/job$1/work/slurm-$1.out"; }
+expect_line() { out "$1" | grep -qxF -- "$2" || fail "job $1: no line '$2'"; }
+expect_rc() { [ "$(cat "$work/job$1/rc")" = "$2" ] || fail "job $1 exited with $(cat "$work/job$1/rc"), expected $2"; }
+expect_log() { [ "$(cat "$work/job$1/termination-log")" = "$2" ] || fail "job $1 termination log '$(cat "$work/job$1/termination-log")', expected '$2'"; }
+# Waits until every pid in FILE is gone (or fails).
+expect_gone() {
+  local file=$1 deadline=$((SECONDS + 10))
+  [ -s "$file" ] || fail "no pid file $file"
+  for p in $(cat "$file"); do
+    while kill -0 "$p" 2>/dev/null; do
+      [ $SECONDS -lt $deadline ] || fail "task process $p outlived its step"
+      sleep 0.1
+    done
+  done
+}
+wait_lines() {  # FILE N: until FILE has N lines
+  local deadline=$((SECONDS + 30))
+  until [ -f "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; do
+    [ $SECONDS -lt $deadline ] || fail "$1 never reached $2 lines"
+    sleep 0.1
+  done
+}
+
+echo "=== fan-out, placement, environment, labels, exit codes"
+prepare 101 '#!/bin/sh
+echo "hostnames: $(scontrol show hostnames $SLURM_JOB_NODELIST | tr "\n" " ")"
+echo "bare hostnames: $(scontrol show hostnames | tr "\n" " ")"
+echo "hostlist: $(scontrol show hostlist n1,n2,n3,n7)"
+echo "nodes: $(srun printenv SLURMD_NODENAME | sort | tr "\n" " ")"
+srun -n 6 sh -c "echo rank \$SLURM_PROCID local \$SLURM_LOCALID node \$SLURMD_NODENAME step \$SLURM_STEP_ID" > ranks.txt
+echo "only: $(srun -N1 -n1 -w n2 printenv SLURMD_NODENAME)"
+export FROM_SCRIPT="value with spaces; \$dollar and \"quotes\""
+echo "sent: $(srun -N1 -n1 -w n3 printenv FROM_SCRIPT)"
+srun -l -n 12 echo hi > labels.txt
+srun -n 3 sh -c "exit \$SLURM_PROCID" 2> failing.err
+echo "failing step rc=$?"
+srun -n 2 -w n3 -N1 sh -c "kill -9 \$\$" 2> killed.err
+echo "killed step rc=$?"
+echo "cwd: $(pwd)"
+exit 3
+'
+run 101
+expect_rc 101 3
+expect_log 101 "3:0"
+expect_line 101 "hostnames: n1 n2 n3 "
+expect_line 101 "bare hostnames: n1 n2 n3 "
+expect_line 101 "hostlist: n[1-3,7]"
+expect_line 101 "nodes: n1 n1 n2 n2 n3 n3 "
+expect_line 101 "only: n2"
+expect_line 101 'sent: value with spaces; $dollar and "quotes"'
+expect_line 101 "failing step rc=2"
+expect_line 101 "killed step rc=137"
+expect_line 101 "cwd: $work/job101/work"
+ranks="$work/job101/work/ranks.txt"
+[ "$(wc -l < "$ranks")" = 6 ] || fail "srun -n 6 printed $(wc -l < "$ranks") lines"
+for r in 0 1 2 3 4 5; do
+  [ "$(grep -c "^rank $r local " "$ranks")" = 1 ] || fail "rank $r is not there exactly once"
+done
+for n in n1 n2 n3; do
+  [ "$(grep -c " node $n step 1$" "$ranks")" = 2 ] || fail "node $n did not run 2 ranks of step 1"
+done
+grep -qx "rank 3 local 1 node n2 step 1" "$ranks" || fail "rank 3 is not local 1 on n2"
+labels="$work/job101/work/labels.txt"
+[ "$(wc -l < "$labels")" = 12 ] || fail "srun -l -n 12 printed $(wc -l < "$labels") lines"
+for r in $(seq 0 11); do
+  grep -qx "$(printf '%2d: hi' "$r")" "$labels" || fail "no label line for task $r"
+done
+grep -qx "srun: error: n2: task 1: Exited with exit code 1" "$work/job101/work/failing.err" || fail "no exit report for task 1"
+grep -qx "srun: error: n3: task 2: Exited with exit code 2" "$work/job101/work/failing.err" || fail "no exit report for task 2"
+[ "$(wc -l < "$work/job101/work/failing.err")" = 2 ] || fail "task 0 exited 0 and must not be reported"
+grep -qx "srun: error: n3: task 0: Killed" "$work/job101/work/killed.err" || fail "no signal report for task 0"
+grep -qx "srun: error: n3: task 1: Killed" "$work/job101/work/killed.err" || fail "no signal report for task 1"
+# n2 and n3 were reached through the remote shell, n1 never (it is srun's own node).
+calls="$work/job101/rsh/calls"
+grep -q "^n2 $work/bin/muster-slurm step-tasks$" "$calls" || fail "n2 not reached through the remote shell"
+grep -q "^n3 $work/bin/muster-slurm step-tasks$" "$calls" || fail "n3 not reached through the remote shell"
+grep -q "^n1 " "$calls" && fail "the local node went through the remote shell"
+grep -qx "muster: every node accepts SSH" "$work/job101/container.err" || fail "no SSH wait"
+
+echo "=== SIGTERM to srun ends every task"
+prepare 102 '#!/bin/sh
+srun -n 6 sh -c "echo \$\$ >> pids; exec sleep 300" &
+srun_pid=$!
+while [ "$(cat pids 2>/dev/null | wc -l)" -lt 6 ]; do sleep 0.1; done
+kill -TERM $srun_pid
+wait $srun_pid
+echo "srun rc=$?"
+'
+run 102
+expect_rc 102 0
+expect_line 102 "srun rc=143"
+out 102 | grep -qx "srun: forcing job termination" || fail "srun did not say it terminates the step"
+expect_gone "$work/job102/work/pids"
+
+echo "=== SIGTERM to batch-step (pod deletion) reaches the script, srun and every task"
+prepare 103 '#!/bin/sh
+srun -n 6 sh -c "echo \$\$ >> pids; exec sleep 300"
+echo "not reached"
+'
+start 103
+pid=$!
+bg+=("$pid")
+wait_lines "$work/job103/work/pids" 6
+kill -TERM "$pid"
+finish 103 "$pid"
+expect_rc 103 143
+expect_log 103 "0:15"
+out 103 | grep -q "not reached" && fail "the script went on after SIGTERM"
+expect_gone "$work/job103/work/pids"
+
+echo "=== batch-step waits until every node accepts SSH"
+prepare 104 '#!/bin/sh
+echo "started"
+srun -N3 -n3 printenv SLURMD_NODENAME | sort | tr "\n" " "
+'
+touch "$work/job104/rsh/down-n3"
+start 104
+pid=$!
+bg+=("$pid")
+sleep 16.5
+[ -e "$work/job104/work/slurm-104.out" ] && out 104 | grep -q started && fail "the script ran before n3 accepted SSH"
+grep -qx "muster: waiting for n3 to accept SSH: ssh: connect to host n3 port 2222: Connection refused" \
+  "$work/job104/container.err" || fail "no progress line for n3"
+rm "$work/job104/rsh/down-n3"
+finish 104 "$pid"
+expect_rc 104 0
+expect_line 104 "n1 n2 n3 "
+grep -qx "muster: n3 accepts SSH" "$work/job104/container.err" || fail "n3 never accepted SSH"
+
+echo "=== a node that never accepts SSH fails the job"
+prepare 105 '#!/bin/sh
+echo "must not run"
+'
+touch "$work/job105/rsh/down-n2"
+run 105 MUSTER_SLURM_SSH_WAIT_SECONDS=2
+expect_rc 105 1
+expect_log 105 "1:0"
+grep -q "muster: error: n2 did not accept SSH in 2 s: ssh: connect to host n2 port 2222" \
+  "$work/job105/container.err" || fail "no timeout message"
+out 105 | grep -q "must not run" && fail "the script ran"
+
+echo "=== a node lost at srun time is reported and ends the rest of the step"
+prepare 106 '#!/bin/sh
+touch "$FAKE_RSH_STATE/down-n3"
+start=$(date +%s)
+srun -n 6 sh -c "echo \$\$ >> pids; exec sleep 300"
+echo "srun rc=$?"
+echo "took $(( $(date +%s) - start ))"
+'
+run 106
+# The tasks srun had to end were killed by SIGTERM: a signal decides the exit code, as in Slurm.
+expect_line 106 "srun rc=143"
+expect_line 106 "srun: error: n3: ssh: connect to host n3 port 2222: Connection refused"
+took=$(out 106 | sed -n 's/^took //p')
+[ "$took" -lt 20 ] || fail "the step took $took s to end after losing n3"
+# The tasks may have been ended before they wrote their pids.
+[ ! -e "$work/job106/work/pids" ] || expect_gone "$work/job106/work/pids"
+
+if command -v mpicc >/dev/null && command -v mpirun >/dev/null && command -v unshare >/dev/null \
+   && [ "$(id -u)" = 0 ]; then
+  echo "=== Open MPI's mpirun inside the batch script, orteds through srun"
+  cat > "$work/hello_mpi.c" <<'C'
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char *argv[]) {
+  MPI_Init(&argc, &argv);
+  int rank, size, sum = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  const char *node = getenv("SLURMD_NODENAME");
+  printf("Hello from MPI process %d rank in %d processes on %s sum %d\n", rank, size,
+         node ? node : "?", sum);
+  MPI_Finalize();
+  return 0;
+}
+C
+  mpicc -o "$work/hello_mpi" "$work/hello_mpi.c"
+  # No hostfile: mpirun takes its slots from SLURM_TASKS_PER_NODE and starts orted on n2, n3
+  # with `srun ... orted`. All "nodes" share this host, so the shared-memory BTL (which trusts
+  # node names) is left out.
+  prepare 107 "#!/bin/sh
+mpirun --allow-run-as-root --mca btl self,tcp --mca plm_base_verbose 5 $work/hello_mpi
+"
+  # The batch pod's hostname is its node name: n1, the node mpirun itself runs ranks on.
+  launch_prefix=(unshare --uts -- sh -c 'hostname n1 && exec "$@"' _)
+  run 107
+  launch_prefix=()
+  expect_rc 107 0
+  ranks=$(out 107 | grep -c "^Hello from MPI process .* rank in 6 processes on .* sum 15$" || true)
+  [ "$ranks" = 6 ] || fail "$ranks of 6 MPI ranks reported in"
+  for n in n1 n2 n3; do
+    [ "$(out 107 | grep -c "^Hello from MPI process .* on $n sum 15$")" = 2 ] || fail "node $n did not run 2 ranks"
+  done
+  out 107 | grep -q "srun --ntasks-per-node=1 --kill-on-bad-exit .*--nodes=2 --nodelist=n2,n3 --ntasks=2 orted" \
+    || fail "mpirun did not launch its orteds on n2,n3 through srun"
+else
+  echo "=== (Open MPI or unshare not available, or not root: mpirun check skipped)"
+fi
+
+echo PASS

@@ -27,7 +27,7 @@ TEST_CASE("the label is as wide as the largest task id of the step", "[srun]") {
   CHECK(labelPrefix(12, 3) == " 12: ");
 }
 
-TEST_CASE("-l labels every line and ends an unterminated one", "[srun]") {
+TEST_CASE("srun -l labels every line and ends an unterminated one", "[srun]") {
   CHECK(formatTaskOutput("a\nb\n", true, 4, 2) == " 4: a\n 4: b\n");
   CHECK(formatTaskOutput("partial", true, 0, 1) == "0: partial\n");
   CHECK(formatTaskOutput("x\n\ny", true, 1, 1) == "1: x\n1: \n1: y\n");

@@ -162,7 +162,7 @@ TEST_CASE("srun -N1 -n1 -w picks exactly that node", "[step_plan]") {
   CHECK(tasks[0].at("SLURM_STEP_NODELIST") == "n2");
 }
 
-TEST_CASE("-w with the inherited node count keeps the named node and fills up", "[step_plan]") {
+TEST_CASE("srun -w with the inherited node count keeps the named node and fills up", "[step_plan]") {
   // SLURM_JOB_NUM_NODES=3 is -N3, as in Slurm: -w n3 only makes n3 a member.
   absl::StatusOr<StepPlan> p = plan(batchEnv(3, std::nullopt, std::nullopt), {"-w", "n3", "true"});
   REQUIRE(p.ok());
@@ -193,7 +193,7 @@ TEST_CASE("fewer tasks than nodes lowers the node count with Slurm's warning", "
         std::vector<std::string>{"srun: warning: can't run 2 processes on 3 nodes, setting nnodes to 2"});
 }
 
-TEST_CASE("-x leaves the excluded nodes out of the step", "[step_plan]") {
+TEST_CASE("srun -x leaves the excluded nodes out of the step", "[step_plan]") {
   absl::StatusOr<StepPlan> p = plan(batchEnv(3, std::nullopt, std::nullopt), {"-N2", "-x", "n1", "true"});
   REQUIRE(p.ok());
   CHECK(p->nodes == std::vector<std::string>{"n2", "n3"});
@@ -233,7 +233,7 @@ TEST_CASE("Open MPI 4.1's orted launch line runs one orted on each named node", 
   CHECK(p->tasks_per_node == std::vector<int>{1, 1, 1});
 }
 
-TEST_CASE("--export=NONE gives the tasks only the SLURM variables", "[step_plan]") {
+TEST_CASE("srun --export=NONE gives the tasks only the SLURM variables", "[step_plan]") {
   absl::StatusOr<StepPlan> p = plan(batchEnv(1, 1, std::nullopt), {"--export=NONE", "/bin/true"});
   REQUIRE(p.ok());
   Environment e = tasksOf(*p)[0];
@@ -249,7 +249,7 @@ TEST_CASE("--export=NONE gives the tasks only the SLURM variables", "[step_plan]
   CHECK(e.count("PATH") == 0);
 }
 
-TEST_CASE("-D, -c and --gpus-per-task shape the tasks' environment", "[step_plan]") {
+TEST_CASE("srun -D, -c and --gpus-per-task shape the tasks' environment", "[step_plan]") {
   Environment env = batchEnv(2, 4, std::nullopt);
   env["SLURM_JOB_GPUS"] = "0,1,2,3";
   absl::StatusOr<StepPlan> p =
