@@ -39,6 +39,7 @@ constexpr std::chrono::milliseconds kReapedGrace(1000);
 // Bytes accepted before the Hello frame (login-shell noise) before the node counts as broken.
 constexpr size_t kMaxPreHello = 64u << 10;
 constexpr uint32_t kKillWaitMs = 2000;
+constexpr std::chrono::seconds kAbandonAfter(5);
 
 std::optional<std::string> get(const Env& env, const char* name) {
   auto it = env.find(name);
@@ -77,11 +78,9 @@ std::string shortHostname() {
 }
 
 // Where one stream of each task goes.
-class IoRouting {
- public:
-  // fd per task; -1 discards. Files are owned here.
-  std::vector<int> fds;
-  std::vector<std::shared_ptr<Fd>> files;
+struct IoRouting {
+  std::vector<int> fds;  // per task; -1 discards
+  std::vector<std::shared_ptr<Fd>> files;  // the files those descriptors belong to
 };
 
 struct Node {
@@ -118,14 +117,12 @@ class Srun {
       : options_(std::move(options)), plan_(std::move(plan)), env_(std::move(env)) {}
 
   int run() {
-    SignalPipe signals(
-        {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT, SIGPIPE});
+    // SIGCONT is left alone, as srun does (it only logs it).
+    SignalPipe signals({SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE});
     width_ = options_.label ? labelWidth(plan_.ntasks) : 0;
     for (const std::string& w : plan_.warnings) writeErr(w);
     if (!setupIo()) return 1;
-    if (!launch()) {
-      // Nothing was started where nothing could be: reap what was.
-    }
+    launch();  // a node that cannot be started is already reported and finished
     return loop(signals);
   }
 
@@ -208,7 +205,7 @@ class Srun {
     return true;
   }
 
-  bool launch() {
+  void launch() {
     const std::string here = get(env_, "SLURMD_NODENAME").value_or(shortHostname());
     std::string bin = get(env_, "MUSTER_SLURM_BIN").value_or("");
     if (bin.empty()) bin = selfExecutable();
@@ -236,7 +233,7 @@ class Srun {
         n.reaped = true;
       }
       rc_floor_ = 1;
-      return false;
+      return;
     }
     for (size_t k = 0; k < nodes_.size(); ++k) {
       Node& node = nodes_[k];
@@ -278,7 +275,6 @@ class Srun {
       setNonBlocking(node.child_err.get());
       node.queue(encodeRequest(plan_.requests[k]));
     }
-    return true;
   }
 
   std::vector<std::string> remoteNames() const {
@@ -313,6 +309,8 @@ class Srun {
     if (node.pid < 0) {
       node.reaped = true;
       node.finished = true;
+    } else if (!node.reaped) {
+      kill(-node.pid, SIGTERM);  // a confused peer: end the session (its tasks end with it)
     }
     node.to_child.reset();
     terminateStep();
@@ -322,6 +320,13 @@ class Srun {
     if (terminating_) return;
     terminating_ = true;
     for (Node& n : nodes_) n.queue(encodeTerminate());
+  }
+
+  // SIGKILL to every task now; nodes that still do not answer after kAbandonAfter are cut off
+  // (their ssh or step-tasks killed), as srun gives up on a third Ctrl-C.
+  void abandon() {
+    forwardSignal(SIGKILL);
+    if (!abandon_at_) abandon_at_ = Clock::now() + kAbandonAfter;
   }
 
   void forwardSignal(int sig) {
@@ -377,7 +382,7 @@ class Srun {
             if (!terminating_) {
               terminateStep();
             } else {
-              forwardSignal(SIGKILL);
+              abandon();
             }
           }
         } else {
@@ -394,7 +399,7 @@ class Srun {
         writeErr("srun: forcing job termination");
         cancelled_ = true;
         if (terminating_) {
-          forwardSignal(SIGKILL);  // a second request: no more waiting
+          abandon();  // a second request: no more waiting
         } else {
           terminateStep();
         }
@@ -484,9 +489,12 @@ class Srun {
         }
         node.exited.insert(e->procid);
         exits_.push_back(*e);
+        if (options_.wait_seconds && *options_.wait_seconds > 0 && !first_exit_deadline_) {
+          first_exit_deadline_ = Clock::now() + std::chrono::seconds(*options_.wait_seconds);
+        }
         const bool bad = e->exit_code != 0 || e->signal != 0;
         // Tasks signalled because srun ended the step are expected, as in Slurm.
-        if (bad && !(e->signal != 0 && cancelled_)) writeErr(taskEndMessage(node.name, *e));
+        if (bad && !(e->signal != 0 && cancelled_)) reportEnd(node.name, *e);
         if (bad && options_.kill_on_bad_exit.value_or(false)) terminateStep();
         return;
       }
@@ -498,6 +506,24 @@ class Srun {
         failNode(node, absl::StrCat("step protocol: unexpected frame '",
                                     std::string(1, static_cast<char>(f.type)), "' from the node"));
     }
+  }
+
+  // Task ends with the same status on the same node, arriving together, make one line
+  // ("tasks 0-3: Exited with exit code 1"), as slurmstepd's grouped exit messages do.
+  void reportEnd(const std::string& node, const TaskExit& e) {
+    for (PendingEnd& p : pending_ends_) {
+      if (p.node == node && p.exit.exit_code == e.exit_code && p.exit.signal == e.signal &&
+          p.exit.core_dumped == e.core_dumped) {
+        p.procids.push_back(e.procid);
+        return;
+      }
+    }
+    pending_ends_.push_back(PendingEnd{node, e, {e.procid}});
+  }
+
+  void flushEnds() {
+    for (const PendingEnd& p : pending_ends_) writeErr(taskEndMessage(p.node, p.procids, p.exit));
+    pending_ends_.clear();
   }
 
   void readFromChild(Node& node) {
@@ -631,12 +657,28 @@ class Srun {
 
   int loop(SignalPipe& signals) {
     for (;;) {
+      flushEnds();
+      const auto now = Clock::now();
+      if (first_exit_deadline_ && now >= *first_exit_deadline_) {
+        first_exit_deadline_.reset();
+        if (exits_.size() < static_cast<size_t>(plan_.ntasks)) {
+          writeErr(absl::StrCat("srun: First task exited ", *options_.wait_seconds, "s ago"));
+          printStatus();
+          terminateStep();
+        }
+      }
+      if (abandon_at_ && now >= *abandon_at_) {
+        for (Node& n : nodes_) {
+          if (n.pid > 0 && !n.reaped) kill(-n.pid, SIGKILL);
+        }
+      }
       bool all_finished = true;
       for (Node& n : nodes_) {
         checkFinished(n);
         all_finished = all_finished && n.finished;
       }
       if (all_finished) break;
+      flushEnds();
 
       std::vector<struct pollfd> fds;
       std::vector<std::pair<Node*, int>> owner;  // which node, 0 out / 1 err / 2 in
@@ -656,7 +698,7 @@ class Srun {
           owner.emplace_back(&n, 2);
         }
       }
-      int r = poll(fds.data(), fds.size(), 200);
+      int r = poll(fds.data(), fds.size(), 100);
       if (r < 0 && errno != EINTR) break;
       if (r <= 0) {
         reap();  // a SIGCHLD may have raced with the poll set-up
@@ -682,8 +724,15 @@ class Srun {
         }
       }
     }
+    flushEnds();
     return std::max(rc_floor_, stepExitCode(exits_));
   }
+
+  struct PendingEnd {
+    std::string node;
+    TaskExit exit;
+    std::vector<uint32_t> procids;
+  };
 
   SrunOptions options_;
   StepPlan plan_;
@@ -697,6 +746,9 @@ class Srun {
   bool output_broken_ = false;
   int rc_floor_ = 0;
   std::optional<Clock::time_point> last_interrupt_;
+  std::optional<Clock::time_point> first_exit_deadline_;  // -W
+  std::optional<Clock::time_point> abandon_at_;
+  std::vector<PendingEnd> pending_ends_;
 };
 
 void printUsage() {
@@ -749,15 +801,18 @@ int stepExitCode(const std::vector<TaskExit>& exits) {
   return max_code;
 }
 
-std::string taskEndMessage(std::string_view node, const TaskExit& e) {
+std::string taskEndMessage(std::string_view node, const std::vector<uint32_t>& procids,
+                           const TaskExit& e) {
+  const std::string tasks =
+      absl::StrCat(procids.size() == 1 ? "task " : "tasks ", formatTaskIds(procids));
   if (e.signal != 0) {
-    return absl::StrCat("srun: error: ", av(node), ": task ", e.procid, ": ",
+    return absl::StrCat("srun: error: ", av(node), ": ", tasks, ": ",
                         signalDescription(static_cast<int>(e.signal)),
                         e.core_dumped ? " (core dumped)" : "");
   }
   if (e.exit_code != 0) {
-    return absl::StrCat("srun: error: ", av(node), ": task ", e.procid,
-                        ": Exited with exit code ", e.exit_code);
+    return absl::StrCat("srun: error: ", av(node), ": ", tasks, ": Exited with exit code ",
+                        e.exit_code);
   }
   return "";
 }

@@ -27,11 +27,15 @@
 //      second sends SIGINT to every task and then terminates the step. -X/--disable-status
 //      forwards each SIGINT at once; --quit-on-interrupt terminates on the first. SIGTERM,
 //      SIGHUP and SIGQUIT: "forcing job termination" (SIGCONT + SIGTERM to every task, SIGKILL
-//      after the kill wait). SIGUSR1, SIGUSR2 and SIGCONT are forwarded as they are.
+//      after the kill wait); a second one (or a third Ctrl-C) sends SIGKILL and, 5 s later, cuts
+//      off the nodes that still do not answer. SIGUSR1 and SIGUSR2 are forwarded as they are;
+//      SIGCONT is not (srun only logs it).
 //   6. Exit code (srun.1 "RETURN VALUE", launch.c _task_finish): the highest exit code of all
 //      tasks, unless a task was killed by a signal: then 128 + the highest such signal.
 //      Non-zero exits and signals are reported as "srun: error: <node>: task <id>: Exited with
-//      exit code N" / "...: Killed". A node that cannot be reached (the remote shell ends
+//      exit code N" / "...: Killed", tasks of a node that ended alike at once on one line
+//      ("tasks 0-3"). Tasks killed because srun ended the step on a signal are not reported.
+//      -W/--wait: once the first task ended, the rest get that many seconds. A node that cannot be reached (the remote shell ends
 //      before step-tasks says hello) is "srun: error: <node>: <ssh's last error line>", its
 //      tasks count as exit code 1, and the rest of the step is terminated (Slurm aborts a step
 //      whose launch failed on a node). With --kill-on-bad-exit a task ending badly terminates
@@ -65,8 +69,10 @@ std::string formatTaskOutput(std::string_view data, bool label, uint32_t procid,
 
 // srun's exit code for these task ends.
 int stepExitCode(const std::vector<TaskExit>& exits);
-// The "srun: error: ..." line for a task's end (empty for a clean exit).
-std::string taskEndMessage(std::string_view node, const TaskExit& exit);
+// The "srun: error: <node>: task 3: Exited with exit code 2" line for tasks of one node that
+// ended alike ("tasks 0-3: Killed"); empty for a clean exit.
+std::string taskEndMessage(std::string_view node, const std::vector<uint32_t>& procids,
+                           const TaskExit& exit);
 
 // The next step id of the job, from `<state_dir>/job-<id>.next-step` under flock (0 first).
 absl::StatusOr<uint32_t> allocateStepId(const std::string& state_dir, uint32_t job_id);

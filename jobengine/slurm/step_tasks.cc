@@ -31,6 +31,40 @@ constexpr size_t kHighWatermark = 4u << 20;
 // killed is waited for.
 constexpr std::chrono::milliseconds kFinalDrain(500);
 
+// Frames waiting to be written to srun, with their byte count.
+class OutQueue {
+ public:
+  void push(std::string frame) {
+    if (discard_) return;
+    bytes_ += frame.size();
+    frames_.push_back(std::move(frame));
+  }
+  bool empty() const { return frames_.empty(); }
+  size_t bytes() const { return bytes_ - offset_; }
+  const std::string& front() const { return frames_.front(); }
+  size_t offset() const { return offset_; }
+  // `n` more bytes of the front frame were written.
+  void advance(size_t n) {
+    offset_ += n;
+    if (offset_ == frames_.front().size()) {
+      bytes_ -= frames_.front().size();
+      frames_.pop_front();
+      offset_ = 0;
+    }
+  }
+  // Nobody reads any more: drop what is queued and whatever comes later.
+  void discardAll() {
+    discard_ = true;
+    frames_.clear();
+    bytes_ = offset_ = 0;
+  }
+
+ private:
+  std::deque<std::string> frames_;
+  size_t bytes_ = 0, offset_ = 0;
+  bool discard_ = false;
+};
+
 // Splits one stream of a task into frames of whole lines.
 class LineFramer {
  public:
@@ -38,7 +72,7 @@ class LineFramer {
 
   // Appends data; frames of complete lines (several per frame, up to kMaxOutputChunk) and pieces
   // of over-long lines go to `out`. An unterminated rest shorter than a chunk is kept.
-  void add(std::string_view data, std::deque<std::string>* out) {
+  void add(std::string_view data, OutQueue* out) {
     pending_.append(data.data(), data.size());
     size_t start = 0;
     while (start < pending_.size()) {
@@ -59,18 +93,18 @@ class LineFramer {
   }
 
   // The end of the stream: the unterminated last line, if any.
-  void flush(std::deque<std::string>* out) {
+  void flush(OutQueue* out) {
     if (!pending_.empty()) emit(pending_, out);
     pending_.clear();
   }
 
  private:
-  void emit(std::string_view data, std::deque<std::string>* out) {
+  void emit(std::string_view data, OutQueue* out) {
     TaskOutput o;
     o.procid = procid_;
     o.stderr_stream = stderr_;
     o.data = std::string(data);
-    out->push_back(encodeOutput(o));
+    out->push(encodeOutput(o));
   }
 
   uint32_t procid_;
@@ -103,7 +137,7 @@ class StepTasks {
     becomeSubreaper();
     setNonBlocking(in_fd_);
     setNonBlocking(out_fd_);
-    queue_.push_back(encodeHello());
+    queue_.push(encodeHello());
 
     int rc = loop(signals);
 
@@ -117,7 +151,7 @@ class StepTasks {
       if (started_ && allReaped() && !finishing_) beginFinish();
       if (finishing_ && (allStreamsClosed() || Clock::now() >= finish_deadline_)) {
         for (Task& t : tasks_) closeStreams(t);
-        queue_.push_back(encodeDone());
+        queue_.push(encodeDone());
         flushBlocking();
         return protocol_error_ ? 2 : 0;
       }
@@ -186,34 +220,25 @@ class StepTasks {
     TaskMessage m;
     m.procid = procid;
     m.text = std::move(text);
-    queue_.push_back(encodeMessage(m));
+    queue_.push(encodeMessage(m));
   }
 
-  size_t queuedBytes() const {
-    size_t total = 0;
-    for (const std::string& s : queue_) total += s.size();
-    return total - queue_offset_;
-  }
+  size_t queuedBytes() const { return queue_.bytes(); }
 
   void writeQueued() {
     while (!queue_.empty() && !out_broken_) {
       const std::string& front = queue_.front();
-      ssize_t n = write(out_fd_, front.data() + queue_offset_, front.size() - queue_offset_);
+      ssize_t n = write(out_fd_, front.data() + queue_.offset(), front.size() - queue_.offset());
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
       if (n <= 0) {
         // srun is gone: nobody will read what the tasks print, and nobody may leave them behind.
         out_broken_ = true;
-        queue_.clear();
-        queue_offset_ = 0;
+        queue_.discardAll();
         startTermination();
         return;
       }
-      queue_offset_ += static_cast<size_t>(n);
-      if (queue_offset_ == front.size()) {
-        queue_.pop_front();
-        queue_offset_ = 0;
-      }
+      queue_.advance(static_cast<size_t>(n));
     }
   }
 
@@ -398,7 +423,7 @@ class StepTasks {
     e.exit_code = code;
     e.signal = static_cast<uint32_t>(sig);
     e.core_dumped = core;
-    queue_.push_back(encodeExit(e));
+    queue_.push(encodeExit(e));
   }
 
   // Reads what is available; at end of stream the partial line is flushed and the pipe closed.
@@ -415,7 +440,9 @@ class StepTasks {
         return;
       }
       s.framer->add(std::string_view(buf, static_cast<size_t>(n)), &queue_);
-      if (!until_empty && rounds >= 4) return;  // let other tasks have their turn
+      // Let other tasks have their turn; "until empty" is bounded too (a process left behind
+      // may keep writing).
+      if (rounds >= (until_empty ? 64 : 4)) return;
     }
   }
 
@@ -502,8 +529,7 @@ class StepTasks {
   FrameReader reader_;
   StepRequest request_;
   std::vector<Task> tasks_;
-  std::deque<std::string> queue_;
-  size_t queue_offset_ = 0;
+  OutQueue queue_;
   bool in_open_ = true;
   bool out_broken_ = false;
   bool started_ = false;

@@ -48,11 +48,15 @@ TEST_CASE("a task killed by a signal makes srun exit with 128 + the highest sign
 }
 
 TEST_CASE("bad task ends are reported as srun reports them", "[srun]") {
-  CHECK(taskEndMessage("n1", {3, 2, 0, false}) == "srun: error: n1: task 3: Exited with exit code 2");
-  CHECK(taskEndMessage("n2", {0, 0, 9, false}) == "srun: error: n2: task 0: Killed");
-  CHECK(taskEndMessage("n2", {0, 0, 11, true}) ==
+  CHECK(taskEndMessage("n1", {3}, {3, 2, 0, false}) ==
+        "srun: error: n1: task 3: Exited with exit code 2");
+  CHECK(taskEndMessage("n2", {0}, {0, 0, 9, false}) == "srun: error: n2: task 0: Killed");
+  CHECK(taskEndMessage("n2", {0}, {0, 0, 11, true}) ==
         "srun: error: n2: task 0: Segmentation fault (core dumped)");
-  CHECK(taskEndMessage("n1", {0, 0, 0, false}).empty());
+  CHECK(taskEndMessage("n1", {0}, {0, 0, 0, false}).empty());
+  // slurmstepd reports the tasks of a node that ended alike together.
+  CHECK(taskEndMessage("n1", {4, 5, 6, 9}, {4, 1, 0, false}) ==
+        "srun: error: n1: tasks 4-6,9: Exited with exit code 1");
 }
 
 TEST_CASE("task id lists print as Slurm's ranges", "[srun]") {
