@@ -104,7 +104,6 @@ struct Node {
   std::string failure;       // why the node failed, when it did
   bool finished = false;
 
-  bool inputOpen() const { return to_child.valid(); }
   void queue(std::string frame) {
     if (!to_child.valid()) return;
     outbound.append(frame);
@@ -189,7 +188,9 @@ class Srun {
         std::string path = expandFilenamePattern(pattern, c);
         auto it = by_path.find(path);
         if (it == by_path.end()) {
-          int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+          // O_APPEND as slurmstepd opens them: -o and -e naming one file do not overwrite each
+          // other.
+          int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
           if (fd < 0) {
             writeErr(absl::StrCat("srun: error: Could not open ",
                                   own_fd == 1 ? "stdout" : "stderr", " file ", path, ": ",
@@ -289,8 +290,8 @@ class Srun {
   // end the rest of the step.
   void failNode(Node& node, const std::string& why) {
     if (!node.failure.empty()) return;
-    node.failure = why;
-    writeErr(absl::StrCat("srun: error: ", node.name, ": ", why));
+    node.failure = why.empty() ? "failed" : why;
+    if (!why.empty()) writeErr(absl::StrCat("srun: error: ", node.name, ": ", why));
     std::vector<uint32_t> lost;
     for (uint32_t p : node.procids) {
       if (!node.exited.count(p)) lost.push_back(p);
@@ -652,6 +653,8 @@ class Srun {
     } else if (!node.done) {
       if (!node.err_buffer.empty()) (void)writeAll(2, node.err_buffer);
       failNode(node, absl::StrCat("lost the connection to the node's step-tasks (", status, ")"));
+    } else if (node.exited.size() < node.procids.size()) {
+      failNode(node, "");  // step-tasks said why (a Message); its tasks did not run
     }
   }
 

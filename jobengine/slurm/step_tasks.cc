@@ -353,6 +353,7 @@ class StepTasks {
       sendMessage(-1, *bad);
       return;
     }
+    tasks_.reserve(request_.tasks.size());  // the poll loop holds pointers into it
     std::map<std::string, std::string> common = environmentMap(request_.env);
     for (const StepTaskSpec& spec : request_.tasks) {
       std::map<std::string, std::string> env = common;
@@ -404,7 +405,7 @@ class StepTasks {
     if (terminating_) {
       // kill-on-bad-exit fired (or srun went away) while the node's tasks were being started.
       kill(-task.pid, SIGCONT);
-      kill(-task.pid, SIGTERM);
+      kill(-task.pid, killed_ ? SIGKILL : SIGTERM);
     }
     out->write.reset();
     err->write.reset();
@@ -509,7 +510,6 @@ class StepTasks {
     signalAll(SIGCONT);
     signalAll(SIGTERM);
     kill_deadline_ = Clock::now() + std::chrono::milliseconds(request_.kill_wait_ms);
-    if (!started_) killed_ = true;
   }
 
   void killAll(int sig) {
