@@ -150,10 +150,14 @@ touch "$work/job104/rsh/down-n3"
 start 104
 pid=$!
 bg+=("$pid")
-sleep 16.5
+# A progress line after 15 s, and no script yet.
+deadline=$((SECONDS + 30))
+until grep -qx "muster: waiting for n3 to accept SSH: ssh: connect to host n3 port 2222: Connection refused" \
+    "$work/job104/container.err"; do
+  [ $SECONDS -lt $deadline ] || fail "no progress line for n3"
+  sleep 0.2
+done
 [ -e "$work/job104/work/slurm-104.out" ] && out 104 | grep -q started && fail "the script ran before n3 accepted SSH"
-grep -qx "muster: waiting for n3 to accept SSH: ssh: connect to host n3 port 2222: Connection refused" \
-  "$work/job104/container.err" || fail "no progress line for n3"
 rm "$work/job104/rsh/down-n3"
 finish 104 "$pid"
 expect_rc 104 0
