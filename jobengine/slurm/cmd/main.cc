@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "jobengine/slurm/cli.h"
+#include "jobengine/slurm/dispatch.h"
 #include "jobengine/slurm/sbatch_cli.h"
 
 extern char** environ;
@@ -81,6 +82,7 @@ int run(int argc, char** argv) {
   const auto env = environment();
   if (inv->command == "sbatch") return sbatchMain(inv->args, inv->global, env, std::cin, std::cout, std::cerr);
   if (inv->command == "install-tools") return installTools(inv->args);
+  if (isStepTool(inv->command)) return runTool(inv->command, inv->args, env);
   std::cerr << "muster-slurm: unknown command \"" << inv->command << "\" (sbatch, srun, scontrol)\n";
   return 2;
 }
