@@ -135,7 +135,7 @@ absl::StatusOr<Invocation> parseInvocation(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const std::string self = std::filesystem::path(argv[0]).filename().string();
   size_t i = 0;
-  if (self != "muster-slurm") {
+  if (self.rfind("muster-slurm", 0) != 0) {  // muster-slurm, muster-slurm-static
     inv.command = self;
     inv.args = args;
     return inv;

@@ -221,7 +221,7 @@ absl::StatusOr<std::string> SlurmRuntime::buildPod(const proto::ParallelJob& job
     PodTemplate::Container tools = pod.prependInitContainer(kToolsContainer);
     tools.setImage(options_.slurm.tools_image);
     tools.setImagePullPolicy("IfNotPresent");
-    tools.setCommand({kImageToolPath, "install-tools", kToolsDir});
+    tools.setCommand({kStaticToolPath, "install-tools", kToolsDir});
     tools.addMount(kRunVolume, kRunMountPath, false);
     tools.setRestrictedSecurityContext();
   }

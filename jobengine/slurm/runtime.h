@@ -16,7 +16,9 @@
 //   node 1.. sshd, where srun starts tasks over the job's SSH.
 // Every pod's container environment holds the job's SLURM_* variables for its node
 // (jobengine/slurm/env.h batchEnvironment) and MUSTER_SLURM_RSH / _BIN / _STATE_DIR for srun.
-// With slurm.toolsImage set, a first init container copies muster-slurm into /muster/bin.
+// With slurm.toolsImage set (Muster's image), a first init container copies the static build of
+// muster-slurm into /muster/bin, so any Linux image can be a partition's; without it the image
+// must have /usr/local/bin/muster-slurm.
 //
 // Slurm's job states (status.slurm):
 //   batch script exit 0               COMPLETED, the other nodes are deleted
@@ -40,6 +42,8 @@ inline constexpr char kStateDir[] = "/muster/slurm";
 // Where muster-slurm is in a job pod: copied there by the tools init container, or (without a
 // toolsImage) the partition's image must have it at this path.
 inline constexpr char kImageToolPath[] = "/usr/local/bin/muster-slurm";
+// The statically linked build in Muster's image, which the tools init container copies.
+inline constexpr char kStaticToolPath[] = "/usr/local/bin/muster-slurm-static";
 
 class SlurmRuntime final : public Runtime {
  public:
