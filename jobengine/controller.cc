@@ -100,12 +100,12 @@ Controller::Controller(std::shared_ptr<proto::Client> client, proto::InformerFac
       pods_(informers.informer<Pod>(proto::resources::kPods)) {
   for (const char* r : {"done", "retry", "error"}) m().reconciles.with({r});
   pods_.addIndex(kPodsByJobIndex, [](const Pod& pod) {
-    auto it = pod.meta.labels.find(kJobUidLabel);
+    auto it = pod.meta.labels.find(vocab::kJobUidLabel);
     return it == pod.meta.labels.end() ? std::vector<std::string>{}
                                        : std::vector<std::string>{it->second};
   });
   pods_.addIndex(kPodsOfJobsByNodeIndex, [](const Pod& pod) {
-    if (pod.spec.node_name.empty() || !pod.meta.labels.count(kJobUidLabel))
+    if (pod.spec.node_name.empty() || !pod.meta.labels.count(vocab::kJobUidLabel))
       return std::vector<std::string>{};
     return std::vector<std::string>{pod.spec.node_name};
   });

@@ -46,13 +46,13 @@ absl::Time parseTime(const std::string& rfc3339) {
 }  // namespace
 
 bool isGangRollback(const Pod& pod) {
-  const auto* c = pod.findCondition(kGangRollbackCondition);
+  const auto* c = pod.findCondition(vocab::kGangRollbackCondition);
   return c != nullptr && c->status == "True";
 }
 
 bool attemptAndIndex(const Pod& pod, int32_t* attempt, int32_t* index) {
-  auto a = pod.meta.labels.find(kAttemptLabel);
-  auto i = pod.meta.labels.find(kIndexLabel);
+  auto a = pod.meta.labels.find(vocab::kAttemptLabel);
+  auto i = pod.meta.labels.find(vocab::kIndexLabel);
   if (a == pod.meta.labels.end() || i == pod.meta.labels.end()) return false;
   char* end = nullptr;
   long av = std::strtol(a->second.c_str(), &end, 10);
@@ -151,8 +151,8 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
   for (const auto& pod : obs.pods) {
     int32_t a = 0, i = 0;
     if (!attemptAndIndex(*pod, &a, &i)) continue;
-    if (a == attempt.attempt && pod->meta.labels.count(kJobSetNameLabel) &&
-        pod->meta.labels.at(kJobSetNameLabel) == attempt.group)
+    if (a == attempt.attempt && pod->meta.labels.count(vocab::kJobSetNameLabel) &&
+        pod->meta.labels.at(vocab::kJobSetNameLabel) == attempt.group)
       current[i] = pod;
     else
       previous.push_back(pod);
@@ -188,9 +188,9 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     desired.message = message;
     if (desired.start_time.empty()) desired.start_time = obs.now;
     desired.completion_time = obs.now;
-    setCondition(&desired.conditions, kConditionFailed, "True", reason, message, obs.now);
-    if (findCondition(desired.conditions, kConditionRunning))
-      setCondition(&desired.conditions, kConditionRunning, "False", "Failed", message, obs.now);
+    setCondition(&desired.conditions, vocab::kConditionFailed, "True", reason, message, obs.now);
+    if (findCondition(desired.conditions, vocab::kConditionRunning))
+      setCondition(&desired.conditions, vocab::kConditionRunning, "False", "Failed", message, obs.now);
     plan.events.push_back({"Warning", reason, message});
     releaseAfterFailure();
     return finish(message);
@@ -222,7 +222,7 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
                                 " pods of attempt " + attempt.group;
     if (first) desired.message = message;
     desired.pods_ready = 0;
-    setCondition(&desired.conditions, kConditionPodsCreated, "False", "CreatingPods", message,
+    setCondition(&desired.conditions, vocab::kConditionPodsCreated, "False", "CreatingPods", message,
                  obs.now);
     if (job.status.phase.empty())
       plan.events.push_back({"Normal", "Created", "attempt " + attempt.group + ": " + message});
@@ -259,9 +259,9 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     desired.message = "launcher pod " + launcher->meta.name + " succeeded (attempt " +
                       attempt.group + ")";
     desired.pods_ready = 0;
-    setCondition(&desired.conditions, kConditionSucceeded, "True", "LauncherSucceeded",
+    setCondition(&desired.conditions, vocab::kConditionSucceeded, "True", "LauncherSucceeded",
                  desired.message, obs.now);
-    setCondition(&desired.conditions, kConditionRunning, "False", "Completed", desired.message,
+    setCondition(&desired.conditions, vocab::kConditionRunning, "False", "Completed", desired.message,
                  obs.now);
     plan.events.push_back({"Normal", "Succeeded", desired.message});
     for (const auto& [i, pod] : current)
@@ -270,7 +270,7 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
   }
 
   // Failures of the attempt, in index order; pods evicted by Muster are created again.
-  const proto::Condition* created_cond = findCondition(job.status.conditions, kConditionPodsCreated);
+  const proto::Condition* created_cond = findCondition(job.status.conditions, vocab::kConditionPodsCreated);
   const bool all_created = created_cond != nullptr && created_cond->status == "True";
   std::optional<Failure> failure;
   std::vector<int32_t> missing;
@@ -333,11 +333,11 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
                       std::to_string(spec.max_restarts) + ": " + failure->what +
                       "; attempt " + attempt.group + " is deleted and " + next_group +
                       " created";
-    setCondition(&desired.conditions, kConditionPodsCreated, "False", "CreatingPods",
+    setCondition(&desired.conditions, vocab::kConditionPodsCreated, "False", "CreatingPods",
                  "creating the " + std::to_string(spec.num_pods) + " pods of attempt " + next_group,
                  obs.now);
-    if (findCondition(desired.conditions, kConditionRunning))
-      setCondition(&desired.conditions, kConditionRunning, "False", "Restarting", desired.message,
+    if (findCondition(desired.conditions, vocab::kConditionRunning))
+      setCondition(&desired.conditions, vocab::kConditionRunning, "False", "Restarting", desired.message,
                    obs.now);
     plan.events.push_back({"Warning", "Restarting", desired.message});
     for (const auto& [i, pod] : current)
@@ -350,7 +350,7 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     plan.create_pods_needed = true;
     plan.create_pods = missing;
   } else if (!all_created) {
-    setCondition(&desired.conditions, kConditionPodsCreated, "True", "AllPodsCreated",
+    setCondition(&desired.conditions, vocab::kConditionPodsCreated, "True", "AllPodsCreated",
                  "all " + std::to_string(spec.num_pods) + " pods of attempt " + attempt.group +
                      " created",
                  obs.now);
@@ -359,7 +359,7 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
   // A running attempt past its time limit ends the job; its pods are stopped.
   if (std::optional<absl::Duration> limit = runtime->timeLimit(job);
       limit && job.status.phase == "Running") {
-    const proto::Condition* running_cond = findCondition(job.status.conditions, kConditionRunning);
+    const proto::Condition* running_cond = findCondition(job.status.conditions, vocab::kConditionRunning);
     const absl::Time since = running_cond != nullptr && running_cond->status == "True"
                                  ? parseTime(running_cond->last_transition_time)
                                  : absl::InfinitePast();
@@ -391,7 +391,7 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
       desired.phase = "Running";
       desired.message = "all " + std::to_string(spec.num_pods) + " pods of attempt " +
                         attempt.group + " are running";
-      setCondition(&desired.conditions, kConditionRunning, "True", "AllPodsRunning",
+      setCondition(&desired.conditions, vocab::kConditionRunning, "True", "AllPodsRunning",
                    desired.message, obs.now);
       plan.events.push_back({"Normal", "Running", desired.message});
     }

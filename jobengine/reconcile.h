@@ -34,13 +34,8 @@
 
 namespace muster::jobengine {
 
-// Condition types the engine writes, and the rollback marker muster-scheduler sets (all defined
-// in proto/vocabulary.h).
-using proto::vocabulary::kConditionFailed;
-using proto::vocabulary::kConditionPodsCreated;
-using proto::vocabulary::kConditionRunning;
-using proto::vocabulary::kConditionSucceeded;
-using proto::vocabulary::kGangRollbackCondition;
+namespace vocab = proto::vocabulary;  // the names Muster uses on API objects
+
 
 // What the controller remembers about a pod of the job that was deleted (from the informer's
 // delete notification), until the attempt ends.

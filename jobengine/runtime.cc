@@ -32,11 +32,11 @@ RuntimeRegistry defaultRuntimes(const RuntimeOptions& options) {
 std::map<std::string, std::string> attemptLabels(const proto::ParallelJob& job,
                                                  const AttemptInfo& attempt) {
   std::map<std::string, std::string> labels = {
-      {kJobUidLabel, job.meta.uid},
-      {kAttemptLabel, std::to_string(attempt.attempt)},
-      {kJobSetNameLabel, attempt.group},
+      {vocab::kJobUidLabel, job.meta.uid},
+      {vocab::kAttemptLabel, std::to_string(attempt.attempt)},
+      {vocab::kJobSetNameLabel, attempt.group},
   };
-  if (isLabelValue(job.meta.name)) labels[kJobNameLabel] = job.meta.name;
+  if (isLabelValue(job.meta.name)) labels[vocab::kJobNameLabel] = job.meta.name;
   return labels;
 }
 

@@ -27,20 +27,8 @@
 
 namespace muster::jobengine {
 
-// Labels and annotations the engine puts on what it creates (defined in proto/vocabulary.h).
-using proto::vocabulary::kAttemptLabel;
-using proto::vocabulary::kGangNameAnnotation;
-using proto::vocabulary::kGangSizeAnnotation;
-using proto::vocabulary::kGangTimeoutAnnotation;
-using proto::vocabulary::kGpuNicAffinityAnnotation;
-using proto::vocabulary::kIndexLabel;
-using proto::vocabulary::kJobGlobalIndexLabel;
-using proto::vocabulary::kJobNameLabel;
-using proto::vocabulary::kJobSetNameLabel;
-using proto::vocabulary::kJobUidLabel;
-using proto::vocabulary::kRoleLabel;
-using proto::vocabulary::kTopologyPreferredAnnotation;
-using proto::vocabulary::kTopologyRequiredAnnotation;
+namespace vocab = proto::vocabulary;  // the names Muster uses on API objects
+
 
 struct RuntimeOptions {
   std::string scheduler_name = proto::vocabulary::kDefaultSchedulerName;  // unless the pod template sets one

@@ -51,19 +51,19 @@ proto::ObjectMeta podMeta(const proto::ParallelJob& job, const AttemptInfo& atte
   proto::ObjectMeta meta = attemptMeta(job, attempt, podName(attempt.group, index));
   std::map<std::string, std::string> labels = tmpl.labels();
   for (auto& [k, v] : meta.labels) labels[k] = v;
-  labels[kRoleLabel] = std::string(role);
-  labels[kIndexLabel] = std::to_string(index);
-  labels[kJobGlobalIndexLabel] = std::to_string(index);
+  labels[vocab::kRoleLabel] = std::string(role);
+  labels[vocab::kIndexLabel] = std::to_string(index);
+  labels[vocab::kJobGlobalIndexLabel] = std::to_string(index);
   meta.labels = std::move(labels);
   meta.annotations = tmpl.annotations();
-  for (const char* key : {kTopologyRequiredAnnotation, kTopologyPreferredAnnotation,
-                          kGpuNicAffinityAnnotation, kGangTimeoutAnnotation,
+  for (const char* key : {vocab::kTopologyRequiredAnnotation, vocab::kTopologyPreferredAnnotation,
+                          vocab::kGpuNicAffinityAnnotation, vocab::kGangTimeoutAnnotation,
                           proto::vocabulary::kExclusiveAnnotation}) {
     if (auto it = job.meta.annotations.find(key); it != job.meta.annotations.end())
       meta.annotations[key] = it->second;
   }
-  meta.annotations[kGangNameAnnotation] = attempt.group;
-  meta.annotations[kGangSizeAnnotation] = std::to_string(job.spec.num_pods);
+  meta.annotations[vocab::kGangNameAnnotation] = attempt.group;
+  meta.annotations[vocab::kGangSizeAnnotation] = std::to_string(job.spec.num_pods);
   return meta;
 }
 
@@ -103,7 +103,7 @@ absl::StatusOr<std::vector<ApiObject>> sshSupportObjects(const proto::ParallelJo
     service.meta = attemptMeta(job, attempt, attempt.group);
     service.headless = true;
     service.publish_not_ready_addresses = true;
-    service.selector = {{kJobUidLabel, job.meta.uid}, {kJobSetNameLabel, attempt.group}};
+    service.selector = {{vocab::kJobUidLabel, job.meta.uid}, {vocab::kJobSetNameLabel, attempt.group}};
     service.ports.push_back({"ssh", kSshPort, kSshPort, "TCP"});
     out.push_back({&proto::resources::kServices, attempt.group, proto::encode(service)});
   }

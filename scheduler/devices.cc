@@ -135,7 +135,7 @@ AlignedCapacity NodeDevices::compute(const DeviceRequest& per_pod, int64_t used_
 absl::StatusOr<GpuNicAffinity> parseGpuNicAffinity(std::string_view value) {
   if (value == "required") return GpuNicAffinity::kRequired;
   if (value == "preferred") return GpuNicAffinity::kPreferred;
-  return absl::InvalidArgumentError(absl::StrCat("annotation ", av(kGpuNicAffinityAnnotation),
+  return absl::InvalidArgumentError(absl::StrCat("annotation ", av(vocab::kGpuNicAffinityAnnotation),
                                                  " must be \"required\" or \"preferred\", got \"",
                                                  av(value), "\""));
 }

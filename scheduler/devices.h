@@ -39,9 +39,8 @@
 
 namespace muster::scheduler {
 
-using proto::vocabulary::kGpuNicAffinityAnnotation;
-using proto::vocabulary::kGpuResource;
-using proto::vocabulary::kRdmaResource;
+namespace vocab = proto::vocabulary;  // the names Muster uses on API objects
+
 
 // muster.dev/gpu-nic-affinity on a pod or its PodGroup. Preferred is the default: inside the
 // network domain the gang gets, nodes where its pods can be aligned come first. Required: a pod

@@ -39,7 +39,7 @@ absl::StatusOr<GangSpec> gangSpecOf(const proto::Pod& pod, const PodGroupLookup&
   const auto& annotations = pod.meta.annotations;
   const proto::PodGroup* group = nullptr;
 
-  if (const std::string* name = find(pod.meta.labels, kPodGroupLabel); name && !name->empty()) {
+  if (const std::string* name = find(pod.meta.labels, vocab::kPodGroupLabel); name && !name->empty()) {
     spec.source = GangSource::kPodGroup;
     spec.key.name = *name;
     group = pod_groups ? pod_groups(pod.meta.namespace_, *name) : nullptr;
@@ -60,25 +60,25 @@ absl::StatusOr<GangSpec> gangSpecOf(const proto::Pod& pod, const PodGroupLookup&
         spec.schedule_timeout_seconds = *group->spec.schedule_timeout_seconds;
       }
     }
-  } else if (const std::string* gang = find(annotations, kGangNameAnnotation)) {
-    if (gang->empty()) return invalid(absl::StrCat("annotation ", av(kGangNameAnnotation), " is empty"));
+  } else if (const std::string* gang = find(annotations, vocab::kGangNameAnnotation)) {
+    if (gang->empty()) return invalid(absl::StrCat("annotation ", av(vocab::kGangNameAnnotation), " is empty"));
     spec.source = GangSource::kAnnotations;
     spec.key.name = *gang;
-    const std::string* size = find(annotations, kGangSizeAnnotation);
+    const std::string* size = find(annotations, vocab::kGangSizeAnnotation);
     int64_t n = 0;
     if (size == nullptr) {
-      return invalid(absl::StrCat("annotation ", av(kGangSizeAnnotation), " is missing (required with ",
-                                  av(kGangNameAnnotation), ")"));
+      return invalid(absl::StrCat("annotation ", av(vocab::kGangSizeAnnotation), " is missing (required with ",
+                                  av(vocab::kGangNameAnnotation), ")"));
     }
     if (!proto::parseInt64(*size, &n) || n < 1 || n > 1000000) {
-      return invalid(absl::StrCat("annotation ", av(kGangSizeAnnotation),
+      return invalid(absl::StrCat("annotation ", av(vocab::kGangSizeAnnotation),
                                   " must be a positive integer, got \"", *size, "\""));
     }
     spec.min_member = static_cast<int32_t>(n);
-    if (const std::string* timeout = find(annotations, kGangTimeoutAnnotation)) {
+    if (const std::string* timeout = find(annotations, vocab::kGangTimeoutAnnotation)) {
       int64_t t = 0;
       if (!proto::parseInt64(*timeout, &t) || t < 0) {
-        return invalid(absl::StrCat("annotation ", av(kGangTimeoutAnnotation),
+        return invalid(absl::StrCat("annotation ", av(vocab::kGangTimeoutAnnotation),
                                     " must be a non-negative integer (seconds), got \"", *timeout,
                                     "\""));
       }
@@ -101,20 +101,20 @@ absl::StatusOr<GangSpec> gangSpecOf(const proto::Pod& pod, const PodGroupLookup&
     }
     return absl::OkStatus();
   };
-  if (absl::Status s = topology(kTopologyRequiredAnnotation, &spec.required_level); !s.ok()) return s;
-  if (absl::Status s = topology(kTopologyPreferredAnnotation, &spec.preferred_level); !s.ok()) {
+  if (absl::Status s = topology(vocab::kTopologyRequiredAnnotation, &spec.required_level); !s.ok()) return s;
+  if (absl::Status s = topology(vocab::kTopologyPreferredAnnotation, &spec.preferred_level); !s.ok()) {
     return s;
   }
   if (spec.required_level >= 0 && spec.preferred_level >= 0 &&
       spec.preferred_level < spec.required_level) {
-    return invalid(absl::StrCat(av(kTopologyPreferredAnnotation), " (",
+    return invalid(absl::StrCat(av(vocab::kTopologyPreferredAnnotation), " (",
                                 av(config.levelKey(spec.preferred_level)), ") must be at or below ",
-                                av(kTopologyRequiredAnnotation), " (",
+                                av(vocab::kTopologyRequiredAnnotation), " (",
                                 av(config.levelKey(spec.required_level)), ")"));
   }
-  const std::string* affinity = find(annotations, kGpuNicAffinityAnnotation);
+  const std::string* affinity = find(annotations, vocab::kGpuNicAffinityAnnotation);
   if (affinity == nullptr && group != nullptr) {
-    affinity = find(group->meta.annotations, kGpuNicAffinityAnnotation);
+    affinity = find(group->meta.annotations, vocab::kGpuNicAffinityAnnotation);
   }
   if (affinity != nullptr) {
     absl::StatusOr<GpuNicAffinity> parsed = parseGpuNicAffinity(*affinity);

@@ -37,13 +37,8 @@
 
 namespace muster::scheduler {
 
-// The names are defined once, in proto/vocabulary.h.
-using proto::vocabulary::kGangNameAnnotation;
-using proto::vocabulary::kGangSizeAnnotation;
-using proto::vocabulary::kGangTimeoutAnnotation;
-using proto::vocabulary::kPodGroupLabel;
-using proto::vocabulary::kTopologyPreferredAnnotation;
-using proto::vocabulary::kTopologyRequiredAnnotation;
+namespace vocab = proto::vocabulary;  // the names Muster uses on API objects
+
 
 // A gang's identity: namespace/name. A pod that is its own gang has `single_pod` set, so a gang
 // and a lone pod that share a name never collide.

@@ -130,8 +130,8 @@ class Placer {
         topo_(cache.topology()),
         levels_(static_cast<int>(cache.levels().size())),
         n_(static_cast<uint32_t>(topo_.order.size())),
-        gpu_id_(findResource(kGpuResource)),
-        rdma_id_(findResource(kRdmaResource)),
+        gpu_id_(findResource(vocab::kGpuResource)),
+        rdma_id_(findResource(vocab::kRdmaResource)),
         align_required_(request.gpu_nic_affinity == GpuNicAffinity::kRequired) {}
 
   ~Placer() {
@@ -821,7 +821,7 @@ bool Placer::resolveBound(std::string* problem) {
   if (r >= 0 && bound_domain_[r] < 0) {
     std::string key = r < levels_ ? cache_.levels()[r] : std::string(kHostnameLevel);
     *problem = absl::StrCat("its ", request_.bound.size(), " bound members are not within one ",
-                            key, " domain, which ", av(kTopologyRequiredAnnotation), " requires");
+                            key, " domain, which ", av(vocab::kTopologyRequiredAnnotation), " requires");
     return false;
   }
   return true;

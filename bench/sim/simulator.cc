@@ -74,8 +74,8 @@ proto::Pod toPod(const SimJob& job, int index, absl::Time created) {
   p.meta.name = absl::StrCat(job.name, "-", index);
   p.meta.creation_timestamp = absl::FormatTime(absl::RFC3339_full, created, absl::UTCTimeZone());
   if (job.pods > 1) {
-    p.meta.annotations[std::string(scheduler::kGangNameAnnotation)] = job.name;
-    p.meta.annotations[std::string(scheduler::kGangSizeAnnotation)] = std::to_string(job.pods);
+    p.meta.annotations[std::string(proto::vocabulary::kGangNameAnnotation)] = job.name;
+    p.meta.annotations[std::string(proto::vocabulary::kGangSizeAnnotation)] = std::to_string(job.pods);
   }
   p.spec.scheduler_name = kSchedulerName;
   p.spec.priority = job.priority;
@@ -298,8 +298,8 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
     cache.setNodeDevices(n.name, devices);
   }
   const scheduler::Topology& topo = cache.topology();
-  const auto gpu = scheduler::findResource(scheduler::kGpuResource);
-  const auto rdma = scheduler::findResource(scheduler::kRdmaResource);
+  const auto gpu = scheduler::findResource(proto::vocabulary::kGpuResource);
+  const auto rdma = scheduler::findResource(proto::vocabulary::kRdmaResource);
 
   // The baselines' scan order: a seeded permutation of the nodes.
   std::vector<NodeId> scan;

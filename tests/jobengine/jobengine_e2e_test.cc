@@ -140,7 +140,7 @@ class Fixture {
   std::vector<Pod> waitAttemptRunning(const std::string& group, size_t num_pods) {
     std::vector<Pod> pods;
     bool ok = waitFor([&] {
-      pods = this->pods(std::string(jobengine::kJobSetNameLabel) + "=" + group);
+      pods = this->pods(std::string(proto::vocabulary::kJobSetNameLabel) + "=" + group);
       if (pods.size() != num_pods) return false;
       for (const auto& p : pods)
         if (p.spec.node_name.empty() || p.status.phase != "Running") return false;
@@ -170,13 +170,13 @@ class AttemptOverlapWatch {
   AttemptOverlapWatch(Fixture& f) {
     proto::ListWatchOptions lw;
     lw.namespace_ = f.ns();
-    lw.label_selector = jobengine::kJobUidLabel;
+    lw.label_selector = proto::vocabulary::kJobUidLabel;
     informer_ = std::make_unique<proto::Informer<Pod>>(
         proto::makeClientListerWatcher(f.client(), proto::resources::kPods, lw), f.executor());
     informer_->addHandlers({[this](const std::shared_ptr<const Pod>& pod) {
-                              const std::string& attempt = pod->meta.labels.at(jobengine::kAttemptLabel);
+                              const std::string& attempt = pod->meta.labels.at(proto::vocabulary::kAttemptLabel);
                               for (const auto& other : informer_->list())
-                                if (other->meta.labels.at(jobengine::kAttemptLabel) != attempt) {
+                                if (other->meta.labels.at(proto::vocabulary::kAttemptLabel) != attempt) {
                                   std::lock_guard<std::mutex> l(mu_);
                                   overlaps_.push_back(pod->meta.name + " created while " +
                                                       other->meta.name + " exists");
@@ -236,10 +236,10 @@ TEST_CASE("the seed's mpi-sample-job, applied verbatim, runs as one gang and suc
   CHECK_FALSE(job.status.completion_time.empty());
   CHECK(job.status.message.find("launcher pod mpi-sample-job-0-0 succeeded") != std::string::npos);
   bool workers_gone = waitFor([&] {
-    return f.pods(std::string(jobengine::kJobSetNameLabel) + "=mpi-sample-job-0").size() == 1;
+    return f.pods(std::string(proto::vocabulary::kJobSetNameLabel) + "=mpi-sample-job-0").size() == 1;
   }, kTimeout);
   CHECK(workers_gone);
-  auto left = f.pods(std::string(jobengine::kJobSetNameLabel) + "=mpi-sample-job-0");
+  auto left = f.pods(std::string(proto::vocabulary::kJobSetNameLabel) + "=mpi-sample-job-0");
   REQUIRE(left.size() == 1);
   CHECK(left[0].meta.name == "mpi-sample-job-0-0");
   CHECK(left[0].status.phase == "Succeeded");
@@ -267,8 +267,8 @@ TEST_CASE("with maxRestarts 1 a failing launcher restarts the job once, then it 
   CHECK(job.status.message.find("pod mpi-sample-job-1-0 (launcher) failed: exit code 3 (Error)") == 0);
   CHECK(job.status.message.find("maxRestarts 1") != std::string::npos);
   // The last attempt's pods are kept for kubectl logs; none of the first attempt is left.
-  CHECK(f.pods(std::string(jobengine::kJobSetNameLabel) + "=mpi-sample-job-1").size() == 3);
-  CHECK(f.pods(std::string(jobengine::kJobSetNameLabel) + "=mpi-sample-job-0").empty());
+  CHECK(f.pods(std::string(proto::vocabulary::kJobSetNameLabel) + "=mpi-sample-job-1").size() == 3);
+  CHECK(f.pods(std::string(proto::vocabulary::kJobSetNameLabel) + "=mpi-sample-job-0").empty());
   CHECK(overlap.overlaps().empty());
   std::string events = f.eventReasons();
   INFO(events);
@@ -291,7 +291,7 @@ TEST_CASE("a worker deleted mid-run restarts the whole job, with no old pod left
   });
   CHECK(job.status.job_group_name == "mpi-sample-job-1");
   f.waitAttemptRunning("mpi-sample-job-1", 3);
-  CHECK(f.pods(std::string(jobengine::kJobSetNameLabel) + "=mpi-sample-job-0").empty());
+  CHECK(f.pods(std::string(proto::vocabulary::kJobSetNameLabel) + "=mpi-sample-job-0").empty());
   CHECK(overlap.overlaps().empty());
   std::string events = f.eventReasons();
   INFO(events);
@@ -370,7 +370,7 @@ TEST_CASE("restarting muster-scheduler mid-attempt changes nothing visible") {
   REQUIRE(after);
   CHECK(after->meta.resource_version == before.meta.resource_version);  // no status write at all
   CHECK(after->status.restarts == 0);
-  auto after_pods = f.pods(std::string(jobengine::kJobSetNameLabel) + "=mpi-sample-job-0");
+  auto after_pods = f.pods(std::string(proto::vocabulary::kJobSetNameLabel) + "=mpi-sample-job-0");
   REQUIRE(after_pods.size() == 3);
   std::set<std::string> uids_before, uids_after;
   for (const auto& p : before_pods) uids_before.insert(p.meta.uid);
@@ -392,7 +392,7 @@ TEST_CASE("an unknown runtime gives a Failed condition and an Event and no pods"
     if (c.type == "Failed" && c.reason == "UnknownRuntime") found = true;
   CHECK(found);
   CHECK(job.status.message.find("unknown runtime \"mpi-mpich\"") != std::string::npos);
-  CHECK(f.pods(jobengine::kJobUidLabel).empty());
+  CHECK(f.pods(proto::vocabulary::kJobUidLabel).empty());
   bool evented = waitFor([&] { return f.eventReasons().find("UnknownRuntime: ") != std::string::npos; });
   CHECK(evented);
 }

@@ -23,7 +23,7 @@ proto::ParallelJob started(proto::ParallelJob job, int32_t attempt, bool all_cre
   job.status.restarts = attempt;
   job.status.job_group_name = groupName(job.meta.name, attempt);
   job.status.start_time = "2026-02-01T09:00:00Z";
-  job.status.conditions.push_back({kConditionPodsCreated, all_created ? "True" : "False",
+  job.status.conditions.push_back({vocab::kConditionPodsCreated, all_created ? "True" : "False",
                                    all_created ? "AllPodsCreated" : "CreatingPods", "m",
                                    "2026-02-01T09:00:00Z"});
   return job;
@@ -68,7 +68,7 @@ TEST_CASE("a new job first records its attempt in status, and creates nothing ye
   CHECK(plan.status->restarts == 0);
   CHECK(plan.status->job_group_name == "mpi-sample-job-0");
   CHECK(plan.status->start_time == kNow);
-  const auto* created = findCondition(plan.status->conditions, kConditionPodsCreated);
+  const auto* created = findCondition(plan.status->conditions, vocab::kConditionPodsCreated);
   REQUIRE(created != nullptr);
   CHECK(created->status == "False");
   CHECK_FALSE(created->reason.empty());
@@ -99,7 +99,7 @@ TEST_CASE("when every pod exists PodsCreated becomes True and Running only when 
   s.pods = {pod(s.job, 0, 0).running(), pod(s.job, 0, 1).running(), pod(s.job, 0, 2)};
   Plan plan = s.run();
   REQUIRE(plan.status);
-  CHECK(findCondition(plan.status->conditions, kConditionPodsCreated)->status == "True");
+  CHECK(findCondition(plan.status->conditions, vocab::kConditionPodsCreated)->status == "True");
   CHECK(plan.status->phase == "Pending");
   CHECK(plan.status->message == "attempt mpi-sample-job-0: 2 of 3 pods running");
   CHECK(plan.status->pods_ready == 2);
@@ -109,7 +109,7 @@ TEST_CASE("when every pod exists PodsCreated becomes True and Running only when 
   plan = s.run();
   REQUIRE(plan.status);
   CHECK(plan.status->phase == "Running");
-  CHECK(findCondition(plan.status->conditions, kConditionRunning)->status == "True");
+  CHECK(findCondition(plan.status->conditions, vocab::kConditionRunning)->status == "True");
   CHECK(hasEvent(plan, "Running"));
 }
 
@@ -145,7 +145,7 @@ TEST_CASE("the launcher succeeding makes the job Succeeded and removes the worke
   REQUIRE(plan.status);
   CHECK(plan.status->phase == "Succeeded");
   CHECK(plan.status->completion_time == kNow);
-  CHECK(findCondition(plan.status->conditions, kConditionSucceeded)->status == "True");
+  CHECK(findCondition(plan.status->conditions, vocab::kConditionSucceeded)->status == "True");
   CHECK(hasEvent(plan, "Succeeded"));
   CHECK(names(plan.delete_pods) ==
         std::vector<std::string>{"mpi-sample-job-0-1", "mpi-sample-job-0-2"});
@@ -169,7 +169,7 @@ TEST_CASE("a failed worker restarts the whole job: status first, then the attemp
   CHECK(plan.status->job_group_name == "mpi-sample-job-1");
   CHECK(plan.status->message.find("pod mpi-sample-job-0-1 (worker 1) failed: exit code 137 (OOMKilled)") !=
         std::string::npos);
-  CHECK(findCondition(plan.status->conditions, kConditionPodsCreated)->status == "False");
+  CHECK(findCondition(plan.status->conditions, vocab::kConditionPodsCreated)->status == "False");
   CHECK(hasEvent(plan, "Restarting"));
   CHECK(names(plan.delete_pods) == std::vector<std::string>{"mpi-sample-job-0-0", "mpi-sample-job-0-1",
                                                             "mpi-sample-job-0-2"});
@@ -203,7 +203,7 @@ TEST_CASE("past maxRestarts the job fails naming the pod, exit code and reason, 
   CHECK(plan.status->completion_time == kNow);
   CHECK(plan.status->message.find("pod mpi-sample-job-1-0 (launcher) failed: exit code 3 (Error)") == 0);
   CHECK(plan.status->message.find("maxRestarts 1") != std::string::npos);
-  CHECK(findCondition(plan.status->conditions, kConditionFailed)->reason == "MaxRestartsExceeded");
+  CHECK(findCondition(plan.status->conditions, vocab::kConditionFailed)->reason == "MaxRestartsExceeded");
   CHECK(hasEvent(plan, "MaxRestartsExceeded"));
   CHECK(plan.delete_pods.empty());
   // Failed is final.
@@ -250,7 +250,7 @@ TEST_CASE("a pod evicted by Muster's scheduler is created again without a restar
   Scenario s(started(seedJob(), 0, true));
   // What muster-scheduler sets before it evicts a member of a gang it rolls back.
   s.pods = {pod(s.job, 0, 0), pod(s.job, 0, 2),
-            pod(s.job, 0, 1).node("node-00001").deleting().condition(kGangRollbackCondition,
+            pod(s.job, 0, 1).node("node-00001").deleting().condition(vocab::kGangRollbackCondition,
                                                                      "True", "GangRollback")};
   Plan plan = s.run();
   CHECK((!plan.status || plan.status->restarts == 0));
@@ -279,7 +279,7 @@ TEST_CASE("an unknown runtime fails the job with a condition and an Event and cr
   Plan plan = s.run();
   REQUIRE(plan.status);
   CHECK(plan.status->phase == "Failed");
-  const auto* failed = findCondition(plan.status->conditions, kConditionFailed);
+  const auto* failed = findCondition(plan.status->conditions, vocab::kConditionFailed);
   REQUIRE(failed != nullptr);
   CHECK(failed->reason == "UnknownRuntime");
   CHECK(failed->message.find("\"mpi-mpich\"") != std::string::npos);
@@ -296,7 +296,7 @@ TEST_CASE("a job whose launcher template the runtime cannot use fails before cre
   Plan plan = s.run();
   REQUIRE(plan.status);
   CHECK(plan.status->phase == "Failed");
-  CHECK(findCondition(plan.status->conditions, kConditionFailed)->reason == "InvalidSpec");
+  CHECK(findCondition(plan.status->conditions, vocab::kConditionFailed)->reason == "InvalidSpec");
   CHECK(plan.create_pods.empty());
 }
 

@@ -159,23 +159,31 @@ TEST_CASE("a bind failing at any member leaves the others bound and that member 
   CHECK(f.api->evictions.empty());
 }
 
-TEST_CASE("bound members whose gang can no longer be completed are marked, then evicted",
-          "[scheduler]") {
-  Fixture f;
+// A gang of two on two 4-GPU nodes whose second bind fails; then another scheduler's pod takes
+// the node the second member was meant for, so the gang can no longer be completed.
+void strandOneMember(Fixture& f, bool with_controller) {
   f.cluster.put("nodes", nodeJson("n1").gpus(4));
   f.cluster.put("nodes", nodeJson("n2").gpus(4));
-  for (const auto& p : {"w0", "w1"})
-    f.cluster.put("pods", podJson(p).gpus(4).gang("g", 2).controlledBy("train"));
+  for (const auto& p : {"w0", "w1"}) {
+    auto pod = podJson(p).gpus(4).gang("g", 2);
+    if (with_controller) pod.controlledBy("train");
+    f.cluster.put("pods", pod);
+  }
   f.api->on_bind = [](const testing::BindCall& call, int) {
     return call.pod == "ml/w1" ? absl::UnavailableError("connection reset") : absl::OkStatus();
   };
   f.start();
   REQUIRE(f.cluster.runUntil([&] { return f.bound({"w0"}) == 1 && f.api->binds.size() == 2; }));
   f.cluster.settle();
-  // Meanwhile another scheduler's pod takes the node w1 was meant for.
   const std::string free_node = f.nodeOf("w0") == "n1" ? "n2" : "n1";
   f.cluster.put("pods", podJson("other").gpus(4).schedulerName("default-scheduler").boundTo(free_node));
   f.afterBackoff();
+}
+
+TEST_CASE("bound members whose gang can no longer be completed are marked, then evicted",
+          "[scheduler]") {
+  Fixture f;
+  strandOneMember(f, /*with_controller=*/true);
   REQUIRE(f.cluster.runUntil([&] { return !f.exists("w0"); }));
   // No marker, no eviction: the marker goes first.
   const size_t marked = f.indexOf(f.api->log, "condition ml/w0 muster.dev/GangRollback=True");
@@ -190,18 +198,7 @@ TEST_CASE("bound members whose gang can no longer be completed are marked, then 
 
 TEST_CASE("a bound member with no controller is reported, never evicted", "[scheduler]") {
   Fixture f;
-  f.cluster.put("nodes", nodeJson("n1").gpus(4));
-  f.cluster.put("nodes", nodeJson("n2").gpus(4));
-  for (const auto& p : {"w0", "w1"}) f.cluster.put("pods", podJson(p).gpus(4).gang("g", 2));
-  f.api->on_bind = [](const testing::BindCall& call, int) {
-    return call.pod == "ml/w1" ? absl::UnavailableError("connection reset") : absl::OkStatus();
-  };
-  f.start();
-  REQUIRE(f.cluster.runUntil([&] { return f.bound({"w0"}) == 1 && f.api->binds.size() == 2; }));
-  f.cluster.settle();
-  const std::string free_node = f.nodeOf("w0") == "n1" ? "n2" : "n1";
-  f.cluster.put("pods", podJson("other").gpus(4).schedulerName("default-scheduler").boundTo(free_node));
-  f.afterBackoff();
+  strandOneMember(f, /*with_controller=*/false);
   REQUIRE(f.cluster.runUntil([&] { return f.sink->count("GangPartlyBound", "ml/w0") == 1; }));
   CHECK(f.api->evictions.empty());
   CHECK(f.exists("w0"));

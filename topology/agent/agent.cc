@@ -43,13 +43,13 @@ std::string labelValue(std::string_view text) {
 
 std::map<std::string, std::optional<std::string>> nodeLabels(const Topology& topology) {
   std::map<std::string, std::optional<std::string>> labels;
-  labels[std::string(kLabelGpuCount)] = std::to_string(topology.gpus.size());
-  labels[std::string(kLabelRdmaCount)] = std::to_string(topology.rdma_nics.size());
+  labels[std::string(vocab::kLabelGpuCount)] = std::to_string(topology.gpus.size());
+  labels[std::string(vocab::kLabelRdmaCount)] = std::to_string(topology.rdma_nics.size());
   const std::string model = labelValue(gpuModelSummary(topology));
-  labels[std::string(kLabelGpuModel)] =
+  labels[std::string(vocab::kLabelGpuModel)] =
       model.empty() ? std::nullopt : std::optional<std::string>(model);
   const std::string link = labelValue(linkLayerSummary(topology));
-  labels[std::string(kLabelRdmaLinkLayer)] =
+  labels[std::string(vocab::kLabelRdmaLinkLayer)] =
       link.empty() ? std::nullopt : std::optional<std::string>(link);
   return labels;
 }

@@ -20,13 +20,11 @@
 
 namespace muster::topology {
 
+namespace vocab = proto::vocabulary;  // the names Muster uses on API objects
+
 inline constexpr std::string_view kAgentVersion = "muster-topology v0.1.0";
 
 // Node labels the agent owns.
-using proto::vocabulary::kLabelGpuCount;
-using proto::vocabulary::kLabelGpuModel;
-using proto::vocabulary::kLabelRdmaCount;
-using proto::vocabulary::kLabelRdmaLinkLayer;
 
 // The labels for `topology`; nullopt = the label must be absent (no GPU model without GPUs).
 std::map<std::string, std::optional<std::string>> nodeLabels(const Topology& topology);
