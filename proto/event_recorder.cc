@@ -21,13 +21,6 @@ metrics::Counter& droppedMetric() {
                        .with();
   return c;
 }
-metrics::Counter& writeErrorMetric() {
-  static auto& c = metrics::defaultRegistry()
-                       .counter("muster_api_write_errors_total",
-                                "Event and status writes the API server refused.", {"kind"})
-                       .with({"event"});
-  return c;
-}
 metrics::Counter& aggregatedMetric() {
   static auto& c = metrics::defaultRegistry()
                        .counter("muster_events_aggregated_total",
@@ -202,7 +195,7 @@ struct EventRecorder::State : std::enable_shared_from_this<State> {
 
   void refused(const absl::Status& st, const Event& e) {
     if (isNotFound(st)) return;
-    writeErrorMetric().inc();
+    metrics::apiWriteErrors("event").inc();
     MUSTER_LOG_WARNING("Event refused", "event", e.reason, "object",
                        strCat(e.involved_object.namespace_, "/", e.involved_object.name), "error",
                        st.ToString());

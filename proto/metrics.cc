@@ -171,4 +171,10 @@ Registry& defaultRegistry() {
   return *registry;
 }
 
+Counter& apiWriteErrors(const std::string& kind) {
+  static auto& family = defaultRegistry().counter(
+      "muster_api_write_errors_total", "Event and status writes the API server refused.", {"kind"});
+  return family.with({kind});
+}
+
 }  // namespace muster::metrics

@@ -103,4 +103,7 @@ class Registry {
 // The process-wide registry served on /metrics.
 Registry& defaultRegistry();
 
+// muster_api_write_errors_total{kind}: writes the API server refused (kind "event", "status").
+Counter& apiWriteErrors(const std::string& kind);
+
 }  // namespace muster::metrics

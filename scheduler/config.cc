@@ -7,36 +7,31 @@
 
 namespace muster::scheduler {
 
-using proto::config::bad;
-using proto::config::intInto;
-using proto::config::mapInto;
-using proto::config::nonNegative;
-using proto::config::positive;
-using proto::config::readString;
-using proto::config::stringsInto;
+namespace cfg = proto::config;
 
-proto::config::Keys schedulerConfigKeys(SchedulerConfig* c) {
+
+cfg::Keys schedulerConfigKeys(SchedulerConfig* c) {
   return {
-      {"schedulerNames", stringsInto(&c->scheduler_names)},
-      {"topologyLevels", stringsInto(&c->topology_levels)},
+      {"schedulerNames", cfg::stringsInto(&c->scheduler_names)},
+      {"topologyLevels", cfg::stringsInto(&c->topology_levels)},
       {"singlePodStrategy",
        [c](const YAML::Node& n, const std::string& key) -> absl::Status {
          std::string s;
-         if (absl::Status st = readString(n, key, &s); !st.ok()) return st;
+         if (absl::Status st = cfg::readString(n, key, &s); !st.ok()) return st;
          if (s == "pack") {
            c->single_pod_strategy = SinglePodStrategy::kPack;
          } else if (s == "spread") {
            c->single_pod_strategy = SinglePodStrategy::kSpread;
          } else {
-           return bad(key, absl::StrCat("must be pack or spread, got \"", s, "\""));
+           return cfg::bad(key, absl::StrCat("must be pack or spread, got \"", s, "\""));
          }
          return absl::OkStatus();
        }},
-      {"gang", mapInto({{"defaultScheduleTimeoutSeconds",
-                         intInto(&c->gang_default_schedule_timeout_seconds)}})},
-      {"queue", mapInto({{"reservationAfterSeconds", intInto(&c->queue_reservation_after_seconds)},
-                         {"initialBackoffSeconds", intInto(&c->queue_initial_backoff_seconds)},
-                         {"maxBackoffSeconds", intInto(&c->queue_max_backoff_seconds)}})},
+      {"gang", cfg::mapInto({{"defaultScheduleTimeoutSeconds",
+                         cfg::intInto(&c->gang_default_schedule_timeout_seconds)}})},
+      {"queue", cfg::mapInto({{"reservationAfterSeconds", cfg::intInto(&c->queue_reservation_after_seconds)},
+                         {"initialBackoffSeconds", cfg::intInto(&c->queue_initial_backoff_seconds)},
+                         {"maxBackoffSeconds", cfg::intInto(&c->queue_max_backoff_seconds)}})},
   };
 }
 
@@ -61,47 +56,47 @@ bool SchedulerConfig::handlesSchedulerName(std::string_view name) const {
 }
 
 absl::Status validateConfig(const SchedulerConfig& c) {
-  if (c.scheduler_names.empty()) return bad("schedulerNames", "must name at least one scheduler");
+  if (c.scheduler_names.empty()) return cfg::bad("schedulerNames", "must name at least one scheduler");
   std::set<std::string> seen;
   for (size_t i = 0; i < c.scheduler_names.size(); ++i) {
     const std::string& n = c.scheduler_names[i];
     std::string key = absl::StrCat("schedulerNames[", i, "]");
-    if (n.empty()) return bad(key, "must not be empty");
-    if (!seen.insert(n).second) return bad(key, absl::StrCat("\"", n, "\" is listed twice"));
+    if (n.empty()) return cfg::bad(key, "must not be empty");
+    if (!seen.insert(n).second) return cfg::bad(key, absl::StrCat("\"", n, "\" is listed twice"));
   }
   if (c.topology_levels.size() > static_cast<size_t>(kMaxTopologyLevels)) {
-    return bad("topologyLevels", absl::StrCat("at most ", kMaxTopologyLevels, " levels, got ",
+    return cfg::bad("topologyLevels", absl::StrCat("at most ", kMaxTopologyLevels, " levels, got ",
                                               c.topology_levels.size()));
   }
   seen.clear();
   for (size_t i = 0; i < c.topology_levels.size(); ++i) {
     const std::string& l = c.topology_levels[i];
     std::string key = absl::StrCat("topologyLevels[", i, "]");
-    if (l.empty()) return bad(key, "must be a node label key, got an empty string");
+    if (l.empty()) return cfg::bad(key, "must be a node label key, got an empty string");
     if (l == kHostnameLevel) {
-      return bad(key, absl::StrCat(av(kHostnameLevel),
+      return cfg::bad(key, absl::StrCat(av(kHostnameLevel),
                                    " is the implicit bottom level; list only the levels above it"));
     }
-    if (!seen.insert(l).second) return bad(key, absl::StrCat("\"", l, "\" is listed twice"));
+    if (!seen.insert(l).second) return cfg::bad(key, absl::StrCat("\"", l, "\" is listed twice"));
   }
-  if (absl::Status s = nonNegative("gang.defaultScheduleTimeoutSeconds",
+  if (absl::Status s = cfg::nonNegative("gang.defaultScheduleTimeoutSeconds",
                                    c.gang_default_schedule_timeout_seconds);
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = positive("queue.reservationAfterSeconds", c.queue_reservation_after_seconds);
+  if (absl::Status s = cfg::positive("queue.reservationAfterSeconds", c.queue_reservation_after_seconds);
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = positive("queue.initialBackoffSeconds", c.queue_initial_backoff_seconds);
+  if (absl::Status s = cfg::positive("queue.initialBackoffSeconds", c.queue_initial_backoff_seconds);
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = positive("queue.maxBackoffSeconds", c.queue_max_backoff_seconds); !s.ok()) {
+  if (absl::Status s = cfg::positive("queue.maxBackoffSeconds", c.queue_max_backoff_seconds); !s.ok()) {
     return s;
   }
   if (c.queue_max_backoff_seconds < c.queue_initial_backoff_seconds) {
-    return bad("queue.maxBackoffSeconds",
+    return cfg::bad("queue.maxBackoffSeconds",
                absl::StrCat("must be at least queue.initialBackoffSeconds (",
                             c.queue_initial_backoff_seconds, "), got ", c.queue_max_backoff_seconds));
   }
@@ -110,14 +105,14 @@ absl::Status validateConfig(const SchedulerConfig& c) {
 
 absl::StatusOr<SchedulerConfig> parseConfig(std::string_view yaml) {
   SchedulerConfig config;
-  if (absl::Status s = proto::config::readDocument(yaml, schedulerConfigKeys(&config)); !s.ok())
+  if (absl::Status s = cfg::readDocument(yaml, schedulerConfigKeys(&config)); !s.ok())
     return s;
   if (absl::Status s = validateConfig(config); !s.ok()) return s;
   return config;
 }
 
 absl::StatusOr<SchedulerConfig> loadConfig(const std::string& path) {
-  absl::StatusOr<std::string> text = proto::config::readFile(path);
+  absl::StatusOr<std::string> text = cfg::readFile(path);
   if (!text.ok()) return text.status();
   absl::StatusOr<SchedulerConfig> config = parseConfig(*text);
   if (!config.ok()) {

@@ -9,16 +9,6 @@ namespace muster::scheduler {
 namespace asio = proto::asio;
 namespace vocab = proto::vocabulary;
 
-namespace {
-metrics::Counter& statusErrors() {
-  static auto& c = metrics::defaultRegistry()
-                       .counter("muster_api_write_errors_total",
-                                "Event and status writes the API server refused.", {"kind"})
-                       .with({"status"});
-  return c;
-}
-}  // namespace
-
 PodStatusWriter::PodStatusWriter(SchedulerApiPtr api, asio::any_io_executor executor,
                                  proto::Clock clock)
     : api_(std::move(api)), strand_(asio::make_strand(executor)), clock_(std::move(clock)) {}
@@ -52,7 +42,7 @@ void PodStatusWriter::write(PodRef pod, proto::PodCondition condition) {
     for (;;) {
       absl::Status status = co_await api_->setPodCondition(pod, condition);
       if (!status.ok() && !proto::isNotFound(status)) {
-        statusErrors().inc();
+        metrics::apiWriteErrors("status").inc();
         MUSTER_LOG_WARNING("Write refused", "what", "PodScheduled condition of " + key, "error",
                            status.ToString());
       }
