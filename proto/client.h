@@ -43,6 +43,7 @@ extern const Resource kParallelJobs;  // preferred.jp/v1alpha1
 extern const Resource kServices;
 extern const Resource kSecrets;
 extern const Resource kConfigMaps;
+extern const Resource kPersistentVolumeClaims;
 }  // namespace resources
 
 enum class Verb { kGet, kPost, kPut, kPatch, kDelete };

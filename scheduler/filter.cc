@@ -136,6 +136,9 @@ std::vector<std::string> unsupported(const proto::Pod& pod, const ClaimIsBound& 
   if (pod.spec.has_topology_spread_constraints) {
     out.push_back("topology spread constraints (spec.topologySpreadConstraints)");
   }
+  if (pod.spec.has_resource_claims) {
+    out.push_back("dynamic resource allocation (spec.resourceClaims)");
+  }
   for (const std::string& claim : pod.spec.pvc_claim_names) {
     if (claim_is_bound && claim_is_bound(pod.meta.namespace_, claim)) continue;
     out.push_back(absl::StrCat("PersistentVolumeClaim ", claim,

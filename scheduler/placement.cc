@@ -830,14 +830,8 @@ bool Placer::resolveBound(std::string* problem) {
 PlacementResult Placer::run() {
   const int64_t existing =
       static_cast<int64_t>(request_.members.size() + request_.bound.size());
-  if (existing < request_.min_member) {
-    Unschedulable u;
-    u.waiting_for_members = true;
-    u.message = absl::StrCat("gang ", request_.key.toString(), " is waiting for ",
-                             request_.min_member - existing, " more pods (has ", existing,
-                             " of minMember ", request_.min_member, ")");
-    return u;
-  }
+  if (existing < request_.min_member)
+    return waitingForMembers(request_.key, existing, request_.min_member);
   if (request_.members.empty()) {
     GangPlacement done;
     done.key = request_.key;
@@ -962,6 +956,14 @@ std::string GangPlacement::describe() const {
   }
   if (level_key == kHostnameLevel) return absl::StrCat("node ", domain);
   return absl::StrCat(level_key, "=", domain);
+}
+
+Unschedulable waitingForMembers(const GangKey& key, int64_t existing, int64_t min_member) {
+  Unschedulable u;
+  u.waiting_for_members = true;
+  u.message = absl::StrCat("gang ", key.toString(), " is waiting for members: ", existing, " of ",
+                           min_member, " exist");
+  return u;
 }
 
 PlacementResult place(const GangRequest& request, const ClusterCache& cache,

@@ -21,6 +21,8 @@ namespace {
 
 // The index of the shared pod informer that files pods under their PodGroup ("ns/name").
 constexpr char kPodsByPodGroupIndex[] = "scheduler:podgroup";
+// ... and under the PersistentVolumeClaims their volumes use ("ns/claim").
+constexpr char kPodsByClaimIndex[] = "scheduler:claim";
 
 struct Metrics {
   metrics::Family<metrics::Counter>& attempts = metrics::defaultRegistry().counter(
@@ -77,6 +79,8 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       nodes_(informers.informer<Node>(proto::resources::kNodes)),
       pod_groups_(informers.informer<PodGroup>(proto::resources::kPodGroups)),
       topologies_(informers.informer<proto::NodeTopology>(proto::resources::kNodeTopologies)),
+      claims_(informers.informer<proto::PersistentVolumeClaim>(
+          proto::resources::kPersistentVolumeClaims)),
       binder_(api, strand_, events_, clock_),
       status_(api, executor, clock_),
       cache_(config_.topology_levels),
@@ -84,6 +88,10 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
              [this](std::string_view ns, std::string_view name) -> const PodGroup* {
                auto it = groups_.find(proto::objectKey(ns, name));
                return it == groups_.end() ? nullptr : it->second.get();
+             },
+             [this](std::string_view ns, std::string_view claim) {
+               std::shared_ptr<const proto::PersistentVolumeClaim> c = claims_.get(ns, claim);
+               return c != nullptr && c->isBound();
              }),
       group_status_(api, strand_, clock_, [this](const std::string& group_key) {
         return pods_.byIndex(kPodsByPodGroupIndex, group_key);
@@ -94,6 +102,13 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
     auto it = p.meta.labels.find(proto::vocabulary::kPodGroupLabel);
     if (it == p.meta.labels.end()) return std::vector<std::string>{};
     return std::vector<std::string>{proto::objectKey(p.meta.namespace_, it->second)};
+  });
+  pods_.addIndex(kPodsByClaimIndex, [](const Pod& p) {
+    std::vector<std::string> keys;
+    if (!p.spec.node_name.empty()) return keys;
+    for (const std::string& claim : p.spec.pvc_claim_names)
+      keys.push_back(proto::objectKey(p.meta.namespace_, claim));
+    return keys;
   });
   pods_.addHandlers({
       [this](const auto& p) { asio::post(strand_, [this, p] { onPodAdd(p); }); },
@@ -117,6 +132,10 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       [this](const auto&, const auto& g) { asio::post(strand_, [this, g] { onPodGroup(g, false); }); },
       [this](const auto& g) { asio::post(strand_, [this, g] { onPodGroup(g, true); }); },
   });
+  auto on_claim = [this](const std::shared_ptr<const proto::PersistentVolumeClaim>& c) {
+    asio::post(strand_, [this, c] { onClaim(*c); });
+  };
+  claims_.addHandlers({on_claim, [on_claim](const auto&, const auto& c) { on_claim(c); }, on_claim});
   topologies_.addHandlers({
       [this](const auto& t) { asio::post(strand_, [this, t] { onNodeTopology(t, false); }); },
       [this](const auto&, const auto& t) {
@@ -159,12 +178,30 @@ void Scheduler::queuePod(const Pod& pod) {
   // Bound by us, and the informer has not shown the binding yet.
   if (pod.spec.node_name.empty() && cache_.isAssumed(key)) return;
   absl::Status status = queue_.addOrUpdatePod(pod);
-  if (!status.ok() && pod.spec.node_name.empty() && !pod.meta.deletion_timestamp) {
-    std::string message(status.message());
-    events_.event(pod, "Warning", "FailedScheduling", message);
-    status_.unschedulable(pod, message);
-    MUSTER_LOG_INFO(2, "Pod not queued", "pod", key, "reason", message);
+  if (!pod.spec.node_name.empty() || pod.meta.deletion_timestamp) return;
+  if (!pod.spec.scheduling_gates.empty()) {
+    status_.gated(pod);
+    return;
   }
+  if (status.ok()) return;
+  if (!pod.spec.pvc_claim_names.empty() && !claims_.hasSynced()) {
+    // Its claims may be bound but not listed yet; decided when they are (waitForCaches).
+    refused_before_claims_synced_.insert(key);
+    return;
+  }
+  std::string message(status.message());
+  // Our own condition write comes back as an update: one Event per change, not two.
+  if (PodStatusWriter::reflects(pod, proto::vocabulary::kUnschedulableReason, message)) return;
+  events_.event(pod, "Warning", "FailedScheduling", message);
+  status_.unschedulable(pod, message);
+  MUSTER_LOG_INFO(2, "Pod not queued", "pod", key, "reason", message);
+}
+
+void Scheduler::onClaim(const proto::PersistentVolumeClaim& claim) {
+  // Bound, unbound or gone: the pods using it are (re)decided.
+  for (const auto& pod : pods_.byIndex(kPodsByClaimIndex, proto::objectKey(claim)))
+    queuePod(*pod);
+  kick();
 }
 
 void Scheduler::onPodAdd(const std::shared_ptr<const Pod>& pod) {
@@ -247,7 +284,7 @@ asio::awaitable<void> Scheduler::waitForCaches() {
     boost::system::error_code ec;
     co_await wakeup_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   };
-  while (!stopping_ && !(pods_.hasSynced() && nodes_.hasSynced()))
+  while (!stopping_ && !(pods_.hasSynced() && nodes_.hasSynced() && claims_.hasSynced()))
     co_await sleep(std::chrono::milliseconds(100));
   // NodeTopologies are worth a short wait (placing without them ignores GPU↔NIC alignment), but
   // not a hang: the CRD may not be installed, or no agent runs.
@@ -263,6 +300,10 @@ asio::awaitable<void> Scheduler::waitForCaches() {
   // The informers posted their first lists' events to this strand before they reported synced;
   // let those run (the strand is FIFO) so the cache holds every node, pod and topology first.
   co_await asio::post(strand_, asio::use_awaitable);
+  for (const std::string& key : std::exchange(refused_before_claims_synced_, {})) {
+    auto slash = key.find('/');
+    if (auto pod = pods_.get(key.substr(0, slash), key.substr(slash + 1))) queuePod(*pod);
+  }
 }
 
 asio::awaitable<void> Scheduler::loop() {
@@ -310,7 +351,7 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   };
   if (auto verdict = precheck(attempt)) {
-    observe("unschedulable");
+    // Not an attempt: the gang cannot be tried until its members (or PodGroup) exist.
     reportUnschedulable(attempt, *verdict);
     return;
   }
@@ -351,6 +392,9 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
   });
 }
 
+// Events per gang attempt: the first few members only.
+constexpr size_t kEventsPerAttempt = 5;
+
 void Scheduler::reportUnschedulable(const GangAttempt& attempt, const Unschedulable& verdict) {
   MUSTER_LOG_INFO(3, "Gang unschedulable", "gang", attempt.key.toString(), "reason",
                   verdict.message);
@@ -361,12 +405,19 @@ void Scheduler::reportUnschedulable(const GangAttempt& attempt, const Unschedula
                                        " is waiting for its members: it is placed once ",
                                        attempt.spec.min_member, " pods exist");
     for (const auto& member : attempt.members) status_.unschedulable(member->pod, message);
+    if (attempt.report_waiting) {
+      // Long enough that it is not just members still being created: say what is missing.
+      std::string warning = absl::StrCat(
+          verdict.message, "; still waiting ", config_.queue_waiting_event_after_seconds,
+          "s after its first member was seen");
+      for (size_t i = 0; i < attempt.members.size() && i < kEventsPerAttempt; ++i)
+        events_.event(attempt.members[i]->pod, "Warning", "FailedScheduling", warning);
+    }
     queue_.reportUnschedulable(attempt, verdict, cache_);
     return;
   }
   // Every member gets the condition; the Event goes to the first few members only (the
   // recorder also rate-limits per pod and overall), so a 1,000-pod gang is one burst of five.
-  constexpr size_t kEventsPerAttempt = 5;
   for (size_t i = 0; i < attempt.members.size(); ++i) {
     status_.unschedulable(attempt.members[i]->pod, verdict.message);
     if (i < kEventsPerAttempt)
