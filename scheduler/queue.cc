@@ -412,10 +412,32 @@ void SchedulingQueue::reportUnschedulable(const GangAttempt& attempt, const Unsc
   reservations_[attempt.key] = Reservation{std::move(nodes), gang.priority};
 }
 
-void SchedulingQueue::reportBindFailed(const GangKey& key, const std::vector<std::string>& pod_keys) {
+void SchedulingQueue::reportBound(const GangKey& key) {
+  if (auto it = gangs_.find(key); it != gangs_.end()) it->second.bind_failures = 0;
+}
+
+int SchedulingQueue::reportBindFailed(const GangAttempt& attempt,
+                                      const std::vector<std::string>& pod_keys) {
+  const GangKey& key = attempt.key;
   auto it = gangs_.find(key);
-  if (it == gangs_.end()) return;
+  if (it == gangs_.end() && key.single_pod && !pod_keys.empty()) {
+    // reportPlaced forgot the lone pod; the informer shows no change that would bring it back.
+    it = gangs_.try_emplace(key).first;
+    Gang& gang = it->second;
+    gang.key = key;
+    gang.spec = attempt.spec;
+    gang.first_seen = clock_();
+    gang.failures = attempt.failures;
+    gang.state = State::kDone;
+    for (const PodInfoPtr& member : attempt.members) {
+      if (std::find(pod_keys.begin(), pod_keys.end(), member->key) == pod_keys.end()) continue;
+      gang.bound[member->key] = BoundMember{"", member};
+      pod_gang_[member->key] = key;
+    }
+  }
+  if (it == gangs_.end()) return 0;
   Gang& gang = it->second;
+  const int bind_failures = ++gang.bind_failures;
   for (const std::string& k : pod_keys) {
     auto b = gang.bound.find(k);
     if (b == gang.bound.end()) continue;
@@ -429,9 +451,10 @@ void SchedulingQueue::reportBindFailed(const GangKey& key, const std::vector<std
   refreshPriority(gang);
   if (gang.pending.empty()) {
     eraseGangIfEmpty(key);
-    return;
+    return bind_failures;
   }
   setState(gang, State::kBackoff);
+  return bind_failures;
 }
 
 size_t SchedulingQueue::waitingCount() const {

@@ -118,9 +118,13 @@ class SchedulingQueue {
   // has waited long enough, plans its reservation against `cache`.
   void reportUnschedulable(const GangAttempt& attempt, const Unschedulable& verdict,
                            const ClusterCache& cache);
-  // Binding failed for `pod_keys` after reportPlaced (the caller forgot them in the cache and
-  // evicted the rest as needed): they are pending again and the gang backs off.
-  void reportBindFailed(const GangKey& key, const std::vector<std::string>& pod_keys);
+  // Binding failed for `pod_keys` (members of `attempt` that still exist) after reportPlaced
+  // (the caller forgot them in the cache and evicted the rest as needed): they are pending again
+  // and the gang backs off; a lone pod, which left the queue when it was placed, comes back.
+  // Returns how many binds of this gang in a row have failed so far.
+  int reportBindFailed(const GangAttempt& attempt, const std::vector<std::string>& pod_keys);
+  // Every bind of the gang's attempt succeeded: its run of bind failures ends.
+  void reportBound(const GangKey& key);
 
   // Introspection (metrics, tests).
   size_t activeCount() const { return active_.size(); }
@@ -151,6 +155,7 @@ class SchedulingQueue {
     absl::Time backoff_until;
     absl::Time unschedulable_since;
     int32_t priority = 0;
+    int bind_failures = 0;          // attempts in a row whose binds failed
     bool waiting_reported = false;  // the waiting-for-members Event went out
     bool report_waiting = false;    // ... and is due at the next attempt
     // Position key in active_ while active.

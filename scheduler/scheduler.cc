@@ -1,5 +1,6 @@
 #include "scheduler/scheduler.h"
 
+#include <algorithm>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
@@ -394,6 +395,8 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
 
 // Events per gang attempt: the first few members only.
 constexpr size_t kEventsPerAttempt = 5;
+// Attempts in a row whose binds fail before the gang's bound members are rolled back.
+constexpr int kBindFailuresBeforeRollback = 3;
 
 void Scheduler::reportUnschedulable(const GangAttempt& attempt, const Unschedulable& verdict) {
   MUSTER_LOG_INFO(3, "Gang unschedulable", "gang", attempt.key.toString(), "reason",
@@ -441,14 +444,20 @@ void Scheduler::onBound(const GangAttempt& attempt, const GangPlacement& placeme
       m().gang_latency.observe(absl::ToDoubleSeconds(clock_() - newest));
     MUSTER_LOG_INFO(2, "Gang bound", "gang", attempt.key.toString(), "pods",
                     placement.assignments.size(), "domain", placement.describe());
+    queue_.reportBound(attempt.key);
     return;
   }
   // Some members are bound, some not. The failed ones are forgotten in the cache and go back to
   // the queue; their next placement must join the bound ones (or those are rolled back then).
-  std::vector<std::string> failed;
+  std::vector<std::string> failed, requeue;
   for (const auto& f : result.failed) {
     if (cache_.isAssumed(f.pod_key)) (void)cache_.forget(f.pod_key);
     failed.push_back(f.pod_key);
+    // Only pods that still exist unbound go back (a deleted one would never leave the queue).
+    auto slash = f.pod_key.find('/');
+    auto pod = pods_.get(f.pod_key.substr(0, slash), f.pod_key.substr(slash + 1));
+    if (!proto::isNotFound(f.status) && pod && pod->spec.node_name.empty() && !isHeldBack(*pod))
+      requeue.push_back(f.pod_key);
   }
   std::string message = absl::StrCat("binding ", failed.size(), " of ", placement.assignments.size(),
                                      " pods of gang ", attempt.key.toString(), " failed: ",
@@ -457,7 +466,30 @@ void Scheduler::onBound(const GangAttempt& attempt, const GangPlacement& placeme
     if (std::find(failed.begin(), failed.end(), member->key) != failed.end())
       events_.event(member->pod, "Warning", "FailedScheduling", message);
   }
-  queue_.reportBindFailed(attempt.key, failed);
+  const int failures_in_a_row = queue_.reportBindFailed(attempt, requeue);
+  // A bind that keeps failing (refused by a webhook or RBAC, a pod that cannot be bound) must not
+  // hold the rest of the gang on its nodes for ever: after a few tries in a row the bound members
+  // are rolled back like any gang that cannot be completed. A member that is gone (NotFound) is
+  // not the bind's fault: its gang waits for a replacement.
+  bool only_gone = std::all_of(result.failed.begin(), result.failed.end(),
+                               [](const auto& f) { return proto::isNotFound(f.status); });
+  GangAttempt holding = attempt;
+  for (size_t i = 0; i < attempt.members.size(); ++i) {
+    if (std::find(result.bound.begin(), result.bound.end(), attempt.members[i]->key) !=
+        result.bound.end())
+      holding.bound.emplace_back(attempt.members[i]->key, placement.assignments[i].node);
+  }
+  if (!only_gone && !holding.bound.empty() && failures_in_a_row >= kBindFailuresBeforeRollback) {
+    MUSTER_LOG_WARNING("Gang binds keep failing, rolling back its bound members", "gang",
+                       attempt.key.toString(), "failures", failures_in_a_row, "bound",
+                       holding.bound.size());
+    binder_.rollback(holding,
+                     absl::StrCat("binding its other members failed ", failures_in_a_row,
+                                  " times in a row: ", result.failed.front().status.message()),
+                     [this](std::string_view ns, std::string_view name) {
+                       return pods_.get(ns, name);
+                     });
+  }
   kick();
 }
 

@@ -271,7 +271,8 @@ SchedulerProcess::~SchedulerProcess() {
 
 void SchedulerProcess::start() {
   REQUIRE(pid_ <= 0);
-  std::vector<std::string> argv = {MUSTER_SCHEDULER_BIN, "--kubeconfig",
+  const char* bin = std::getenv("MUSTER_E2E_SCHEDULER_BIN");
+  std::vector<std::string> argv = {bin != nullptr && *bin ? bin : MUSTER_SCHEDULER_BIN, "--kubeconfig",
                                    TestCluster::get().kubeconfig(), "--config", config_path_,
                                    "-v", "2"};
   argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
@@ -293,6 +294,15 @@ void SchedulerProcess::start() {
   close(fd);
   REQUIRE(rc == 0);
   pid_ = pid;
+}
+
+bool SchedulerProcess::alive() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return true;
+  UNSCOPED_INFO("muster-scheduler exited with status " << status << ": " << logTail());
+  pid_ = -1;
+  return false;
 }
 
 void SchedulerProcess::kill9() {

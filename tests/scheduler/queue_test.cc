@@ -260,12 +260,33 @@ TEST_CASE("placed members count as bound, and a bind failure puts them back", "[
   q.reportPlaced(a, std::get<GangPlacement>(r));
   CHECK(q.pendingPodCount() == 0);
   CHECK_FALSE(q.pop().has_value());
-  q.reportBindFailed(a.key, {"ml/g-1"});
+  q.reportBindFailed(a, {"ml/g-1"});
   CHECK(q.pendingPodCount() == 1);
   clock.advance(absl::Seconds(1));
   GangAttempt again = *q.pop();
   CHECK(again.members.size() == 1);
   CHECK(again.bound.size() == 1);
+}
+
+TEST_CASE("a lone pod whose bind failed is tried again after its backoff", "[queue]") {
+  FakeClock clock;
+  ClusterCache cache({});
+  cache.addNode(node("n1").gpus(8));
+  SchedulingQueue q(config(), clock.clock(), kNoGroups);
+  REQUIRE(q.addOrUpdatePod(pod("solo").gpus(1)).ok());
+  GangAttempt a = *q.pop();
+  q.reportPlaced(a, std::get<GangPlacement>(place(q.buildRequest(a), cache)));
+  CHECK(q.pendingPodCount() == 0);
+  CHECK(q.reportBindFailed(a, {"ml/solo"}) == 1);
+  CHECK(q.pendingPodCount() == 1);
+  CHECK_FALSE(q.pop().has_value());
+  clock.advance(absl::Seconds(1));
+  std::optional<GangAttempt> again = q.pop();
+  REQUIRE(again.has_value());
+  CHECK(again->members.size() == 1);
+  // Its pod's later update finds it queued once, not twice.
+  REQUIRE(q.addOrUpdatePod(pod("solo").gpus(1)).ok());
+  CHECK(q.pendingPodCount() == 1);
 }
 
 TEST_CASE("pods come and go: gangs grow as members are created and vanish when empty", "[queue]") {

@@ -179,6 +179,32 @@ TEST_CASE("a bind failing at any member leaves the others bound and that member 
   CHECK(f.api->evictions.empty());
 }
 
+TEST_CASE("a member whose bind is refused every time: after 3 tries its bound gang-mates are "
+          "rolled back", "[scheduler]") {
+  Fixture f;
+  racks(f);
+  for (const auto& p : kGang4) f.cluster.put("pods", podJson(p).gpus(4).gang("train", 4).controlledBy("j"));
+  f.api->on_bind = [](const testing::BindCall& call, int) {
+    return call.pod == "ml/w1" ? absl::PermissionDeniedError("admission webhook denied the request")
+                               : absl::OkStatus();
+  };
+  f.start();
+  for (size_t tries = 1; tries <= 2; ++tries) {
+    REQUIRE(f.cluster.runUntil([&] { return f.api->binds.size() == 3 + tries; }));
+    f.cluster.settle();
+    CHECK(f.api->evictions.empty());  // a refused bind may be transient: try again first
+    CHECK(f.bound(kGang4) == 3);
+    f.afterBackoff();
+  }
+  REQUIRE(f.cluster.runUntil([&] { return f.bound(kGang4) == 0; }));
+  CHECK(f.api->binds.size() == 6);
+  std::vector<std::string> evicted = f.api->evictions;
+  std::sort(evicted.begin(), evicted.end());
+  CHECK(evicted == std::vector<std::string>{"ml/w0", "ml/w2", "ml/w3"});
+  f.cluster.settle();
+  CHECK(f.sink->count("GangEvicted", "ml/w0") == 1);
+}
+
 // A gang of two on two 4-GPU nodes whose second bind fails; then another scheduler's pod takes
 // the node the second member was meant for, so the gang can no longer be completed.
 void strandOneMember(Fixture& f, bool with_controller) {
