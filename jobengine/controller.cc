@@ -4,6 +4,7 @@
 
 #include "jobengine/naming.h"
 #include "proto/codec.h"
+#include "proto/coroutine.h"
 #include "proto/log.h"
 #include "proto/metrics.h"
 
@@ -76,7 +77,7 @@ asio::awaitable<absl::Status> runAll(asio::strand<asio::any_io_executor> strand,
       absl::Status s = co_await task();
       if (!s.ok() && state->first_error.ok()) state->first_error = s;
       if (--state->remaining == 0) state->timer.cancel();
-    }, asio::detached);
+    }, proto::dieOnException("job engine"));
   }
   while (state->remaining > 0) {
     boost::system::error_code ec;
@@ -154,7 +155,7 @@ Controller::~Controller() { stop(); }
 
 void Controller::start() {
   if (started_.exchange(true)) return;
-  asio::co_spawn(strand_, waitForSync(), asio::detached);
+  asio::co_spawn(strand_, waitForSync(), proto::dieOnException("job engine sync"));
 }
 
 void Controller::stop() {
@@ -181,7 +182,7 @@ asio::awaitable<void> Controller::waitForSync() {
                   pods_.size());
   for (const auto& job : jobs_.list()) enqueue(proto::objectKey(*job));
   pump();
-  asio::co_spawn(strand_, resyncLoop(), asio::detached);
+  asio::co_spawn(strand_, resyncLoop(), proto::dieOnException("job engine resync"));
 }
 
 asio::awaitable<void> Controller::resyncLoop() {
@@ -251,7 +252,7 @@ void Controller::pump() {
     s.queued = false;
     s.running = true;
     ++active_;
-    asio::co_spawn(strand_, process(std::move(key)), asio::detached);
+    asio::co_spawn(strand_, process(std::move(key)), proto::dieOnException("job reconcile"));
   }
 }
 

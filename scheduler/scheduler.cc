@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "proto/codec.h"
+#include "proto/coroutine.h"
 #include "proto/log.h"
 #include "proto/metrics.h"
 #include "proto/vocabulary.h"
@@ -150,7 +151,7 @@ Scheduler::~Scheduler() { stop(); }
 
 void Scheduler::start() {
   if (started_.exchange(true)) return;
-  asio::co_spawn(strand_, loop(), asio::detached);
+  asio::co_spawn(strand_, loop(), proto::dieOnException("scheduling loop"));
 }
 
 void Scheduler::stop() {

@@ -1,6 +1,7 @@
 #include "scheduler/status_writer.h"
 
 #include "proto/codec.h"
+#include "proto/coroutine.h"
 #include "proto/log.h"
 #include "proto/metrics.h"
 #include "proto/vocabulary.h"
@@ -67,7 +68,7 @@ void PodStatusWriter::write(PodRef pod, proto::PodCondition condition) {
       condition = std::move(p.next->second);
       p.next.reset();
     }
-  }, asio::detached);
+  }, proto::dieOnException("pod condition write"));
 }
 
 }  // namespace muster::scheduler

@@ -143,6 +143,7 @@ struct TcpProxy::Impl : std::enable_shared_from_this<TcpProxy::Impl> {
   asio::ip::tcp::acceptor acceptor;
   uint16_t target_port;
   bool partitioned = false;  // on strand
+  bool blackholed = false;   // on strand
   std::set<std::shared_ptr<asio::ip::tcp::socket>> sockets;  // on strand
 
   void accept() {
@@ -154,6 +155,9 @@ struct TcpProxy::Impl : std::enable_shared_from_this<TcpProxy::Impl> {
         if (self->partitioned) {
           boost::system::error_code ignored;
           s->close(ignored);
+        } else if (self->blackholed) {
+          self->sockets.insert(s);
+          self->swallow(s);
         } else {
           self->connect(s);
         }
@@ -179,6 +183,22 @@ struct TcpProxy::Impl : std::enable_shared_from_this<TcpProxy::Impl> {
         }));
   }
 
+  // Reads and discards until the socket closes.
+  void swallow(std::shared_ptr<asio::ip::tcp::socket> s) {
+    auto buf = std::make_shared<std::array<char, 16384>>();
+    s->async_read_some(asio::buffer(*buf),
+                       asio::bind_executor(strand, [self = shared_from_this(), s, buf](
+                                                       boost::system::error_code ec, size_t) {
+                         if (ec) {
+                           boost::system::error_code ignored;
+                           s->close(ignored);
+                           self->sockets.erase(s);
+                           return;
+                         }
+                         self->swallow(s);
+                       }));
+  }
+
   void pump(std::shared_ptr<asio::ip::tcp::socket> from, std::shared_ptr<asio::ip::tcp::socket> to) {
     auto buf = std::make_shared<std::array<char, 16384>>();
     from->async_read_some(
@@ -187,6 +207,10 @@ struct TcpProxy::Impl : std::enable_shared_from_this<TcpProxy::Impl> {
                                         boost::system::error_code ec, size_t n) {
           if (ec) {
             self->drop(from, to);
+            return;
+          }
+          if (self->blackholed) {  // the bytes go nowhere
+            self->pump(from, to);
             return;
           }
           asio::async_write(*to, asio::buffer(buf->data(), n),
@@ -242,10 +266,20 @@ void TcpProxy::partition() {
   done.get_future().wait();
 }
 
+void TcpProxy::blackhole() {
+  std::promise<void> done;
+  asio::post(impl_->strand, [impl = impl_, &done] {
+    impl->blackholed = true;
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
 void TcpProxy::heal() {
   std::promise<void> done;
   asio::post(impl_->strand, [impl = impl_, &done] {
     impl->partitioned = false;
+    impl->blackholed = false;
     done.set_value();
   });
   done.get_future().wait();

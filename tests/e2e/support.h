@@ -67,13 +67,16 @@ bool waitFor(const std::function<bool()>& done,
              std::chrono::milliseconds poll = std::chrono::milliseconds(50));
 
 // A loopback TCP forwarder. partition() drops every open connection and refuses new ones until
-// heal(); the TLS session is end to end, so certificate verification is unchanged.
+// heal(); blackhole() keeps connections (and accepts new ones) but forwards nothing either way,
+// like a stalled server or a dropped route, until heal(). The TLS session is end to end, so
+// certificate verification is unchanged.
 class TcpProxy {
  public:
   TcpProxy(proto::asio::any_io_executor executor, uint16_t target_port);
   ~TcpProxy();
   uint16_t port() const;
   void partition();
+  void blackhole();
   void heal();
 
  private:

@@ -326,7 +326,7 @@ TEST_CASE("a crash mid-gang, then a scheduler that restarts and must roll the ga
   CHECK(f.api->binds.empty());
 }
 
-TEST_CASE("a gated member is marked SchedulingGated and never bound; without the gate its gang binds",
+TEST_CASE("a gated member is marked SchedulingGated and never bound, and without the gate its gang binds",
           "[scheduler]") {
   Fixture f;
   racks(f);
@@ -408,7 +408,7 @@ TEST_CASE("a gang short of members gets a Warning Event once it has waited past 
   CHECK(f.sink->count("FailedScheduling", "ml/w0") == 1);
 }
 
-TEST_CASE("a pod whose claim is bound is placed; one whose claim is pending waits until it binds",
+TEST_CASE("a pod whose claim is bound is placed, and one whose claim is pending waits until it binds",
           "[scheduler]") {
   Fixture f;
   racks(f);
