@@ -204,7 +204,7 @@ asio::awaitable<absl::Status> Reflector::listAll() {
 }
 
 absl::Status Reflector::handleLine(std::string_view line) {
-  absl::StatusOr<rapidjson::Document> parsed = parseJson(line);
+  absl::StatusOr<rapidjson::Document> parsed = parseJson(line, kMaxWatchEventBytes);
   if (!parsed.ok() || !parsed->IsObject()) {
     bad_events_.fetch_add(1);
     MUSTER_LOG_ERROR("Skipping undecodable watch event", "reflector", options_.name, "error",
