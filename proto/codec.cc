@@ -170,6 +170,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Quantity* o
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ResourceList* out) {
   out->clear();
   MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(checkSize(path, v.MemberCount(), kMaxJsonElements, "entries"));
   for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
     std::string name(it->name.GetString(), it->name.GetStringLength());
     if (it->value.IsNull()) continue;

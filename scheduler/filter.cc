@@ -67,7 +67,9 @@ Status filterNodePorts(const PodInfo& pod, const NodeInfo& node) {
 
 Status filterNodeResourcesFit(const PodInfo& pod, const NodeInfo& node, const Resources& extra) {
   Status status;
-  auto free = [&](ResourceId id) { return node.allocatable[id] - node.requested[id] - extra[id]; };
+  auto free = [&](ResourceId id) {
+    return saturatingSub(node.freeOf(id), extra[id]);
+  };
   if (pod.requests[kPods] > free(kPods)) status.reasons.emplace_back(kReasonTooManyPods);
   for (ResourceId id : {kCpu, kMemory, kEphemeralStorage}) {
     if (pod.requests[id] > 0 && pod.requests[id] > free(id)) {

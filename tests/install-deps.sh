@@ -15,6 +15,10 @@ pkgs=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   python3 curl procps iproute2
   openssh-client openssh-server openmpi-bin libopenmpi-dev util-linux
+  # tests/fuzz (libFuzzer with ASan/UBSan): clang-16, its sanitizer and fuzzer runtimes
+  # (libclang-rt-16-dev holds libclang_rt.fuzzer, asan, ubsan; clang-16 only recommends it) and
+  # the standalone libFuzzer.
+  clang-16 libclang-rt-16-dev libfuzzer-16-dev
   "$@"
 )
 

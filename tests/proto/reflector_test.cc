@@ -319,6 +319,34 @@ TEST_CASE("an object that stops decoding is treated as deleted, listed or watche
   inf.stop();
 }
 
+TEST_CASE("a watch event nested too deep is skipped like any undecodable one", "[limits]") {
+  // A million levels: RapidJSON's recursive parser overflowed the stack on this.
+  const std::string deep = R"({"type":"ADDED","object":)" + std::string(1000000, '[');
+  Script s;
+  s.lists.push_back({listPage({}, "1")});
+  s.watches.push_back({{deep, event("ADDED", widget("ok", "2"))}});
+  asio::io_context io;
+  Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
+  inf.start();
+  runUntil(io, [&] { return s.watch_rvs.size() >= 2; });
+  CHECK(inf.get("ns", "ok") != nullptr);
+  CHECK(inf.stats().bad_events == 1);
+  inf.stop();
+}
+
+TEST_CASE("a list page nested too deep fails the list, which is retried", "[limits]") {
+  Script s;
+  s.lists.push_back({std::string(R"({"items":)") + std::string(1000000, '[')});
+  s.lists.push_back({listPage({widget("a", "1")}, "1")});
+  asio::io_context io;
+  Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
+  inf.start();
+  runUntil(io, [&] { return inf.hasSynced(); });
+  CHECK(s.list_calls == 2);
+  CHECK(inf.size() == 1);
+  inf.stop();
+}
+
 TEST_CASE("a secondary index follows objects as they move and disappear") {
   Script s;
   s.lists.push_back({listPage({widget("a", "1", "n1"), widget("b", "2", "n1")}, "2")});
