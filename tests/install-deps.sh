@@ -3,8 +3,9 @@
 # when everything is present: apt-get update runs only when something is missing, sudo only when
 # not root. Extra packages can be passed as arguments.
 #
-# Not installed here: Go (>= 1.22, used only by tests/cluster/build.sh to build the pinned control
-# plane; the go command fetches the toolchain that build.sh pins). A warning is printed when absent.
+# Not installed here: Go (>= 1.22, used by tests/cluster/build.sh to build the pinned control plane
+# and by tests/proto/quantity_conformance/run.sh to build the apimachinery side of the quantity
+# conformance test; the go command fetches the toolchain they pin). A warning is printed when absent.
 set -euo pipefail
 
 pkgs=(
@@ -42,5 +43,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ ${#still[@]} -gt 0 ]; then echo "install-deps.sh: failed to install: ${still[*]}" >&2; exit 1; fi
 fi
 
-command -v go >/dev/null || echo "install-deps.sh: warning: 'go' not found; tests/cluster/build.sh needs it to build the control plane" >&2
+command -v go >/dev/null || echo "install-deps.sh: warning: 'go' not found; tests/cluster/build.sh and the quantity conformance test need it" >&2
 exit 0
