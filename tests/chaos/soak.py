@@ -893,6 +893,134 @@ class Injector:
         self.run_timers(all_now=True)
 
 
+# ---------------------------------------------------------------- checker self-test
+
+SELF_TEST_EXPECTED = ["leader-overlap", "node-overcommitted", "gang-partly-bound", "gang-incomplete-bound",
+                      "restarts-mismatch", "attempts-overlap", "bound-to-gone-node", "replica-crash",
+                      "job-not-terminal"]
+
+
+class SelfTest:
+    """--self-test: misbehaviour made on purpose, each of which the checker must report (proof that
+    every invariant can fail). pod-rebound is not among them: the API server itself refuses to
+    change a pod's nodeName, so nothing outside can produce it."""
+
+    def __init__(self, cluster, api, checker, replicas, binary, out):
+        self.cluster, self.api, self.checker, self.replicas = cluster, api, checker, replicas
+        self.binary, self.out = binary, out
+        self.rogue = None
+        self.done = []
+
+    def nobody_pod(self, name, node=None, gpus=1, labels=None, annotations=None, selector=None, scheduler="nobody"):
+        spec = {"schedulerName": scheduler,
+                "containers": [{"name": "main", "image": "busybox",
+                                "resources": {"requests": {GPU: str(gpus)}, "limits": {GPU: str(gpus)}}}]}
+        if node:
+            spec["nodeName"] = node
+        if selector:
+            spec["nodeSelector"] = selector
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": NS, "labels": labels or {}, "annotations": annotations or {}},
+                "spec": spec}
+
+    def step(self, what, fn):
+        try:
+            fn()
+            self.done.append(what)
+            cl.log("self-test:", what)
+        except Exception as e:
+            cl.log(f"self-test step {what} failed: {e!r}")
+
+    def run(self, t0):
+        api = self.api
+        with self.checker.lock:
+            nodes = sorted(self.checker.nodes)
+        # A third scheduler without leader election, with replica b's certificate: writes by "b"
+        # while b does not hold the Lease (or while a does).
+        def rogue():
+            cfg = os.path.join(self.out, "muster-rogue.yaml")
+            with open(cfg, "w") as f:
+                f.write(f"metricsBindAddress: 127.0.0.1:{cl.free_port()}\nleaderElection: {{enabled: false}}\n")
+            self.rogue = cl.Muster(self.binary, self.replicas.kubeconfigs["b"], cfg, "rogue",
+                                   os.path.join(self.out, "muster-rogue.log"), 0, extra=["--leader-elect=false"]).start()
+        self.step("rogue scheduler without leader election (replica b's identity)", rogue)
+        # 9 GPUs on an 8-GPU node, bound at creation.
+        self.step("pod with 9 GPUs created bound to one 8-GPU node",
+                  lambda: api.create(f"/api/v1/namespaces/{NS}/pods", self.nobody_pod("st-overcommit", node=nodes[-1], gpus=9)))
+        # A gang of 2: one member bound at creation, the other can never be placed.
+        ann = {GANG_NAME: "st-partial", GANG_SIZE: "2"}
+
+        def partial():
+            api.create(f"/api/v1/namespaces/{NS}/pods", self.nobody_pod("st-partial-0", node=nodes[-2], annotations=ann))
+            api.create(f"/api/v1/namespaces/{NS}/pods", self.nobody_pod("st-partial-1", annotations=ann,
+                                                                       selector={"no-such-label": "x"}))
+        self.step("gang of 2 with one member bound and one unplaceable", partial)
+        # A gang of 3 with only 2 pods, one of which is bound by hand after 6 s.
+        ann3 = {GANG_NAME: "st-incomplete", GANG_SIZE: "3"}
+
+        def incomplete():
+            for i in range(2):
+                api.create(f"/api/v1/namespaces/{NS}/pods", self.nobody_pod(f"st-incomplete-{i}", annotations=ann3))
+            time.sleep(6)  # the gang must have been short of members for more than 5 s
+            api.create(f"/api/v1/namespaces/{NS}/pods/st-incomplete-0/binding",
+                       {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "st-incomplete-0"},
+                        "target": {"apiVersion": "v1", "kind": "Node", "name": nodes[-3]}})
+        self.step("gang of 3 with 2 pods, one bound by hand", incomplete)
+        # A ParallelJob pod made to fail without the injector counting it; a pod posing as another
+        # attempt of a running job; a job that can never be scheduled.
+        def unrecorded_failure():
+            with self.checker.lock:
+                cands = [p for p in self.checker.pods.values()
+                         if (p["metadata"].get("labels") or {}).get(JOB_UID) and p.get("status", {}).get("phase") == "Running"
+                         and self.checker.current_attempt(p["metadata"]["labels"][JOB_UID]) is not None]
+            if not cands:
+                raise RuntimeError("no running ParallelJob pod")
+            p = sorted(cands, key=lambda x: x["metadata"]["name"])[0]
+            api.patch(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}",
+                      {"metadata": {"annotations": {"muster.dev/sim-exit-code": "1"}}})
+            lab = p["metadata"]["labels"]
+            api.create(f"/api/v1/namespaces/{NS}/pods", self.nobody_pod(
+                "st-fake-attempt", labels={JOB_UID: lab[JOB_UID], ATTEMPT: "99"}))
+        cl.wait_for(lambda: any((p["metadata"].get("labels") or {}).get(JOB_UID) and p.get("status", {}).get("phase") == "Running"
+                                for p in list(self.checker.pods.values())), 60)
+        self.step("ParallelJob pod failed behind the checker's back, and a pod of a fake attempt", unrecorded_failure)
+        self.step("ParallelJob that can never be scheduled", lambda: api.create(
+            f"/apis/preferred.jp/v1alpha1/namespaces/{NS}/paralleljobs",
+            {"apiVersion": "preferred.jp/v1alpha1", "kind": "ParallelJob", "metadata": {"name": "st-never", "namespace": NS},
+             "spec": {"runtimeRef": {"name": "mpi-openmpi"}, "numPods": 2,
+                      "launcher": {"spec": {"containers": [{"name": "main", "image": "busybox",
+                                                            "resources": {"limits": {GPU: "1000"}}}]}}}}))
+
+        # A node deleted, and 11 s later a pod created bound to it.
+        def gone_node():
+            api.delete(f"/api/v1/nodes/{nodes[-4]}")
+            time.sleep(11)  # past the 10 s grace for a bind racing the deletion
+            api.create(f"/api/v1/namespaces/{NS}/pods", self.nobody_pod("st-gone-node", node=nodes[-4]))
+        self.step("pod bound to a node deleted 11 s before", gone_node)
+        # The standby aborts.
+        def crash():
+            with self.checker.lock:
+                holder = ((self.checker.lease or {}).get("spec") or {}).get("holderIdentity")
+            for slot, m in self.replicas.slots.items():
+                if m.identity != holder and m.alive():
+                    os.kill(m.pid, signal.SIGABRT)
+                    return
+            raise RuntimeError("no standby")
+        self.step("SIGABRT to the standby replica", crash)
+        time.sleep(5)
+        if self.rogue:
+            self.rogue.stop()
+
+    def verdict(self, violations):
+        kinds = {v["kind"] for v in violations}
+        missing = [k for k in SELF_TEST_EXPECTED if k not in kinds]
+        print("\n== checker self-test: each deliberate misbehaviour must be reported")
+        for k in SELF_TEST_EXPECTED:
+            print(f"  {'detected' if k in kinds else 'MISSED  '} {k}")
+        print(f"  steps done: {len(self.done)}; other kinds reported: {sorted(kinds - set(SELF_TEST_EXPECTED))}")
+        return 0 if not missing else 1
+
+
 # ---------------------------------------------------------------- audit log analysis
 
 def read_audit(path, users):
@@ -958,9 +1086,21 @@ def leader_overlap(reqs, lease_duration, cutoff):
             elif r["received"] > c + lease_duration:
                 why = f"{round(r['received'] - c - lease_duration, 3)} s after its lease expired"
         if why:
+            write = f"{r['verb']} {r['resource']} {r['namespace'] or ''}/{r['name'] or ''} -> {r['code']}"
+            last = violations[-1] if violations else None
+            # Consecutive offending writes of one replica for one reason: one violation, counted.
+            reason = why.split(" s ", 1)[-1] if " s " in why else why
+            if last and last.get("replica") == user_slot[r["user"]] and last.get("_reason") == reason:
+                last["writes"] += 1
+                last["last_received"] = r["received"]
+                if len(last["examples"]) < 5:
+                    last["examples"].append(write)
+                continue
             violations.append({"kind": "leader-overlap", "source": "audit", "replica": user_slot[r["user"]],
-                               "write": f"{r['verb']} {r['resource']} {r['namespace'] or ''}/{r['name'] or ''}",
-                               "code": r["code"], "received": r["received"], "why": why})
+                               "first_received": r["received"], "last_received": r["received"], "writes": 1,
+                               "why": why, "_reason": reason, "examples": [write]})
+    for v in violations:
+        v.pop("_reason", None)
     return violations, lease_ok
 
 
@@ -1013,6 +1153,9 @@ def main():
     p.add_argument("--rate", type=float, default=1.5, help="workload units (pod, gang or job) per second")
     p.add_argument("--gpu-budget", type=float, default=0.4, help="new work waits while live pods ask for more than this share of GPUs")
     p.add_argument("--no-faults", action="store_true", help="the same run without faults (a baseline)")
+    p.add_argument("--self-test", action="store_true",
+                   help="also misbehave on purpose (a rogue scheduler, overcommitted and partly bound pods, ...): "
+                        "exit 0 only if the checker reports every one of them")
     p.add_argument("--build-dir", default=os.environ.get("MUSTER_BUILD_DIR", os.path.join(cl.ROOT, "build")))
     p.add_argument("--binary", default=None)
     p.add_argument("--out", default=None)
@@ -1021,6 +1164,7 @@ def main():
     binary = a.binary or cl.find_scheduler_binary(a.build_dir)
     if not binary:
         sys.exit(f"no muster-scheduler under {a.build_dir} (build it, or pass --binary)")
+    binary = os.path.abspath(binary)
     out = os.path.abspath(a.out or os.path.join(a.build_dir, "chaos", time.strftime(f"soak-{a.seed}-%Y%m%d-%H%M%S")))
     os.makedirs(out, exist_ok=True)
     rng = random.Random(a.seed)
@@ -1036,14 +1180,17 @@ def main():
     injector = None
     reflectors = []
     summary = {"seed": a.seed, "duration_s": a.duration, "nodes": a.nodes, "binary": binary,
-               "reproduce": f"python3 tests/chaos/soak.py --seed {a.seed} --duration {a.duration:g} --nodes {a.nodes}"
-                            + (" --no-faults" if a.no_faults else ""),
+               "reproduce": "python3 tests/chaos/soak.py " + ("" if "--seed" in " ".join(sys.argv) else f"--seed {a.seed} ") + " ".join(
+                   x for i, x in enumerate(sys.argv[1:])
+                   if not (x.startswith(("--out", "--binary", "--build-dir"))
+                           or (i > 0 and sys.argv[i] in ("--out", "--binary", "--build-dir")))),
                "bounds": {"gang_partly_bound_s": a.partial_bound, "drain_s": a.drain,
                           "lease_duration_s": LEASE_DURATION, "bound_to_deleted_node_grace_s": 10}}
     def on_term(*_):
         raise KeyboardInterrupt()
     signal.signal(signal.SIGTERM, on_term)
     checker = Checker(a.partial_bound)
+    selftest = None
     try:
         cl.log(f"cluster: {a.nodes} nodes, kube-controller-manager (pod GC), audit log of the replicas' writes")
         cluster.up(a.nodes, ["--controller-manager",
@@ -1101,6 +1248,10 @@ def main():
             injector.schedule = []
         cl.log(f"chaos for {a.duration:g} s: {len(injector.schedule)} faults scheduled")
         work.thread.start()
+        selftest = None
+        if a.self_test:
+            selftest = SelfTest(cluster, api, checker, replicas, binary, out)
+            threading.Thread(target=selftest.run, args=(t0,), daemon=True).start()
         injector.run()
         work.stopping = True
         work.thread.join(120)
@@ -1243,6 +1394,8 @@ def main():
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1, default=str)
     print_summary(summary, out)
+    if a.self_test:
+        sys.exit(selftest.verdict(checker.violations) if selftest else 1)
     sys.exit(1 if checker.violations else 0)
 
 
