@@ -671,6 +671,13 @@ def main():
     a = p.parse_args()
     out = os.path.abspath(a.out or os.path.join(a.build_dir, "chaos", time.strftime("bad-input-%Y%m%d-%H%M%S")))
     os.makedirs(out, exist_ok=True)
+    for stale in ("audit.log", "muster-scheduler.log", "report.json", "cluster.up.log", "cluster-logs"):  # a previous run's, in a reused --out
+        p_ = os.path.join(out, stale)
+        if os.path.isdir(p_):
+            import shutil
+            shutil.rmtree(p_)
+        elif os.path.exists(p_):
+            os.remove(p_)
 
     def on_term(*_):
         raise KeyboardInterrupt()

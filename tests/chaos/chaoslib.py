@@ -212,8 +212,13 @@ class Reflector:
     (deletions first, then additions and changes), as client-go's reflector + DeltaFIFO replace
     would. Counters: relists, resumes, errors."""
 
-    def __init__(self, api, kind, path, sink, rng=None):
+    def __init__(self, api, kind, path, sink, rng=None, replace_order=None):
         self.api, self.kind, self.path, self.sink = api, kind, path, sink
+        # On a relist, changes are delivered in this order (a key of the new object), after the
+        # deletions: e.g. pods that finished before pods that were bound, so that a checker never
+        # sees a state that mixes before and after out of the server's order in a way that
+        # overcommits a node.
+        self.replace_order = replace_order or (lambda obj: 0)
         self.cache = {}  # uid -> object
         self.rv = None
         self.relists = 0
@@ -257,7 +262,7 @@ class Reflector:
             if uid not in new:
                 del self.cache[uid]
                 self.sink(self.kind, "DELETED", old, old)
-        for uid, o in new.items():
+        for uid, o in sorted(new.items(), key=lambda kv: self.replace_order(kv[1])):
             old = self.cache.get(uid)
             if old is None:
                 self.cache[uid] = o

@@ -1167,6 +1167,13 @@ def main():
     binary = os.path.abspath(binary)
     out = os.path.abspath(a.out or os.path.join(a.build_dir, "chaos", time.strftime(f"soak-{a.seed}-%Y%m%d-%H%M%S")))
     os.makedirs(out, exist_ok=True)
+    for stale in ("audit.log", "muster-a.log", "muster-b.log", "muster-rogue.log", "summary.json", "cluster.up.log", "cluster-logs"):  # a previous run's, in a reused --out
+        p_ = os.path.join(out, stale)
+        if os.path.isdir(p_):
+            import shutil
+            shutil.rmtree(p_)
+        elif os.path.exists(p_):
+            os.remove(p_)
     rng = random.Random(a.seed)
     fault_rng, work_rng, refl_rng = (random.Random(rng.random()) for _ in range(3))
     cdir = os.path.join(out, "cluster")
@@ -1210,7 +1217,9 @@ def main():
                            ("paralleljobs", "/apis/preferred.jp/v1alpha1/paralleljobs"),
                            ("podgroups", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"),
                            ("leases", f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases")):
-            reflectors.append(cl.Reflector(cl.Api(cdir), kind, path, checker.sink, random.Random(refl_rng.random())).start())
+            order = (lambda o: 0 if terminal(o) else 1) if kind == "pods" else None
+            reflectors.append(cl.Reflector(cl.Api(cdir), kind, path, checker.sink, random.Random(refl_rng.random()),
+                                           replace_order=order).start())
         for r in reflectors:
             if not r.synced.wait(60):
                 raise RuntimeError(f"checker: {r.kind} not synced: {r.errors[-1:]}")
