@@ -20,7 +20,8 @@ after a delay (muster.dev/sim-succeed-after).
 
 Faults, at seeded times: SIGKILL of the replica holding the Lease; kube-apiserver restart; etcd
 SIGSTOP for 3-12 s then SIGCONT; etcd restart; etcd compaction; deletion of random workload pods;
-ParallelJob pods made to fail (muster.dev/sim-exit-code, kwok's failure stage); nodes cordoned
+ParallelJob pods made to fail (muster.dev/sim-exit-code, kwok's failure stage), and the
+attempt's launcher with them; nodes cordoned
 (and uncordoned 10-30 s later); nodes deleted (and a replacement with a new name in the same
 rack added 3-10 s later). Disruptive faults (the first four) are 20-30 s apart, the others 3-8 s.
 The fault *schedule* (times and kinds) depends only on the seed; targets are picked by a seeded
@@ -58,7 +59,11 @@ Muster code. Invariants (each a violation, listed in the report, exit status 1):
                       maxRestarts. Also while running: restarts above the failures injected so far,
                       for longer than 15 s, or restarts going down. Faults are not aimed at an
                       attempt whose launcher is due to succeed within 8 s (its success and the
-                      failure would race in any controller).
+                      failure would race in any controller), and when a fault reaches a worker the
+                      injector makes that attempt's launcher fail too ("launcher_follows"), as
+                      mpirun does when it loses a rank: otherwise kwok's launcher would succeed on
+                      its timer with a worker gone, and whether the engine saw the failure first
+                      would depend on timing (a leader failover in between, for one).
   job-not-terminal    a ParallelJob not Succeeded/Failed --drain seconds (default 180) after the
                       faults stopped; also any complete gang or single pod not finished by then.
   leader-overlap      from the API server's audit log: a write (create, update, patch, delete; the
@@ -174,6 +179,7 @@ class Checker:
         self.gang_incomplete_since = {}  # gang key -> time it last went below minMember live pods
         self.job_pods = collections.defaultdict(set)   # job uid -> pod uids
         self.unknown_node_binds = []  # (time, pod, node): judged 10 s later
+        self.launchers_to_fail = set()  # (job uid, attempt) whose launcher the injector fails
         self.gang_flagged = set()
         self.violations = []
         self.hits = collections.defaultdict(set)  # job uid -> attempts hit by an injected fault
@@ -275,6 +281,11 @@ class Checker:
         counted = cur is not None and att == cur
         if counted:
             self.hits[ju].add(att)
+            # As mpirun would: a lost or failed rank makes the launcher fail too (kwok's launcher
+            # would otherwise "succeed" on its timer with a rank gone, and which of the two the
+            # engine sees first would depend on when it looks, e.g. across a leader failover).
+            if lab.get(INDEX) != "0":
+                self.launchers_to_fail.add((ju, att))
         self.hit_log.append({"time": round(time.time(), 3), "job": ju, "attempt": att,
                              "pod": pod["metadata"]["name"], "why": why, "counted": counted})
         return counted
@@ -861,7 +872,29 @@ class Injector:
         self.api.create("/api/v1/nodes", body, retry_for=30)
         self.record("add_node", node=body["metadata"]["name"], rack=labels.get("muster.dev/rack"))
 
+    def fail_launchers(self):
+        """The launchers of attempts a fault reached (Checker.record_hit): made to fail, as mpirun
+        exits non-zero when it loses a rank."""
+        with self.checker.lock:
+            todo, self.checker.launchers_to_fail = self.checker.launchers_to_fail, set()
+            targets = []
+            for p in self.checker.pods.values():
+                lab = p["metadata"].get("labels") or {}
+                if (lab.get(JOB_UID), int(lab.get(ATTEMPT, -1))) in todo and lab.get(INDEX) == "0" \
+                        and self.checker.live(p) and p["spec"].get("nodeName") not in self.checker.deleted_nodes:
+                    targets.append(p["metadata"]["name"])
+        for name in targets:
+            try:
+                self.api.call("PATCH", f"/api/v1/namespaces/{NS}/pods/{name}",
+                              {"metadata": {"annotations": {"muster.dev/sim-exit-code": "1",
+                                                            "muster.dev/sim-fail-reason": "RankLost"}}},
+                              content_type="application/merge-patch+json", retry_for=30, allow=(404,))
+                self.record("launcher_follows", pod=name)
+            except Exception as e:
+                cl.log(f"failing launcher {name}: {e!r}")
+
     def run_timers(self, all_now=False):
+        self.fail_launchers()
         now = time.time()
         due = [t for t in self.timers if all_now or t[0] <= now]
         self.timers = [t for t in self.timers if t not in due]
@@ -880,6 +913,7 @@ class Injector:
                 getattr(self, kind)()
             except Exception as e:
                 self.record(kind, ok=False, error=repr(e)[:300])
+            self.fail_launchers()
         while time.time() < self.t0 + self.duration:
             self.run_timers()
             time.sleep(0.5)
@@ -1345,11 +1379,13 @@ def main():
 
         with checker.lock:
             pods_ns = [pp for pp in checker.pods.values() if pp["metadata"].get("namespace") == NS]
-        faults = collections.Counter(f["kind"] for f in injector.log if f.get("ok"))
+        faults = collections.Counter(f["kind"] for f in injector.log if f.get("ok") and f["kind"] in DISRUPTIVE + LIGHT)
+        follow_ups = collections.Counter(f["kind"] for f in injector.log if f.get("ok") and f["kind"] not in DISRUPTIVE + LIGHT)
         summary.update({
             "wall_s": {"cluster_up": round(t_up - t_begin, 1), "chaos": round(t_faults_end - t0, 1),
                        "drain": round(t_drained - t_faults_end, 1), "drained": bool(drained)},
             "faults": dict(sorted(faults.items())),
+            "follow_ups": dict(sorted(follow_ups.items())),
             "faults_skipped": dict(collections.Counter(f["kind"] for f in injector.log if not f.get("ok"))),
             "workload": {**dict(work.counts), "pods_created_by_soak": work.pods_created,
                          "pods_bound_seen": checker.binds, "workload_errors": work.errors[:10],
@@ -1423,7 +1459,7 @@ def print_summary(s, out):
     print(f"\n== chaos soak, seed {s['seed']}: {s['nodes']} nodes, {s['duration_s']:g} s of faults")
     print(f"wall: cluster up {w.get('cluster_up')} s, chaos {w.get('chaos')} s, drain {w.get('drain')} s, total {w.get('total')} s")
     print("faults:", ", ".join(f"{k} {v}" for k, v in s.get("faults", {}).items()) or "none",
-          "| skipped:", s.get("faults_skipped") or "none")
+          "| follow-ups:", s.get("follow_ups") or "none", "| skipped:", s.get("faults_skipped") or "none")
     wl = s.get("workload", {})
     print("workload:", ", ".join(f"{k} {wl[k]}" for k in ("single", "gang", "podgroup", "biggang", "paralleljob") if k in wl),
           f"| pods created {wl.get('pods_created_by_soak')}, binds seen {wl.get('pods_bound_seen')}",
