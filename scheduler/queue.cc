@@ -377,7 +377,8 @@ void SchedulingQueue::reportPlaced(const GangAttempt& attempt, const GangPlaceme
     gang.bound[a.pod_key] = BoundMember{a.node, p->second};
     gang.pending.erase(p);
   }
-  gang.failures = 0;
+  // failures stays until the binds succeed (reportBound): a gang whose binds keep failing backs
+  // off longer each time, as one that does not fit does, instead of every second.
   gang.backoff_until = absl::InfinitePast();
   if (reservations_.erase(attempt.key) > 0) {
     MUSTER_LOG_INFO(2, "Gang reservation released", "gang", attempt.key.toString());
@@ -439,7 +440,10 @@ void SchedulingQueue::reportUnschedulable(const GangAttempt& attempt, const Unsc
 }
 
 void SchedulingQueue::reportBound(const GangKey& key) {
-  if (auto it = gangs_.find(key); it != gangs_.end()) it->second.bind_failures = 0;
+  if (auto it = gangs_.find(key); it != gangs_.end()) {
+    it->second.bind_failures = 0;
+    it->second.failures = 0;
+  }
 }
 
 int SchedulingQueue::reportBindFailed(const GangAttempt& attempt,

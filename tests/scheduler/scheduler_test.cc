@@ -520,5 +520,60 @@ TEST_CASE("a gang past its schedule timeout gets a GangScheduleTimeout Event, no
   CHECK(f.bound(gang) == 0);
 }
 
+TEST_CASE("a gang whose binds keep failing backs off longer each time, also after its rollback",
+          "[scheduler]") {
+  // Before, every placement reset the gang's failures, so a ParallelJob whose worker could never
+  // be bound (its launcher rolled back and recreated by the job engine) was retried every second.
+  Fixture f;
+  racks(f);
+  SchedulerConfig c = config();
+  c.queue_initial_backoff_seconds = 1;
+  c.queue_max_backoff_seconds = 60;
+  for (const auto& p : {"w0", "w1"}) f.cluster.put("pods", podJson(p).gpus(4).gang("g", 2).controlledBy("j"));
+  f.api->on_bind = [](const testing::BindCall& call, int) {
+    return call.pod == "ml/w1" ? absl::PermissionDeniedError("admission webhook denied the request")
+                               : absl::OkStatus();
+  };
+  auto w1Binds = [&] {
+    return std::count_if(f.api->binds.begin(), f.api->binds.end(),
+                         [](const testing::BindCall& b) { return b.pod == "ml/w1"; });
+  };
+  f.start(c);
+  REQUIRE(f.cluster.runUntil([&] { return w1Binds() == 1; }));
+  // 40 s in steps of 0.25 s; the job engine's part: an evicted member is created again.
+  std::vector<double> at = {0};
+  int replacements = 0;
+  for (int step = 1; step <= 160; ++step) {
+    f.clock.advance(absl::Milliseconds(250));
+    f.scheduler->wake();
+    for (int i = 0; i < 3; ++i) f.cluster.settle();
+    if (!f.exists("w0") && replacements == 0) {
+      f.cluster.put("pods", podJson("w0b").gpus(4).gang("g", 2).controlledBy("j"));
+      ++replacements;
+    }
+    while (static_cast<int>(at.size()) < w1Binds()) at.push_back(step * 0.25);
+  }
+  CHECK(replacements == 1);      // rolled back after 3 failed binds in a row
+  REQUIRE(at.size() >= 4);
+  CHECK(at.size() <= 7);         // 1 + 2 + 4 + 8 + 16 s of backoff fill the 40 s: not 40 tries
+  for (size_t i = 2; i < at.size(); ++i) CHECK(at[i] - at[i - 1] >= at[i - 1] - at[i - 2]);
+  CHECK(at[3] - at[2] >= 3.5);   // the 4th try, after the rollback, waited for its 4 s
+  CHECK(f.nodeOf("w1").empty());
+}
+
+TEST_CASE("a pod naming a PodGroup that does not exist says so at once", "[scheduler]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("pods", podJson("orphan").gpus(1).podGroup("pg-missing"));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return !f.scheduledCondition("orphan").empty(); }));
+  CHECK(f.scheduledCondition("orphan") ==
+        "Unschedulable: gang ml/pg-missing is waiting for its PodGroup ml/pg-missing "
+        "(scheduling.x-k8s.io/v1alpha1) to exist");
+  f.cluster.put("podgroups", podGroupJson("pg-missing", 1));
+  f.afterBackoff();
+  REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("orphan").empty(); }));
+}
+
 }  // namespace
 }  // namespace muster::scheduler
