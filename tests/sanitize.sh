@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Muster's sanitizer suites, each from a clang-16 build directory of its own (CMakeLists.txt):
+#
+#   asan   build-asan/ (MUSTER_FUZZ=ON: ASan + UBSan, -fno-sanitize-recover, assertions on): every
+#          target, then the unit tests (ctest -L unit) and the end-to-end suites (ctest -L e2e)
+#          against the real control plane, the muster-scheduler they start included
+#   fuzz   every libFuzzer target of tests/fuzz for MUSTER_FUZZ_SECONDS each (default 20), from the
+#          same build directory (tests/fuzz/run.sh)
+#   tsan   build-tsan/ (MUSTER_SANITIZE=thread): the concurrency-heavy suites - the proto tests
+#          (client pool, retries, rate limiter, streaming, reflector, informer, event recorder)
+#          and the scheduler's (loop, queue, binder, rollback), and the proto end-to-end tests
+#          (informers, watches and leader election against the real API server)
+#
+#   tests/sanitize.sh [asan] [fuzz] [tsan]      default: all three, in that order
+#
+# Environment: MUSTER_ASAN_BUILD_DIR, MUSTER_TSAN_BUILD_DIR (default <repo>/build-asan, build-tsan),
+# MUSTER_FUZZ_SECONDS (20), MUSTER_FUZZ_JOBS (2). Needs tests/install-deps.sh and the control plane
+# (tests/cluster/build.sh), as tests/run.sh has done before it calls this. A missing clang-16 is a
+# failure, never a skip. Any sanitizer report fails the test it happens in: ASan and UBSan stop
+# the process, TSan makes it exit with status 66.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+asan_dir="${MUSTER_ASAN_BUILD_DIR:-$root/build-asan}"
+tsan_dir="${MUSTER_TSAN_BUILD_DIR:-$root/build-tsan}"
+fuzz_seconds="${MUSTER_FUZZ_SECONDS:-20}"
+fuzz_jobs="${MUSTER_FUZZ_JOBS:-2}"
+jobs=$(nproc)
+
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=(asan fuzz tsan)
+for s in "${suites[@]}"; do
+  case "$s" in asan|fuzz|tsan) ;; *) echo "sanitize.sh: unknown suite '$s' (asan, fuzz, tsan)" >&2; exit 2 ;; esac
+done
+for tool in clang-16 clang++-16 cmake ninja; do
+  command -v "$tool" >/dev/null || { echo "sanitize.sh: FAIL: $tool is missing (tests/install-deps.sh)" >&2; exit 1; }
+done
+
+# Reports with stacks, symbolized; the first error ends the process with a failure.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=0:check_initialization_order=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:second_deadlock_stack=1}"
+export ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer-16 || command -v llvm-symbolizer || true)}"
+export TSAN_SYMBOLIZER_PATH="$ASAN_SYMBOLIZER_PATH"
+
+# configure DIR LABEL CMAKE_ARGS...: a clang-16 build directory, configured once.
+configure() {
+  local dir=$1 label=$2
+  shift 2
+  if [ ! -f "$dir/CMakeCache.txt" ]; then
+    echo "sanitize.sh: configuring $dir ($label)" >&2
+    CC=clang-16 CXX=clang++-16 cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log" >&2; exit 1; }
+  fi
+}
+
+# timed NAME COMMAND...: runs it, prints how long it took.
+timed() {
+  local name=$1 start
+  shift
+  start=$(date +%s)
+  "$@"
+  echo "sanitize.sh: $name took $(( $(date +%s) - start )) s" >&2
+}
+
+for s in "${suites[@]}"; do
+  case "$s" in
+    asan)
+      configure "$asan_dir" "ASan + UBSan" -DMUSTER_FUZZ=ON
+      timed "asan build" cmake --build "$asan_dir" -j "$jobs"
+      (cd "$asan_dir" && timed "asan unit tests" ctest --output-on-failure --no-tests=error -L unit -j "$jobs")
+      (cd "$asan_dir" && timed "asan end-to-end tests" ctest --output-on-failure --no-tests=error -L e2e)
+      ;;
+    fuzz)
+      configure "$asan_dir" "ASan + UBSan" -DMUSTER_FUZZ=ON
+      timed "fuzz" bash "$root/tests/fuzz/run.sh" --build-dir "$asan_dir" --jobs "$fuzz_jobs" "$fuzz_seconds"
+      ;;
+    tsan)
+      configure "$tsan_dir" "TSan" -DMUSTER_SANITIZE=thread
+      timed "tsan build" cmake --build "$tsan_dir" -j "$jobs" --target muster_proto_tests \
+        muster_scheduler_tests muster_proto_e2e_tests muster-scheduler
+      (cd "$tsan_dir" && timed "tsan tests" ctest --output-on-failure --no-tests=error \
+        -R '^(proto:|scheduler:|e2e proto:|e2e: cluster)')
+      ;;
+  esac
+done
+echo "sanitize.sh: ${suites[*]}: passed" >&2
