@@ -42,6 +42,8 @@ class OpenMpiRuntime final : public Runtime {
 
   // The hostfile: one line per pod, the launcher first.
   std::string hostfile(const proto::ParallelJob& job, const AttemptInfo& attempt) const;
+  // hostfile(job, attempt).size(), computed without building it.
+  size_t hostfileSize(const proto::ParallelJob& job, const AttemptInfo& attempt) const;
   // ConfigMap data: hostfile, ssh_config, sshd_config, setup.sh, wait-workers.sh, sshd.sh.
   std::map<std::string, std::string> configFiles(const proto::ParallelJob& job,
                                                  const AttemptInfo& attempt) const;
@@ -50,6 +52,8 @@ class OpenMpiRuntime final : public Runtime {
                                                                  const AttemptInfo& attempt) const;
 
  private:
+  absl::Status checkSpec(const proto::ParallelJob& job, const AttemptInfo& attempt) const;
+
   RuntimeOptions options_;
 };
 

@@ -45,6 +45,15 @@ struct AttemptInfo {
   std::string group;    // groupName(job, attempt)
 };
 
+// The most pods a ParallelJob may have (the CRD's spec.numPods maximum): every pod is one line of
+// the hostfile ConfigMap, which must stay under the 1 MiB the API server allows. With the longest
+// names Kubernetes allows and cluster.local a line is 216 bytes: 4096 lines are 864 KiB.
+inline constexpr int32_t kMaxNumPods = 4096;
+// What the API server accepts in one ConfigMap's data.
+inline constexpr size_t kMaxConfigMapBytes = 1024 * 1024;
+// InvalidArgument, written for the job's owner, when spec.numPods is outside 1..kMaxNumPods.
+absl::Status checkNumPods(const proto::ParallelJob& job);
+
 // One object to create: where, its name, and the JSON body.
 struct ApiObject {
   const proto::Resource* resource = nullptr;

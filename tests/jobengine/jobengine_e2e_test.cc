@@ -265,6 +265,16 @@ TEST_CASE("the seed's mpi-sample-job, applied verbatim, runs as one gang and suc
   REQUIRE(left.size() == 1);
   CHECK(left[0].meta.name == "mpi-sample-job-0-0");
   CHECK(left[0].status.phase == "Succeeded");
+  // After success only the launcher is left, and the PODS column says so (READY 0: it is done).
+  bool pods_column = waitFor([&] {
+    auto out = TestCluster::get().kubectl({"get", "paralleljob", "-n", f.ns(), "mpi-sample-job",
+                                           "--no-headers"});
+    if (!out.ok()) return false;
+    std::vector<std::string> cols = absl::StrSplit(*out, ' ', absl::SkipWhitespace());
+    return cols.size() >= 5 && cols[1] == "Succeeded" && cols[2] == "0" && cols[3] == "1";
+  }, kTimeout, std::chrono::milliseconds(200));
+  INFO(kubectl({"get", "paralleljob", "-n", f.ns(), "mpi-sample-job", "-o", "wide"}));
+  CHECK(pods_column);
   std::string events = f.eventReasons();
   INFO(events);
   CHECK(events.find("Created: ") != std::string::npos);

@@ -325,6 +325,51 @@ TEST_CASE("the support objects: headless Service publishing not-ready addresses,
   CHECK((*cm)["metadata"]["ownerReferences"][0]["blockOwnerDeletion"].GetBool());
 }
 
+TEST_CASE("numPods above 4096 is refused before anything is created, 4096 is accepted", "[mpi]") {
+  OpenMpiRuntime runtime(RuntimeOptions{});
+  auto big = runtime.buildPod(testing::decodeJob(testing::seedJobJson("big", 4097)), kAttempt0, 0);
+  CHECK(big.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(big.status().message() ==
+        "spec.numPods is 4097, more than the 4096 pods a ParallelJob may have (its hostfile must "
+        "fit into one ConfigMap)");
+  CHECK_FALSE(runtime.buildSupport(testing::decodeJob(testing::seedJobJson("big", 4097)), kAttempt0).ok());
+  // The largest job, with the longest names Kubernetes allows: its ConfigMap fits.
+  const std::string longest_ns(63, 'n');
+  std::string json = testing::seedJobJson(std::string(253, 'j'), 4096, 2147483647);
+  json.replace(json.find(R"("namespace":"default")"), 21, "\"namespace\":\"" + longest_ns + "\"");
+  proto::ParallelJob job = testing::decodeJob(json);
+  const AttemptInfo attempt{2147483647, groupName(job.meta.name, 2147483647), "x"};
+  auto objects = runtime.buildSupport(job, attempt);
+  INFO(objects.status().ToString());
+  REQUIRE(objects.ok());
+  const std::string& cm = (*objects)[2].body;
+  CHECK(cm.size() < kMaxConfigMapBytes);
+  CHECK(runtime.hostfileSize(job, attempt) == runtime.hostfile(job, attempt).size());
+  // A longer line would be longest-line x 4096 > 1 MiB only past 256 bytes a line.
+  CHECK(runtime.hostfile(job, attempt).size() / 4096 <= 216);
+}
+
+TEST_CASE("a cluster domain so long that the hostfile cannot fit is refused with the reason", "[mpi]") {
+  RuntimeOptions options;
+  options.cluster_domain = std::string(60, 'd') + "." + std::string(60, 'e') + "." +
+                           std::string(60, 'f') + "." + std::string(60, 'g');
+  OpenMpiRuntime runtime(options);
+  auto pod = runtime.buildPod(testing::decodeJob(testing::seedJobJson("big", 4096)), kAttempt0, 0);
+  CHECK(pod.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(pod.status().message()).find("the hostfile of 4096 pods with cluster domain") == 0);
+  CHECK(std::string(pod.status().message()).find("more than a ConfigMap holds (1048576); use fewer pods") !=
+        std::string::npos);
+  CHECK(runtime.buildPod(testing::decodeJob(testing::seedJobJson("small", 100)), kAttempt0, 0).ok());
+}
+
+TEST_CASE("hostfileSize is the hostfile's size", "[mpi]") {
+  OpenMpiRuntime runtime(RuntimeOptions{});
+  for (int n : {1, 9, 10, 11, 100, 1001}) {
+    proto::ParallelJob job = testing::decodeJob(testing::seedJobJson("j", n, 12));
+    CHECK(runtime.hostfileSize(job, kAttempt0) == runtime.hostfile(job, kAttempt0).size());
+  }
+}
+
 TEST_CASE("a generated pod decodes as a Pod", "[mpi]") {
   proto::Pod pod;
   OpenMpiRuntime runtime(RuntimeOptions{});

@@ -449,6 +449,15 @@ TEST_CASE("a ParallelJob status patch carries phase, restarts and conditions", "
   REQUIRE(decodeJson(statusPatch(status), &job).ok());
   CHECK(job.status.restarts == 2);
   CHECK(job.status.conditions.size() == 1);
+  CHECK_FALSE(job.status.pods);
+  // podsReady and pods (the READY and PODS columns) when set.
+  status.pods_ready = 0;
+  status.pods = 1;
+  const std::string patch = statusPatch(status);
+  CHECK(patch.find(R"("podsReady":0,"pods":1)") != std::string::npos);
+  REQUIRE(decodeJson(patch, &job).ok());
+  CHECK(job.status.pods_ready == 0);
+  CHECK(job.status.pods == 1);
 }
 
 TEST_CASE("a wrong JSON type in a pod is an error naming the field path", "[codec]") {
