@@ -41,8 +41,15 @@ struct RuntimeOptions {
 };
 
 struct AttemptInfo {
+  AttemptInfo() = default;
+  AttemptInfo(int32_t attempt_in, std::string group_in, std::string ssh_secret_in = "")
+      : attempt(attempt_in), group(std::move(group_in)), ssh_secret(std::move(ssh_secret_in)) {}
+
   int32_t attempt = 0;  // == status.restarts while the attempt runs
   std::string group;    // groupName(job, attempt)
+  // The attempt's SSH Secret, named by the API server when it was created (generateName
+  // secretNamePrefix(group)); "" before that. Pods mount it and record it (kSshSecretAnnotation).
+  std::string ssh_secret;
 };
 
 // The most pods a ParallelJob may have (the CRD's spec.numPods maximum): every pod is one line of

@@ -13,7 +13,7 @@ using testing::decodeJob;
 using testing::seedJob;
 using testing::seedJobJson;
 
-const AttemptInfo kAttempt0{0, "mpi-sample-job-0"};
+const AttemptInfo kAttempt0{0, "mpi-sample-job-0", "mpi-sample-job-0-ssh-x7k2p"};
 
 rapidjson::Document podJson(const proto::ParallelJob& job, int32_t index,
                             const AttemptInfo& attempt = kAttempt0,
@@ -106,7 +106,12 @@ TEST_CASE("the launcher is the user's main with mounts and env behind a wait-for
   CHECK(std::string(wait["command"][1].GetString()) == "/etc/muster/mpi/wait-workers.sh");
   CHECK(byName(spec["volumes"], "muster-ssh") != nullptr);
   CHECK(std::string(byName(spec["volumes"], "muster-ssh")->operator[]("secret")["secretName"].GetString()) ==
-        "mpi-sample-job-0-ssh-6c1f5a");
+        "mpi-sample-job-0-ssh-x7k2p");
+  // Owner-only: not readable by every user of the container (the kubelet adds group read for the
+  // pod's fsGroup).
+  CHECK(byName(spec["volumes"], "muster-ssh")->operator[]("secret")["defaultMode"].GetInt() == 0400);
+  CHECK(std::string(pod["metadata"]["annotations"]["muster.dev/ssh-secret"].GetString()) ==
+        "mpi-sample-job-0-ssh-x7k2p");
   CHECK(std::string(byName(spec["volumes"], "muster-mpi")->operator[]("configMap")["name"].GetString()) ==
         "mpi-sample-job-0-mpi");
 }
@@ -314,6 +319,10 @@ TEST_CASE("the support objects: headless Service publishing not-ready addresses,
         "mpi-sample-job-0");
   auto secret = proto::parseJson((*objects)[1].body);
   REQUIRE(secret.ok());
+  // Named by the API server: no name is asked for, only a prefix.
+  CHECK((*objects)[1].name.empty());
+  CHECK_FALSE((*secret)["metadata"].HasMember("name"));
+  CHECK(std::string((*secret)["metadata"]["generateName"].GetString()) == "mpi-sample-job-0-ssh-");
   const auto& data = (*secret)["stringData"];
   CHECK(std::string(data["id_ed25519"].GetString()).find("BEGIN OPENSSH PRIVATE KEY") != std::string::npos);
   CHECK(std::string(data["authorized_keys"].GetString()) == data["id_ed25519.pub"].GetString());
