@@ -160,6 +160,9 @@ PodTemplate::Container addWaitForPeers(PodTemplate& pod, const PodTemplate::Cont
   PodTemplate::Container wait = pod.appendInitContainer(kWaitContainer);
   wait.copyFields(main, {"image", "imagePullPolicy", "securityContext"});
   wait.setCommand({"/bin/sh", "/etc/muster/mpi/wait-workers.sh"});
+  // How long to wait for the workers (wait-workers.sh's default otherwise): set on main, where the
+  // user's env lives.
+  wait.copyEnv(main, kWaitWorkersTimeoutEnv);
   return wait;
 }
 

@@ -39,6 +39,10 @@ inline constexpr char kRunVolume[] = "muster-run";
 inline constexpr int kSshSecretMode = 0400;
 // On every pod of an attempt: the name of the attempt's SSH Secret (AttemptInfo::ssh_secret).
 inline constexpr char kSshSecretAnnotation[] = "muster.dev/ssh-secret";
+// Seconds the launcher's wait-for-peers init container waits for every worker's SSH before it
+// fails the pod (scripts::kWaitWorkers, default 600). Copied from the env of the launcher's main
+// container, where the user sets it.
+inline constexpr char kWaitWorkersTimeoutEnv[] = "MUSTER_WAIT_WORKERS_TIMEOUT";
 
 // The resources that make a pod get the muster-rdma-conf init container.
 const std::vector<std::string_view>& deviceResources();

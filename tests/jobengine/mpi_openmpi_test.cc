@@ -379,6 +379,17 @@ TEST_CASE("hostfileSize is the hostfile's size", "[mpi]") {
   }
 }
 
+TEST_CASE("the launcher's MUSTER_WAIT_WORKERS_TIMEOUT reaches the wait-for-workers container",
+          "[mpi]") {
+  auto pod = podJson(decodeJob(seedWithMain(R"("env":[{"name":"MUSTER_WAIT_WORKERS_TIMEOUT","value":"1800"}])")), 0);
+  const auto* wait = byName(pod["spec"]["initContainers"], "muster-wait-workers");
+  REQUIRE(wait != nullptr);
+  CHECK(envOf(*wait, "MUSTER_WAIT_WORKERS_TIMEOUT") == "1800");
+  auto plain = podJson(seedJob(), 0);
+  CHECK(envOf(*byName(plain["spec"]["initContainers"], "muster-wait-workers"),
+              "MUSTER_WAIT_WORKERS_TIMEOUT") == "<unset>");  // wait-workers.sh's default: 600 s
+}
+
 TEST_CASE("a generated pod decodes as a Pod", "[mpi]") {
   proto::Pod pod;
   OpenMpiRuntime runtime(RuntimeOptions{});
