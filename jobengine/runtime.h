@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "jobengine/naming.h"
 #include "jobengine/slurm/cluster_config.h"
 #include "proto/client.h"
 #include "proto/objects.h"
@@ -32,7 +33,7 @@ namespace vocab = proto::vocabulary;  // the names Muster uses on API objects
 
 struct RuntimeOptions {
   std::string scheduler_name = proto::vocabulary::kDefaultSchedulerName;  // unless the pod template sets one
-  std::string cluster_domain = "cluster.local";
+  std::string cluster_domain = kDefaultClusterDomain;  // jobEngine.clusterDomain
   // Muster's own image (it holds muster-topology). Pods asking for nvidia.com/gpu or
   // preferred.jp/rdma get a first init container from it that runs `muster-topology rdma-conf`.
   // Empty: no such init container is added (the NCCL/UCX files stay settings-free placeholders).

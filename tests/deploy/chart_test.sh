@@ -87,6 +87,11 @@ expect_eq "a ServiceMonitor when the cluster serves monitoring.coreos.com/v1 Ser
   bash -c "'$HELM' template muster '$chart' --api-versions monitoring.coreos.com/v1/ServiceMonitor | grep -c '^kind: ServiceMonitor'"
 expect_eq "job engine off reaches the scheduler config" "    jobEngine:|      enabled: false" \
   bash -c "'$HELM' template muster '$chart' --set jobEngine.enabled=false | grep -A1 '^    jobEngine:' | paste -sd'|'"
+expect_eq "jobEngine.clusterDomain reaches the scheduler config (default cluster.local)" \
+  '      clusterDomain: "cluster.local"|      clusterDomain: "k8s.example.org"' \
+  bash -c "for d in '' '--set jobEngine.clusterDomain=k8s.example.org'; do '$HELM' template muster '$chart' \$d | grep '^      clusterDomain:'; done | paste -sd'|'"
+expect_fail "a clusterDomain that is not a DNS domain is refused by the schema" "at '/jobEngine/clusterDomain': 'Not A Domain' does not match pattern" \
+  render --set 'jobEngine.clusterDomain=Not A Domain'
 expect_eq "the job engine's rdma-conf init container uses the chart's own image" \
   '            - "--rdma-conf-image=registry.example.com/muster:0.2.0"' \
   bash -c "'$HELM' template muster '$chart' --set image.repository=registry.example.com/muster --set image.tag=0.2.0 | grep -e '--rdma-conf-image'"
