@@ -6,6 +6,7 @@
 
 #include "jobengine/naming.h"
 #include "proto/codec.h"
+#include "proto/coroutine.h"
 #include "proto/informer.h"
 #include "proto/json.h"
 #include "proto/log.h"
@@ -74,7 +75,7 @@ asio::awaitable<absl::Status> runAll(asio::strand<asio::any_io_executor> strand,
       absl::Status s = co_await task();
       if (!s.ok() && state->first_error.ok()) state->first_error = s;
       if (--state->remaining == 0) state->timer.cancel();
-    }, asio::detached);
+    }, proto::dieOnException("job engine"));
   }
   while (state->remaining > 0) {
     boost::system::error_code ec;

@@ -6,6 +6,7 @@
 #include "jobengine/naming.h"
 #include "jobengine/ssh_attempt.h"
 #include "proto/codec.h"
+#include "proto/coroutine.h"
 #include "proto/log.h"
 #include "proto/metrics.h"
 
@@ -130,7 +131,7 @@ Controller::~Controller() { stop(); }
 
 void Controller::start() {
   if (started_.exchange(true)) return;
-  asio::co_spawn(strand_, waitForSync(), asio::detached);
+  asio::co_spawn(strand_, waitForSync(), proto::dieOnException("job engine sync"));
 }
 
 void Controller::stop() {
@@ -157,7 +158,7 @@ asio::awaitable<void> Controller::waitForSync() {
                   pods_.size());
   for (const auto& job : jobs_.list()) enqueue(proto::objectKey(*job));
   pump();
-  asio::co_spawn(strand_, resyncLoop(), asio::detached);
+  asio::co_spawn(strand_, resyncLoop(), proto::dieOnException("job engine resync"));
 }
 
 asio::awaitable<void> Controller::resyncLoop() {
@@ -227,7 +228,7 @@ void Controller::pump() {
     s.queued = false;
     s.running = true;
     ++active_;
-    asio::co_spawn(strand_, process(std::move(key)), asio::detached);
+    asio::co_spawn(strand_, process(std::move(key)), proto::dieOnException("job reconcile"));
   }
 }
 

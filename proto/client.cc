@@ -54,11 +54,18 @@ asio::awaitable<Attempt> exchange(State& s, http::request<http::string_body>& re
   }
   a.written = true;
   http::response_parser<http::string_body> parser;
-  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+  parser.body_limit(s.options.max_response_bytes);
   parser.header_limit(1 << 20);
   co_await http::async_read(conn->stream, conn->buffer, parser,
                             asio::redirect_error(asio::use_awaitable, a.ec));
   a.got_response_bytes = parser.got_some();
+  if (a.ec == http::error::body_limit) {
+    a.failure = strCat("the response is larger than the ", s.options.max_response_bytes,
+                       " bytes Muster accepts");
+    a.retryable_transport = false;
+    s.pool->release(std::move(conn), false);
+    co_return a;
+  }
   if (a.ec) {
     a.failure = a.ec == beast::error::timeout
                     ? std::string("timed out waiting for the response")

@@ -43,6 +43,7 @@ extern const Resource kParallelJobs;  // preferred.jp/v1alpha1
 extern const Resource kServices;
 extern const Resource kSecrets;
 extern const Resource kConfigMaps;
+extern const Resource kPersistentVolumeClaims;
 }  // namespace resources
 
 enum class Verb { kGet, kPost, kPut, kPatch, kDelete };
@@ -75,6 +76,9 @@ struct ClientOptions {
   std::chrono::milliseconds max_backoff{10000};
   std::chrono::milliseconds request_timeout{60000};
   std::string user_agent = "muster/0.1";
+  // The largest response body read (a list page; proto/json.h kMaxJsonDocumentBytes); a larger
+  // one fails the request, unretried. Watches are bounded per event instead (kMaxWatchEventBytes).
+  uint64_t max_response_bytes = uint64_t{256} << 20;
 };
 
 // Decoded from a non-2xx response: the API `Status` object's reason, message and code. The
@@ -180,18 +184,30 @@ class Client : public std::enable_shared_from_this<Client> {
   std::unique_ptr<Impl> impl_;
 };
 
+// The longest watch event (one line of a watch stream: one object) Muster accepts: the API
+// server stores objects of at most 1.5 MiB, and their JSON is at most a few times larger.
+inline constexpr size_t kMaxWatchEventBytes = size_t{16} << 20;
+
 // Splits a byte stream into newline-terminated records. Bytes after the last newline are kept
-// until more arrive. Exposed for the watch framing tests.
+// until more arrive, but never more than `max_record` of them. Exposed for the watch framing tests.
 class LineSplitter {
  public:
+  explicit LineSplitter(size_t max_record = kMaxWatchEventBytes) : max_record_(max_record) {}
+
   // Appends `bytes` and calls `on_line` for each complete record (without '\n'; a trailing '\r'
-  // is removed; empty records are skipped). Stops and returns the first error of on_line.
+  // is removed; empty records are skipped). Stops and returns the first error of on_line, or
+  // ResourceExhausted when a record (complete or not) is longer than `max_record` bytes; the
+  // stream cannot be resynchronised after that, so later calls fail the same way.
   absl::Status feed(std::string_view bytes,
                     const std::function<absl::Status(std::string_view)>& on_line);
   size_t pending() const { return buffer_.size(); }
 
  private:
+  absl::Status tooLong(size_t size);
+
+  size_t max_record_;
   std::string buffer_;
+  absl::Status overflow_;
 };
 
 }  // namespace muster::proto

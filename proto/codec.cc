@@ -84,6 +84,15 @@ absl::Status decodePodSpec(const rapidjson::Value& v, const JsonPath& path,
         });
       }));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "hostname", &out->hostname));
+  MUSTER_RETURN_IF_ERROR(forEachElement(
+      v, path, "schedulingGates", [&](const rapidjson::Value& gate, const JsonPath& p) {
+        MUSTER_RETURN_IF_ERROR(expectObject(gate, p));
+        std::string name;
+        MUSTER_RETURN_IF_ERROR(readString(gate, p, "name", &name));
+        out->scheduling_gates.push_back(std::move(name));
+        return absl::OkStatus();
+      }));
+  MUSTER_RETURN_IF_ERROR(hasElements(v, path, "resourceClaims", &out->has_resource_claims));
   return readString(v, path, "subdomain", &out->subdomain);
 }
 
@@ -161,6 +170,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Quantity* o
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ResourceList* out) {
   out->clear();
   MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(checkSize(path, v.MemberCount(), kMaxJsonElements, "entries"));
   for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
     std::string name(it->name.GetString(), it->name.GetStringLength());
     if (it->value.IsNull()) continue;
@@ -410,6 +420,19 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PodGroup* o
   });
 }
 
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolumeClaim* out) {
+  *out = PersistentVolumeClaim{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
+  MUSTER_RETURN_IF_ERROR(
+      withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
+        return readString(spec, p, "volumeName", &out->volume_name);
+      }));
+  return withObject(v, path, "status", [out](const rapidjson::Value& status, const JsonPath& p) {
+    return readString(status, p, "phase", &out->phase);
+  });
+}
+
 namespace {
 absl::Status decodeSlurmSpec(const rapidjson::Value& v, const JsonPath& p, SlurmJobSpec* s) {
   MUSTER_RETURN_IF_ERROR(expectObject(v, p));
@@ -533,6 +556,10 @@ absl::Status decode(const rapidjson::Value& v, Lease* out) {
 }
 
 absl::Status decode(const rapidjson::Value& v, PodGroup* out) {
+  return decode(v, JsonPath(), out);
+}
+
+absl::Status decode(const rapidjson::Value& v, PersistentVolumeClaim* out) {
   return decode(v, JsonPath(), out);
 }
 

@@ -42,6 +42,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ObjectRefer
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Event* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Lease* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PodGroup* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolumeClaim* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob* out);
 
 absl::Status decode(const rapidjson::Value& v, ObjectMeta* out);
@@ -50,6 +51,7 @@ absl::Status decode(const rapidjson::Value& v, Node* out);
 absl::Status decode(const rapidjson::Value& v, Event* out);
 absl::Status decode(const rapidjson::Value& v, Lease* out);
 absl::Status decode(const rapidjson::Value& v, PodGroup* out);
+absl::Status decode(const rapidjson::Value& v, PersistentVolumeClaim* out);
 absl::Status decode(const rapidjson::Value& v, ParallelJob* out);
 
 // Parses `json` and decodes it into *out.

@@ -1,5 +1,7 @@
 #include "proto/config_reader.h"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -112,12 +114,25 @@ absl::Status readMap(const YAML::Node& n, const std::string& prefix, const Keys&
   return absl::OkStatus();
 }
 
+std::string yamlErrorMessage(const YAML::Exception& e) {
+  if (dynamic_cast<const YAML::DeepRecursion*>(&e) != nullptr) {
+    return strCat("nested deeper than ", kMaxYamlDepth, " levels");
+  }
+  return e.msg;
+}
+
+std::string yamlErrorText(const YAML::Exception& e) {
+  if (e.mark.is_null()) return yamlErrorMessage(e);  // as yaml-cpp writes it
+  return strCat("yaml-cpp: error at line ", e.mark.line + 1, ", column ", e.mark.column + 1, ": ",
+                yamlErrorMessage(e));
+}
+
 absl::Status readDocument(std::string_view yaml, const Keys& keys) {
   try {
     YAML::Node root = YAML::Load(std::string(yaml));
     return readMap(root, "", keys);
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(strCat("config is not valid YAML: ", e.what()));
+    return absl::InvalidArgumentError(strCat("config is not valid YAML: ", yamlErrorText(e)));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(strCat("config could not be read: ", e.what()));
   }
@@ -149,6 +164,11 @@ bool plainFloat(const std::string& s) {
 
 absl::Status appendJson(const YAML::Node& n, const std::string& key, int depth, JsonWriter* w) {
   if (depth > 64) return bad(key, "is nested too deeply");
+  // Checked before every node, so an alias bomb stops after kMaxYamlJsonBytes of work.
+  if (w->size() > kMaxYamlJsonBytes) {
+    return bad(key, strCat("is more than ", kMaxYamlJsonBytes,
+                           " bytes as JSON (aliases are written out in full)"));
+  }
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:

@@ -47,15 +47,32 @@ Reader mapInto(Keys keys);
 // registered for it; unknown keys are an error. A null node is an empty mapping.
 absl::Status readMap(const YAML::Node& n, const std::string& prefix, const Keys& keys);
 
+// yaml-cpp 0.7 refuses documents nested deeper than this (its parser's DepthGuard), so nothing
+// that reads a YAML::Node recurses deeper.
+inline constexpr int kMaxYamlDepth = 500;
+
+// The message of a yaml-cpp error, without its position ("end of map not found"). yaml-cpp says
+// "bad file" when a document is nested deeper than kMaxYamlDepth; this says that.
+std::string yamlErrorMessage(const YAML::Exception& e);
+// yaml-cpp's full text, "yaml-cpp: error at line 3, column 1: <yamlErrorMessage>".
+std::string yamlErrorText(const YAML::Exception& e);
+
 // Parses `yaml` (a whole file) and reads its root mapping with `keys`. YAML syntax errors become
 // InvalidArgument "config is not valid YAML: …".
 absl::Status readDocument(std::string_view yaml, const Keys& keys);
 // The whole content of `path`; NotFound naming it.
 absl::StatusOr<std::string> readFile(const std::string& path);
 
+// The most JSON yamlToJson writes. Its values become Kubernetes objects (a partition's pod template
+// goes into every job's ParallelJob and pods), which the API server refuses above 1.5 MiB; the
+// bound also stops aliases that expand exponentially ("billion laughs": each alias is written out
+// in full).
+inline constexpr size_t kMaxYamlJsonBytes = size_t{2} << 20;
+
 // A YAML value as JSON text, for parts of a config that are Kubernetes objects (a pod template):
 // plain scalars are resolved as YAML 1.2's core schema does (true/false, null/~, integers,
-// floats), quoted ones stay strings; anchors and tags other than the core ones are refused.
+// floats), quoted ones stay strings; an alias is written out as the value it names. Nested more
+// than 64 deep, or more than kMaxYamlJsonBytes of JSON, is an error.
 absl::StatusOr<std::string> yamlToJson(const YAML::Node& n, std::string_view key);
 
 // Validation helpers, same message style.

@@ -6,6 +6,7 @@
 #include <list>
 
 #include "proto/codec.h"
+#include "proto/coroutine.h"
 #include "proto/log.h"
 #include "proto/metrics.h"
 #include "proto/strings.h"
@@ -190,7 +191,7 @@ struct EventRecorder::State : std::enable_shared_from_this<State> {
         it->second.created = true;
         it->second.written = e.count;
       }
-    }, asio::detached);
+    }, dieOnException("event write"));
   }
 
   void refused(const absl::Status& st, const Event& e) {
@@ -222,7 +223,7 @@ struct EventRecorder::State : std::enable_shared_from_this<State> {
             self->refused(st, e);
             if (isNotFound(st)) self->forget(key, e.meta.name);  // deleted: start afresh
           }
-        }, asio::detached);
+        }, dieOnException("event write"));
       }
       if (now - s.last > options.series_window && s.written == s.event.count) {
         order.erase(s.age);
@@ -251,7 +252,7 @@ EventRecorder::EventRecorder(EventSinkPtr sink, asio::any_io_executor executor,
                                      std::move(clock))) {
   asio::co_spawn(state_->strand, [state = state_]() -> asio::awaitable<void> {
     co_await state->flushLoop();
-  }, asio::detached);
+  }, dieOnException("event flush"));
 }
 
 EventRecorder::~EventRecorder() { stop(); }

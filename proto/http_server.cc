@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "proto/coroutine.h"
 #include "proto/log.h"
 
 namespace muster::proto {
@@ -59,7 +60,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
       if (ec) continue;
-      asio::co_spawn(strand, serve(std::move(socket)), asio::detached);
+      asio::co_spawn(strand, serve(std::move(socket)), dieOnException("HTTP connection"));
     }
   }
 };
@@ -89,7 +90,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(
   if (!ec) impl->acceptor.bind(endpoint, ec);
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return absl::UnavailableError(absl::StrCat("listen on ", address, ": ", ec.message()));
-  asio::co_spawn(impl->strand, impl->acceptLoop(), asio::detached);
+  asio::co_spawn(impl->strand, impl->acceptLoop(), dieOnException("HTTP accept loop"));
   return std::unique_ptr<HttpServer>(new HttpServer(impl));
 }
 

@@ -19,7 +19,9 @@
 #include "absl/synchronization/mutex.h"
 #include "proto/asio.h"
 #include "proto/codec.h"
+#include "proto/coroutine.h"
 #include "proto/log.h"
+#include "proto/metrics.h"
 #include "proto/reflector.h"
 
 namespace muster::proto {
@@ -36,6 +38,13 @@ template <class T>
 std::string objectKey(const T& obj) {
   return objectKey(obj.meta.namespace_, obj.meta.name);
 }
+
+// For objects that do not decode: "namespace/name" (or "name") read leniently from
+// metadata, "" when even that is missing; metadata.resourceVersion the same way.
+std::string undecodableKey(const rapidjson::Value& object);
+std::string undecodableResourceVersion(const rapidjson::Value& object);
+// muster_informer_undecodable_objects_total{resource="<name>"}.
+metrics::Counter& undecodableObjects(const std::string& resource);
 
 // Add/update/delete notifications. Called on the informer's executor, in the order the cache
 // changed; the objects are immutable snapshots shared with the cache.
@@ -70,6 +79,12 @@ class InformerBase {
 // Handlers and indexes are usually registered before start(); registered later, a handler is
 // first told about every object already cached (as adds, before any newer change), and an index
 // is built from the cache at once, so a component that joins late misses nothing.
+//
+// An object the API server sends that does not decode (a field of the wrong type, a quantity
+// out of range, ...) is treated as deleted: a stale cached copy would be acted on as if it were
+// current. A listed one is left out of the cache; one arriving by watch removes the cached copy
+// (handlers get a delete). Each is logged with its namespace/name and counted in
+// muster_informer_undecodable_objects_total{resource}.
 template <class T>
 class Informer final : public InformerBase {
  public:
@@ -108,7 +123,7 @@ class Informer final : public InformerBase {
     }
     asio::co_spawn(state_->strand, [state = state_]() -> asio::awaitable<void> {
       co_await state->reflector.run();
-    }, asio::detached);
+    }, dieOnException("reflector"));
   }
   // Thread-safe and idempotent. Handlers must not call it (they run under the handler lock).
   void stop() override {
@@ -176,9 +191,14 @@ class Informer final : public InformerBase {
   // object until the coroutine ends.
   struct State final : ReflectorSink {
     State(ListerWatcherPtr lw, asio::any_io_executor ex, ReflectorOptions options)
-        : strand(asio::make_strand(ex)), reflector(std::move(lw), this, std::move(options)) {}
+        : strand(asio::make_strand(ex)),
+          undecodable(undecodableObjects(options.name)),
+          name(options.name),
+          reflector(std::move(lw), this, std::move(options)) {}
 
     asio::strand<asio::any_io_executor> strand;
+    metrics::Counter& undecodable;
+    std::string name;
     Reflector reflector;
 
     std::mutex handlers_mu;  // held while handlers run, so stop() waits for a running one
@@ -212,7 +232,9 @@ class Informer final : public InformerBase {
       auto obj = std::make_shared<T>();
       absl::Status status = decode(object, obj.get());
       if (!status.ok()) {
-        MUSTER_LOG_ERROR("Skipping object that does not decode", "error", status.ToString());
+        undecodable.inc();
+        MUSTER_LOG_ERROR("Object does not decode: treated as deleted", "resource", name,
+                         "object", undecodableKey(object), "error", status.ToString());
         return nullptr;
       }
       return obj;
@@ -269,7 +291,10 @@ class Informer final : public InformerBase {
 
     void apply(WatchEventType type, const rapidjson::Value& object) {
       Ptr obj = decodeObject(object);
-      if (!obj) return;
+      if (!obj) {
+        forget(object);
+        return;
+      }
       std::string key = objectKey(*obj);
       Ptr old_obj;
       {
@@ -292,6 +317,22 @@ class Informer final : public InformerBase {
       } else {
         notify(old_obj, obj);
       }
+    }
+
+    // A watched object that did not decode: its cached copy (if any) goes, as if deleted.
+    void forget(const rapidjson::Value& object) {
+      const std::string key = undecodableKey(object);
+      Ptr old_obj;
+      {
+        absl::MutexLock lock(&mu);
+        if (std::string rv = undecodableResourceVersion(object); !rv.empty()) last_rv = rv;
+        auto it = items.find(key);
+        if (it == items.end()) return;
+        old_obj = it->second;
+        unindex(key, *old_obj);
+        items.erase(it);
+      }
+      notify(old_obj, nullptr);
     }
 
     void notify(const Ptr& old_obj, const Ptr& obj) {

@@ -5,7 +5,10 @@
 #include <string_view>
 #include <utility>
 
+#include "rapidjson/encodedstream.h"
 #include "rapidjson/error/en.h"
+#include "rapidjson/memorystream.h"
+#include "rapidjson/reader.h"
 #include "proto/strings.h"
 
 namespace muster::proto {
@@ -28,17 +31,100 @@ rapidjson::Value::ConstMemberIterator findMember(const rapidjson::Value& object,
   return object.FindMember(rapidjson::Value(rapidjson::StringRef(name.data(), length)));
 }
 
+// A string value's length, checked against kMaxJsonStringBytes.
+absl::Status checkString(const rapidjson::Value& v, const JsonPath& path) {
+  return checkSize(path, v.GetStringLength(), kMaxJsonStringBytes, "bytes of string");
+}
+
+// "expected int32, got 4294967296" for numbers out of range; "expected int32" otherwise.
+absl::Status integerError(const rapidjson::Value& v, const JsonPath& path, std::string_view type) {
+  if (!v.IsNumber()) return typeError(path, type);
+  return typeError(path, strCat(type, ", got ", toJson(v)));
+}
+
+// RapidJSON's SAX handler for a Document, refusing to nest deeper than kMaxJsonDepth. With the
+// iterative parser (kParseIterativeFlag) parsing itself never recurses; the depth bound protects
+// what recurses later (encoding, copying, decoders).
+class DepthLimitedHandler {
+ public:
+  explicit DepthLimitedHandler(rapidjson::Document& doc) : doc_(doc) {}
+  bool tooDeep() const { return too_deep_; }
+
+  bool Null() { return doc_.Null(); }
+  bool Bool(bool b) { return doc_.Bool(b); }
+  bool Int(int i) { return doc_.Int(i); }
+  bool Uint(unsigned i) { return doc_.Uint(i); }
+  bool Int64(int64_t i) { return doc_.Int64(i); }
+  bool Uint64(uint64_t i) { return doc_.Uint64(i); }
+  bool Double(double d) { return doc_.Double(d); }
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) {
+    return doc_.RawNumber(s, n, copy);
+  }
+  bool String(const char* s, rapidjson::SizeType n, bool copy) { return doc_.String(s, n, copy); }
+  bool Key(const char* s, rapidjson::SizeType n, bool copy) { return doc_.Key(s, n, copy); }
+  bool StartObject() { return enter() && doc_.StartObject(); }
+  bool EndObject(rapidjson::SizeType members) {
+    --depth_;
+    return doc_.EndObject(members);
+  }
+  bool StartArray() { return enter() && doc_.StartArray(); }
+  bool EndArray(rapidjson::SizeType elements) {
+    --depth_;
+    return doc_.EndArray(elements);
+  }
+
+ private:
+  bool enter() {
+    if (++depth_ <= kMaxJsonDepth) return true;
+    too_deep_ = true;
+    return false;
+  }
+  rapidjson::Document& doc_;
+  int depth_ = 0;
+  bool too_deep_ = false;
+};
+
 }  // namespace
 
-absl::StatusOr<rapidjson::Document> parseJson(std::string_view text) {
+absl::StatusOr<rapidjson::Document> parseJson(std::string_view text, size_t max_bytes) {
+  if (text.size() > max_bytes) {
+    return absl::InvalidArgumentError(strCat("JSON document of ", std::to_string(text.size()),
+                                             " bytes is larger than the ",
+                                             std::to_string(max_bytes), " Muster accepts"));
+  }
   rapidjson::Document doc;
-  doc.Parse(text.data(), text.size());
-  if (doc.HasParseError()) {
+  rapidjson::ParseResult result;
+  bool too_deep = false;
+  // Document::Populate runs the parser into the document's own value stack and takes the root
+  // value from it when the generator succeeds.
+  auto generate = [&](rapidjson::Document& d) {
+    DepthLimitedHandler handler(d);
+    rapidjson::MemoryStream stream(text.data(), text.size());
+    rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> input(stream);
+    rapidjson::Reader reader;
+    result = reader.Parse<rapidjson::kParseIterativeFlag>(input, handler);
+    too_deep = handler.tooDeep();
+    return !result.IsError();
+  };
+  doc.Populate(generate);
+  if (too_deep) {
     return absl::InvalidArgumentError(strCat("invalid JSON at offset ",
-                                           std::to_string(doc.GetErrorOffset()), ": ",
-                                           rapidjson::GetParseError_En(doc.GetParseError())));
+                                             std::to_string(result.Offset()),
+                                             ": nested deeper than ", std::to_string(kMaxJsonDepth),
+                                             " levels"));
+  }
+  if (result.IsError()) {
+    return absl::InvalidArgumentError(strCat("invalid JSON at offset ",
+                                             std::to_string(result.Offset()), ": ",
+                                             rapidjson::GetParseError_En(result.Code())));
   }
   return doc;
+}
+
+absl::Status checkSize(const JsonPath& path, size_t count, size_t limit, std::string_view what) {
+  if (count <= limit) return absl::OkStatus();
+  return fieldError(path, strCat(std::to_string(count), " ", what, ", more than the ",
+                                 std::to_string(limit), " Muster accepts"));
 }
 
 void JsonPath::appendTo(std::string* out) const {
@@ -87,6 +173,7 @@ absl::Status readString(const rapidjson::Value& object, const JsonPath& path, st
   const rapidjson::Value* v = findField(object, name);
   if (v == nullptr) return absl::OkStatus();
   if (!v->IsString()) return typeError(path.field(name), "string");
+  MUSTER_RETURN_IF_ERROR(checkString(*v, path.field(name)));
   out->assign(v->GetString(), v->GetStringLength());
   return absl::OkStatus();
 }
@@ -96,6 +183,7 @@ absl::Status readString(const rapidjson::Value& object, const JsonPath& path, st
   const rapidjson::Value* v = findField(object, name);
   if (v == nullptr) return absl::OkStatus();
   if (!v->IsString()) return typeError(path.field(name), "string");
+  MUSTER_RETURN_IF_ERROR(checkString(*v, path.field(name)));
   out->emplace(v->GetString(), v->GetStringLength());
   return absl::OkStatus();
 }
@@ -113,7 +201,7 @@ absl::Status readInt32(const rapidjson::Value& object, const JsonPath& path, std
                        int32_t* out) {
   const rapidjson::Value* v = findField(object, name);
   if (v == nullptr) return absl::OkStatus();
-  if (!v->IsInt()) return typeError(path.field(name), "int32");
+  if (!v->IsInt()) return integerError(*v, path.field(name), "int32");
   *out = v->GetInt();
   return absl::OkStatus();
 }
@@ -131,7 +219,7 @@ absl::Status readInt64(const rapidjson::Value& object, const JsonPath& path, std
                        int64_t* out) {
   const rapidjson::Value* v = findField(object, name);
   if (v == nullptr) return absl::OkStatus();
-  if (!v->IsInt64()) return typeError(path.field(name), "int64");
+  if (!v->IsInt64()) return integerError(*v, path.field(name), "int64");
   *out = v->GetInt64();
   return absl::OkStatus();
 }
@@ -151,10 +239,13 @@ absl::Status readStringMap(const rapidjson::Value& object, const JsonPath& path,
   if (v == nullptr) return absl::OkStatus();
   const JsonPath map_path = path.field(name);
   if (!v->IsObject()) return typeError(map_path, "object");
+  MUSTER_RETURN_IF_ERROR(checkSize(map_path, v->MemberCount(), kMaxJsonElements, "entries"));
   out->clear();
   for (auto it = v->MemberBegin(); it != v->MemberEnd(); ++it) {
     std::string_view key(it->name.GetString(), it->name.GetStringLength());
+    MUSTER_RETURN_IF_ERROR(checkString(it->name, map_path));
     if (!it->value.IsString()) return typeError(map_path.field(key), "string");
+    MUSTER_RETURN_IF_ERROR(checkString(it->value, map_path.field(key)));
     (*out)[std::string(key)] = std::string(it->value.GetString(), it->value.GetStringLength());
   }
   return absl::OkStatus();
@@ -166,6 +257,7 @@ absl::Status readStringList(const rapidjson::Value& object, const JsonPath& path
   return forEachElement(object, path, name,
                         [out](const rapidjson::Value& v, const JsonPath& element_path) {
                           if (!v.IsString()) return typeError(element_path, "string");
+                          MUSTER_RETURN_IF_ERROR(checkString(v, element_path));
                           out->emplace_back(v.GetString(), v.GetStringLength());
                           return absl::OkStatus();
                         });

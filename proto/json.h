@@ -19,9 +19,31 @@
 
 namespace muster::proto {
 
-// Parses a JSON document. Errors are InvalidArgument and carry the byte offset and RapidJSON's
-// message: "invalid JSON at offset 12: Missing a colon after a name of object member."
-absl::StatusOr<rapidjson::Document> parseJson(std::string_view text);
+// Limits on what Muster accepts from the API server (tests/fuzz/README.md explains each). They
+// sit well above anything a Kubernetes API server sends and bound the stack and memory a hostile
+// or broken server (or anything in between) can make Muster spend.
+//
+// A whole document: a list page. The reflector asks for 500 items a page; real pods and nodes
+// are 5-100 KiB of JSON, so pages are 2-50 MiB; 256 MiB leaves room for 500 objects of 512 KiB.
+inline constexpr size_t kMaxJsonDocumentBytes = size_t{256} << 20;
+// Nesting: the deepest Kubernetes object Muster reads (a Pod with node affinity, or a
+// ParallelJob's pod template) nests about 15 levels. The parser does not recurse (RapidJSON's
+// iterative mode), but encoding and copying a value do, and a deeper document is refused.
+inline constexpr int kMaxJsonDepth = 128;
+// One string copied into Muster's structs: the API server stores objects of at most 1.5 MiB
+// (etcd's --max-request-bytes), so no single field of a real object is longer.
+inline constexpr size_t kMaxJsonStringBytes = size_t{2} << 20;
+// Elements of one array, or entries of one map, decoded into Muster's structs (containers,
+// tolerations, volumes, labels, annotations, resource lists, ...). A decoded element costs far
+// more memory than its text (a toleration is ~200 bytes, `{}` is 3), so each list is bounded;
+// Kubernetes' 1.5 MiB object limit leaves room for at most ~50k real containers or volumes.
+inline constexpr size_t kMaxJsonElements = 65536;
+
+// Parses a JSON document of at most `max_bytes` bytes nested at most kMaxJsonDepth deep. Errors
+// are InvalidArgument and carry the byte offset and RapidJSON's message: "invalid JSON at offset
+// 12: Missing a colon after a name of object member."
+absl::StatusOr<rapidjson::Document> parseJson(std::string_view text,
+                                              size_t max_bytes = kMaxJsonDocumentBytes);
 
 // The path of a value inside a document, rendered only when an error needs it:
 // "spec.containers[0].resources.requests.cpu". A child refers to its parent, so a JsonPath must
@@ -64,7 +86,9 @@ absl::Status expectObject(const rapidjson::Value& v, const JsonPath& path);
 
 // Typed readers for the member `name` of the object at `path`. An absent or null member leaves
 // *out unchanged and returns OK; a member of the wrong type is an InvalidArgument error naming
-// "<path>.<name>". `object` must already be known to be an object.
+// "<path>.<name>", and so is a string longer than kMaxJsonStringBytes, a map with more than
+// kMaxJsonElements entries and an integer out of the field's range ("expected int32, got
+// 4294967296"), which is never truncated. `object` must already be known to be an object.
 absl::Status readString(const rapidjson::Value& object, const JsonPath& path, std::string_view name,
                         std::string* out);
 absl::Status readString(const rapidjson::Value& object, const JsonPath& path, std::string_view name,
@@ -86,8 +110,13 @@ absl::Status readStringMap(const rapidjson::Value& object, const JsonPath& path,
 absl::Status readStringList(const rapidjson::Value& object, const JsonPath& path,
                             std::string_view name, std::vector<std::string>* out);
 
+// InvalidArgument "<path>: <count> <what>, more than the <limit> Muster accepts" when
+// count > limit (kMaxJsonElements, kMaxJsonStringBytes).
+absl::Status checkSize(const JsonPath& path, size_t count, size_t limit, std::string_view what);
+
 // Calls fn(element, element_path) for each element of the array member `name`; absent or null is
-// an empty array. Stops at and returns the first error fn returns.
+// an empty array; more than kMaxJsonElements elements is an error. Stops at and returns the first
+// error fn returns.
 template <typename Fn>
 absl::Status forEachElement(const rapidjson::Value& object, const JsonPath& path,
                             std::string_view name, Fn&& fn) {
@@ -95,6 +124,10 @@ absl::Status forEachElement(const rapidjson::Value& object, const JsonPath& path
   if (array == nullptr) return absl::OkStatus();
   const JsonPath array_path = path.field(name);
   if (!array->IsArray()) return typeError(array_path, "array");
+  if (absl::Status s = checkSize(array_path, array->Size(), kMaxJsonElements, "elements");
+      !s.ok()) {
+    return s;
+  }
   for (rapidjson::SizeType i = 0; i < array->Size(); ++i) {
     absl::Status status = fn((*array)[i], array_path.index(i));
     if (!status.ok()) return status;
@@ -136,8 +169,9 @@ class JsonWriter {
   JsonWriter& stringOrNullField(std::string_view name, std::string_view value);
   JsonWriter& stringMapField(std::string_view name, const std::map<std::string, std::string>& map);
 
-  // The text written so far.
+  // The text written so far, and its length.
   std::string str() const { return std::string(buffer_.GetString(), buffer_.GetSize()); }
+  size_t size() const { return buffer_.GetSize(); }
 
  private:
   rapidjson::StringBuffer buffer_;

@@ -13,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_split.h"
+#include "proto/config_reader.h"
 #include "proto/strings.h"
 
 namespace muster::proto {
@@ -98,7 +99,7 @@ class Loader {
       root = YAML::Load(*text);
     } catch (const YAML::Exception& e) {
       // The YAML error names a position, not content; keep it.
-      return error(strCat("invalid YAML: ", e.msg, " at line ", e.mark.line + 1));
+      return error(strCat("invalid YAML: ", config::yamlErrorMessage(e), " at line ", e.mark.line + 1));
     }
     try {
       return fromRoot(root, context_override);

@@ -149,6 +149,10 @@ struct PodSpec {
   std::vector<std::string> pvc_claim_names;
   std::string hostname;
   std::string subdomain;
+  // spec.schedulingGates[].name: while any is present the pod must not be placed.
+  std::vector<std::string> scheduling_gates;
+  // spec.resourceClaims (dynamic resource allocation) is not empty.
+  bool has_resource_claims = false;
 };
 
 struct PodStatus {
@@ -245,6 +249,15 @@ struct LeaseSpec {
 struct Lease {
   ObjectMeta meta;
   LeaseSpec spec;
+};
+
+// core/v1 PersistentVolumeClaim: only whether it is bound, which is all the scheduler asks.
+struct PersistentVolumeClaim {
+  ObjectMeta meta;
+  std::string volume_name;  // spec.volumeName
+  std::string phase;        // status.phase: "Pending", "Bound", "Lost"
+
+  bool isBound() const { return !volume_name.empty() && phase == "Bound"; }
 };
 
 // scheduling.x-k8s.io/v1alpha1 PodGroup (sigs.k8s.io/scheduler-plugins).

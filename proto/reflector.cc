@@ -6,9 +6,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "proto/json.h"
 #include "proto/log.h"
 #include "proto/metrics.h"
-#include "rapidjson/error/en.h"
+#include "proto/strings.h"
 
 namespace muster::proto {
 
@@ -172,13 +173,14 @@ asio::awaitable<absl::Status> Reflector::listAll() {
       }
       co_return page.status();
     }
-    rapidjson::Document doc;
-    doc.Parse(page->data(), page->size());
-    if (doc.HasParseError() || !doc.IsObject()) {
+    // Bounded in size and depth (proto/json.h).
+    absl::StatusOr<rapidjson::Document> parsed = parseJson(*page);
+    if (!parsed.ok() || !parsed->IsObject()) {
       co_return absl::InternalError(absl::StrCat(
           options_.name, ": list response is not a JSON object: ",
-          doc.HasParseError() ? rapidjson::GetParseError_En(doc.GetParseError()) : "wrong type"));
+          parsed.ok() ? "wrong type" : parsed.status().message()));
     }
+    const rapidjson::Document& doc = *parsed;
     const rapidjson::Value* meta = objectMember(doc, "metadata");
     auto items = doc.FindMember("items");
     if (items != doc.MemberEnd() && !items->value.IsNull()) {
@@ -202,15 +204,14 @@ asio::awaitable<absl::Status> Reflector::listAll() {
 }
 
 absl::Status Reflector::handleLine(std::string_view line) {
-  rapidjson::Document doc;
-  doc.Parse(line.data(), line.size());
-  if (doc.HasParseError() || !doc.IsObject()) {
+  absl::StatusOr<rapidjson::Document> parsed = parseJson(line, kMaxWatchEventBytes);
+  if (!parsed.ok() || !parsed->IsObject()) {
     bad_events_.fetch_add(1);
     MUSTER_LOG_ERROR("Skipping undecodable watch event", "reflector", options_.name, "error",
-                     doc.HasParseError() ? rapidjson::GetParseError_En(doc.GetParseError())
-                                         : "not an object");
+                     parsed.ok() ? std::string_view("not an object") : sv(parsed.status().message()));
     return absl::OkStatus();
   }
+  const rapidjson::Document& doc = *parsed;
   std::string_view type = stringMember(doc, "type");
   const rapidjson::Value* object = objectMember(doc, "object");
   if (object == nullptr) {

@@ -56,6 +56,10 @@ inline constexpr char kExclusiveAnnotation[] = "muster.dev/exclusive";
 // Kubernetes' own: the scheduler sets PodScheduled=False with reason Unschedulable.
 inline constexpr char kPodScheduledCondition[] = "PodScheduled";
 inline constexpr char kUnschedulableReason[] = "Unschedulable";
+// PodScheduled=False while spec.schedulingGates is not empty (kube-scheduler's reason and words).
+inline constexpr char kSchedulingGatedReason[] = "SchedulingGated";
+inline constexpr char kSchedulingGatedMessage[] =
+    "Scheduling is blocked due to non-empty scheduling gates";
 // Set True by muster-scheduler (through pods/status) on a bound gang member before it evicts it
 // because the rest of its gang cannot join it. The job engine recreates such a pod in the same
 // attempt instead of counting a failure. No condition, no eviction.

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/codec.h"
+#include "proto/coroutine.h"
 #include "proto/log.h"
 #include "proto/metrics.h"
 #include "proto/vocabulary.h"
@@ -63,7 +64,7 @@ void Binder::bind(const GangAttempt& attempt, const GangPlacement& placement, Do
       if (!stopping_) status = co_await api_->bind(batch->pods[i], batch->nodes[i]);
       co_await asio::post(strand_, asio::use_awaitable);
       answered(batch, i, std::move(status));
-    }, asio::detached);
+    }, proto::dieOnException("bind"));
   }
 }
 
@@ -135,7 +136,7 @@ void Binder::rollback(const GangAttempt& attempt, const std::string& why,
       absl::Status evicted = co_await api->evict(ref);
       if (!evicted.ok() && !proto::isNotFound(evicted))
         MUSTER_LOG_WARNING("Eviction refused", "pod", ref.key(), "error", evicted.ToString());
-    }, asio::detached);
+    }, proto::dieOnException("gang rollback"));
   }
 }
 

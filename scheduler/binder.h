@@ -9,9 +9,10 @@
 //   member has answered, with the members that bound and the ones that failed (and why). A bound
 //   member gets a `Scheduled` Event. Members that bound stay bound even when others failed: the
 //   gang's next placement must join them (the queue knows them as bound members), and when it
-//   cannot, the scheduler calls rollback(). A gang is therefore never left partly bound for
-//   longer than one retry - also across a crash, because the queue learns bound members from the
-//   API server when it starts.
+//   cannot, or when the gang's binds have failed 3 attempts in a row, the scheduler calls
+//   rollback(). A gang is therefore never left partly bound for longer than a few retries -
+//   also across a crash, because the queue learns bound members from the API server when it
+//   starts.
 // - rollback(attempt, why, lookup): every bound member of the gang that still exists and is not
 //   being deleted is taken back: a member with a controller (which will recreate it) first gets
 //   the pod condition muster.dev/GangRollback=True (so the job engine does not count a failure),

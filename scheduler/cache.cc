@@ -12,7 +12,7 @@ namespace {
 Resources clampedFree(const NodeInfo& n) {
   Resources f;
   for (int i = 0; i < kMaxResources; ++i) {
-    int64_t v = n.allocatable.v[i] - n.requested.v[i];
+    int64_t v = saturatingSub(n.allocatable.v[i], n.requested.v[i]);
     f.v[i] = v > 0 ? v : 0;
   }
   return f;

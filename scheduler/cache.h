@@ -53,7 +53,7 @@ struct NodeInfo {
   // The node's GPU/RDMA NIC layout from its NodeTopology; null when none is published.
   std::shared_ptr<const NodeDevices> devices;
 
-  int64_t freeOf(ResourceId id) const { return allocatable[id] - requested[id]; }
+  int64_t freeOf(ResourceId id) const { return saturatingSub(allocatable[id], requested[id]); }
   Resources free() const {
     Resources f = allocatable;
     f -= requested;

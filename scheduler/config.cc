@@ -31,7 +31,9 @@ cfg::Keys schedulerConfigKeys(SchedulerConfig* c) {
                          cfg::intInto(&c->gang_default_schedule_timeout_seconds)}})},
       {"queue", cfg::mapInto({{"reservationAfterSeconds", cfg::intInto(&c->queue_reservation_after_seconds)},
                          {"initialBackoffSeconds", cfg::intInto(&c->queue_initial_backoff_seconds)},
-                         {"maxBackoffSeconds", cfg::intInto(&c->queue_max_backoff_seconds)}})},
+                         {"maxBackoffSeconds", cfg::intInto(&c->queue_max_backoff_seconds)},
+                         {"waitingEventAfterSeconds",
+                          cfg::intInto(&c->queue_waiting_event_after_seconds)}})},
   };
 }
 
@@ -93,6 +95,11 @@ absl::Status validateConfig(const SchedulerConfig& c) {
     return s;
   }
   if (absl::Status s = cfg::positive("queue.maxBackoffSeconds", c.queue_max_backoff_seconds); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = cfg::positive("queue.waitingEventAfterSeconds",
+                                     c.queue_waiting_event_after_seconds);
+      !s.ok()) {
     return s;
   }
   if (c.queue_max_backoff_seconds < c.queue_initial_backoff_seconds) {

@@ -15,6 +15,8 @@
 //     reservationAfterSeconds: 300         # a gang waiting this long gets a node reservation
 //     initialBackoffSeconds: 1             # per-gang retry backoff, doubling ...
 //     maxBackoffSeconds: 60                # ... up to this
+//     waitingEventAfterSeconds: 60         # a gang still short of members this long gets a
+//                                          #   Warning Event saying how many exist
 
 #include <cstdint>
 #include <string>
@@ -43,6 +45,7 @@ struct SchedulerConfig {
   int64_t queue_reservation_after_seconds = 300;
   int64_t queue_initial_backoff_seconds = 1;
   int64_t queue_max_backoff_seconds = 60;
+  int64_t queue_waiting_event_after_seconds = 60;
 
   // The index of a topology level key: 0..topology_levels.size()-1 for configured levels,
   // topology_levels.size() for kubernetes.io/hostname, -1 for anything else.

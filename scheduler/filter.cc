@@ -67,7 +67,9 @@ Status filterNodePorts(const PodInfo& pod, const NodeInfo& node) {
 
 Status filterNodeResourcesFit(const PodInfo& pod, const NodeInfo& node, const Resources& extra) {
   Status status;
-  auto free = [&](ResourceId id) { return node.allocatable[id] - node.requested[id] - extra[id]; };
+  auto free = [&](ResourceId id) {
+    return saturatingSub(node.freeOf(id), extra[id]);
+  };
   if (pod.requests[kPods] > free(kPods)) status.reasons.emplace_back(kReasonTooManyPods);
   for (ResourceId id : {kCpu, kMemory, kEphemeralStorage}) {
     if (pod.requests[id] > 0 && pod.requests[id] > free(id)) {
@@ -135,6 +137,9 @@ std::vector<std::string> unsupported(const proto::Pod& pod, const ClaimIsBound& 
   }
   if (pod.spec.has_topology_spread_constraints) {
     out.push_back("topology spread constraints (spec.topologySpreadConstraints)");
+  }
+  if (pod.spec.has_resource_claims) {
+    out.push_back("dynamic resource allocation (spec.resourceClaims)");
   }
   for (const std::string& claim : pod.spec.pvc_claim_names) {
     if (claim_is_bound && claim_is_bound(pod.meta.namespace_, claim)) continue;

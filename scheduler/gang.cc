@@ -50,6 +50,11 @@ absl::StatusOr<GangSpec> gangSpecOf(const proto::Pod& pod, const PodGroupLookup&
         return invalid(absl::StrCat("PodGroup ", spec.key.toString(), ": spec.minMember must not be "
                                     "negative, got ", group->spec.min_member));
       }
+      if (group->spec.min_member > kMaxGangSize) {
+        return invalid(absl::StrCat("PodGroup ", spec.key.toString(), ": spec.minMember must be at "
+                                    "most ", kMaxGangSize, " (the largest gang Muster places), got ",
+                                    group->spec.min_member));
+      }
       spec.min_member = std::max<int32_t>(group->spec.min_member, 1);
       if (group->spec.schedule_timeout_seconds.value_or(0) < 0) {
         return invalid(absl::StrCat("PodGroup ", spec.key.toString(),
@@ -70,9 +75,13 @@ absl::StatusOr<GangSpec> gangSpecOf(const proto::Pod& pod, const PodGroupLookup&
       return invalid(absl::StrCat("annotation ", av(vocab::kGangSizeAnnotation), " is missing (required with ",
                                   av(vocab::kGangNameAnnotation), ")"));
     }
-    if (!proto::parseInt64(*size, &n) || n < 1 || n > 1000000) {
+    if (!proto::parseInt64(*size, &n) || n < 1) {
       return invalid(absl::StrCat("annotation ", av(vocab::kGangSizeAnnotation),
                                   " must be a positive integer, got \"", *size, "\""));
+    }
+    if (n > kMaxGangSize) {
+      return invalid(absl::StrCat("annotation ", av(vocab::kGangSizeAnnotation), " must be at most ",
+                                  kMaxGangSize, " (the largest gang Muster places), got ", *size));
     }
     spec.min_member = static_cast<int32_t>(n);
     if (const std::string* timeout = find(annotations, vocab::kGangTimeoutAnnotation)) {

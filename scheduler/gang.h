@@ -5,7 +5,7 @@
 // 1. PodGroup: label scheduling.x-k8s.io/pod-group: <name> names a scheduling.x-k8s.io/v1alpha1
 //    PodGroup in the pod's namespace; minMember and scheduleTimeoutSeconds come from it. While
 //    the PodGroup does not exist the gang waits (GangSpec::pod_group_missing).
-// 2. Annotations gang-scheduling.preferred.jp/gang-name, …/gang-size (a positive integer, required
+// 2. Annotations gang-scheduling.preferred.jp/gang-name, …/gang-size (1 to kMaxGangSize, required
 //    with gang-name) and …/gang-schedule-timeout-seconds (a non-negative integer).
 // A pod with the label uses the PodGroup even if it also has the annotations. A pod with neither
 // is a gang of one.
@@ -36,6 +36,9 @@
 #include "scheduler/devices.h"
 
 namespace muster::scheduler {
+
+// The largest gang Muster places (gang-size, PodGroup minMember).
+inline constexpr int32_t kMaxGangSize = 1000000;
 
 namespace vocab = proto::vocabulary;  // the names Muster uses on API objects
 

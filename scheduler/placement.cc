@@ -39,8 +39,8 @@ inline int64_t capacityOn(const SparseRequest& req, const NodeInfo& n, const Res
   int64_t cap = kUnlimited;
   for (int i = 0; i < req.n; ++i) {
     ResourceId id = req.ids[i];
-    int64_t f = n.allocatable[id] - n.requested[id];
-    if (extra) f -= (*extra)[id];
+    int64_t f = n.freeOf(id);
+    if (extra) f = saturatingSub(f, (*extra)[id]);
     int64_t a = req.amounts[i];
     if (f < a) return 0;
     int64_t c = f / a;
@@ -310,8 +310,8 @@ int32_t Placer::nodeCap(const Group& g, NodeId id, const Resources* extra,
 
 AlignedCapacity Placer::alignedOn(const Group& g, const NodeInfo& n, const Resources* extra) const {
   if (!g.align || !n.devices) return {};
-  int64_t gpus = n.requested[*gpu_id_] + (extra ? (*extra)[*gpu_id_] : 0);
-  int64_t nics = n.requested[*rdma_id_] + (extra ? (*extra)[*rdma_id_] : 0);
+  int64_t gpus = saturatingAdd(n.requested[*gpu_id_], extra ? (*extra)[*gpu_id_] : 0);
+  int64_t nics = saturatingAdd(n.requested[*rdma_id_], extra ? (*extra)[*rdma_id_] : 0);
   return n.devices->alignedCapacity(g.dev, gpus, nics);
 }
 
@@ -319,7 +319,7 @@ bool Placer::fitsOne(const Group& g, NodeId id) const {
   const NodeInfo& n = cache_.node(id);
   for (int i = 0; i < g.req.n; ++i) {
     ResourceId r = g.req.ids[i];
-    if (n.allocatable[r] - n.requested[r] < g.req.amounts[i]) return false;
+    if (n.freeOf(r) < g.req.amounts[i]) return false;
   }
   if (!blocked_ids_.empty() && tls_scratch.blocked[id]) return false;
   if (!g.fast_static || n.unschedulable || !n.ready || !n.taints.empty()) {
@@ -830,14 +830,8 @@ bool Placer::resolveBound(std::string* problem) {
 PlacementResult Placer::run() {
   const int64_t existing =
       static_cast<int64_t>(request_.members.size() + request_.bound.size());
-  if (existing < request_.min_member) {
-    Unschedulable u;
-    u.waiting_for_members = true;
-    u.message = absl::StrCat("gang ", request_.key.toString(), " is waiting for ",
-                             request_.min_member - existing, " more pods (has ", existing,
-                             " of minMember ", request_.min_member, ")");
-    return u;
-  }
+  if (existing < request_.min_member)
+    return waitingForMembers(request_.key, existing, request_.min_member);
   if (request_.members.empty()) {
     GangPlacement done;
     done.key = request_.key;
@@ -962,6 +956,14 @@ std::string GangPlacement::describe() const {
   }
   if (level_key == kHostnameLevel) return absl::StrCat("node ", domain);
   return absl::StrCat(level_key, "=", domain);
+}
+
+Unschedulable waitingForMembers(const GangKey& key, int64_t existing, int64_t min_member) {
+  Unschedulable u;
+  u.waiting_for_members = true;
+  u.message = absl::StrCat("gang ", key.toString(), " is waiting for members: ", existing, " of ",
+                           min_member, " exist");
+  return u;
 }
 
 PlacementResult place(const GangRequest& request, const ClusterCache& cache,

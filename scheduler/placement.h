@@ -103,6 +103,10 @@ struct Unschedulable {
 
 using PlacementResult = std::variant<GangPlacement, Unschedulable>;
 
+// The verdict for a gang with fewer than min_member members: "gang ns/g is waiting for members:
+// 3 of 8 exist".
+Unschedulable waitingForMembers(const GangKey& key, int64_t existing, int64_t min_member);
+
 PlacementResult place(const GangRequest& request, const ClusterCache& cache,
                       const PlacementOptions& options = {});
 

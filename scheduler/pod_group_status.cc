@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "proto/codec.h"
+#include "proto/coroutine.h"
 #include "proto/informer.h"
 #include "proto/log.h"
 #include "proto/vocabulary.h"
@@ -110,7 +111,7 @@ void PodGroupStatusUpdater::flush() {
                            result.ToString());
         written_.erase(key);
       }
-    }, asio::detached);
+    }, proto::dieOnException("PodGroup status write"));
   }
 }
 

@@ -1,6 +1,7 @@
 #include "scheduler/queue.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -24,6 +25,11 @@ absl::Time creationOf(const proto::Pod& pod) {
 
 }  // namespace
 
+bool isHeldBack(const proto::Pod& pod) {
+  return pod.spec.node_name.empty() &&
+         (pod.meta.deletion_timestamp.has_value() || !pod.spec.scheduling_gates.empty());
+}
+
 std::optional<Unschedulable> precheck(const GangAttempt& attempt) {
   if (attempt.spec.pod_group_missing) {
     Unschedulable u;
@@ -33,14 +39,8 @@ std::optional<Unschedulable> precheck(const GangAttempt& attempt) {
     return u;
   }
   int64_t existing = static_cast<int64_t>(attempt.members.size() + attempt.bound.size());
-  if (existing < attempt.spec.min_member) {
-    Unschedulable u;
-    u.waiting_for_members = true;
-    u.message = absl::StrCat("gang ", attempt.key.toString(), " is waiting for ",
-                             attempt.spec.min_member - existing, " more pods (has ", existing,
-                             " of minMember ", attempt.spec.min_member, ")");
-    return u;
-  }
+  if (existing < attempt.spec.min_member)
+    return waitingForMembers(attempt.key, existing, attempt.spec.min_member);
   return std::nullopt;
 }
 
@@ -69,9 +69,16 @@ void SchedulingQueue::leaveState(Gang& gang) {
     case State::kUnschedulable:
       unschedulable_.erase({gang.unschedulable_since, gang.key});
       break;
+    case State::kWaiting:
+      waiting_event_due_.erase({waitingEventDue(gang), gang.key});
+      break;
     default:
       break;
   }
+}
+
+absl::Time SchedulingQueue::waitingEventDue(const Gang& gang) const {
+  return gang.first_seen + absl::Seconds(config_.queue_waiting_event_after_seconds);
 }
 
 void SchedulingQueue::setState(Gang& gang, State state) {
@@ -86,6 +93,9 @@ void SchedulingQueue::setState(Gang& gang, State state) {
       break;
     case State::kUnschedulable:
       unschedulable_.insert({gang.unschedulable_since, gang.key});
+      break;
+    case State::kWaiting:
+      if (!gang.waiting_reported) waiting_event_due_.insert({waitingEventDue(gang), gang.key});
       break;
     default:
       break;
@@ -130,7 +140,7 @@ void SchedulingQueue::requeueChanged(Gang& gang) {
 
 absl::Status SchedulingQueue::addOrUpdatePod(const proto::Pod& pod) {
   std::string key = podKey(pod);
-  if (isTerminal(pod)) {
+  if (isTerminal(pod) || isHeldBack(pod)) {
     removePod(key);
     return absl::OkStatus();
   }
@@ -266,6 +276,12 @@ void SchedulingQueue::flush(absl::Time now) {
     GangKey key = unschedulable_.begin()->second;
     activateOrBackoff(gangs_.at(key), now);
   }
+  while (!waiting_event_due_.empty() && waiting_event_due_.begin()->first <= now) {
+    Gang& gang = gangs_.at(waiting_event_due_.begin()->second);
+    gang.waiting_reported = true;
+    gang.report_waiting = true;
+    setState(gang, State::kActive);
+  }
 }
 
 std::optional<GangAttempt> SchedulingQueue::pop() {
@@ -285,6 +301,11 @@ std::optional<GangAttempt> SchedulingQueue::pop() {
   for (const auto& [k, b] : gang.bound) a.bound.emplace_back(k, b.node);
   a.timed_out = gang.spec.schedule_timeout_seconds > 0 &&
                 now - gang.first_seen >= absl::Seconds(gang.spec.schedule_timeout_seconds);
+  a.report_waiting = std::exchange(gang.report_waiting, false);
+  if (!gang.waiting_reported && now >= waitingEventDue(gang)) {
+    gang.waiting_reported = true;
+    a.report_waiting = true;
+  }
   return a;
 }
 
@@ -295,6 +316,10 @@ std::optional<absl::Time> SchedulingQueue::nextWakeup() const {
   if (!unschedulable_.empty()) {
     absl::Time u = unschedulable_.begin()->first + kMaxInUnschedulable;
     if (!t || u < *t) t = u;
+  }
+  if (!waiting_event_due_.empty()) {
+    absl::Time w = waiting_event_due_.begin()->first;
+    if (!t || w < *t) t = w;
   }
   return t;
 }
@@ -387,10 +412,32 @@ void SchedulingQueue::reportUnschedulable(const GangAttempt& attempt, const Unsc
   reservations_[attempt.key] = Reservation{std::move(nodes), gang.priority};
 }
 
-void SchedulingQueue::reportBindFailed(const GangKey& key, const std::vector<std::string>& pod_keys) {
+void SchedulingQueue::reportBound(const GangKey& key) {
+  if (auto it = gangs_.find(key); it != gangs_.end()) it->second.bind_failures = 0;
+}
+
+int SchedulingQueue::reportBindFailed(const GangAttempt& attempt,
+                                      const std::vector<std::string>& pod_keys) {
+  const GangKey& key = attempt.key;
   auto it = gangs_.find(key);
-  if (it == gangs_.end()) return;
+  if (it == gangs_.end() && key.single_pod && !pod_keys.empty()) {
+    // reportPlaced forgot the lone pod; the informer shows no change that would bring it back.
+    it = gangs_.try_emplace(key).first;
+    Gang& gang = it->second;
+    gang.key = key;
+    gang.spec = attempt.spec;
+    gang.first_seen = clock_();
+    gang.failures = attempt.failures;
+    gang.state = State::kDone;
+    for (const PodInfoPtr& member : attempt.members) {
+      if (std::find(pod_keys.begin(), pod_keys.end(), member->key) == pod_keys.end()) continue;
+      gang.bound[member->key] = BoundMember{"", member};
+      pod_gang_[member->key] = key;
+    }
+  }
+  if (it == gangs_.end()) return 0;
   Gang& gang = it->second;
+  const int bind_failures = ++gang.bind_failures;
   for (const std::string& k : pod_keys) {
     auto b = gang.bound.find(k);
     if (b == gang.bound.end()) continue;
@@ -404,9 +451,10 @@ void SchedulingQueue::reportBindFailed(const GangKey& key, const std::vector<std
   refreshPriority(gang);
   if (gang.pending.empty()) {
     eraseGangIfEmpty(key);
-    return;
+    return bind_failures;
   }
   setState(gang, State::kBackoff);
+  return bind_failures;
 }
 
 size_t SchedulingQueue::waitingCount() const {

@@ -71,7 +71,14 @@ struct GangAttempt {
   int32_t priority = 0;
   int failures = 0;        // earlier failed tries
   bool timed_out = false;  // waited longer than the gang's schedule timeout
+  // Still short of members queue.waitingEventAfterSeconds after it was first seen, and not told
+  // yet: the caller says so in a Warning Event (once per gang).
+  bool report_waiting = false;
 };
+
+// A pending pod that must not be placed yet: it is being deleted (deletionTimestamp) or carries
+// spec.schedulingGates. It is not a gang member until that changes.
+bool isHeldBack(const proto::Pod& pod);
 
 // The verdict for a gang that cannot be tried yet (PodGroup missing, too few members), or nullopt.
 std::optional<Unschedulable> precheck(const GangAttempt& attempt);
@@ -82,9 +89,11 @@ class SchedulingQueue {
                   ClaimIsBound claim_is_bound = {});
 
   // A pod for this scheduler was added or changed. Pending pods join their gang; bound pods are
-  // remembered as bound members of theirs; terminal pods leave. The pod is NOT queued, and the
-  // error says why for an Event, when its gang annotations are invalid (InvalidArgument) or it
-  // uses a feature Muster does not implement (Unimplemented).
+  // remembered as bound members of theirs; terminal pods leave, and so do pending pods that are
+  // being deleted or still carry scheduling gates (isHeldBack: never placed, not counted as
+  // members). The pod is NOT queued, and the error says why for an Event, when its gang
+  // annotations are invalid (InvalidArgument) or it uses a feature Muster does not implement
+  // (Unimplemented).
   absl::Status addOrUpdatePod(const proto::Pod& pod);
   void removePod(const proto::Pod& pod) { removePod(podKey(pod)); }
   void removePod(std::string_view pod_key);
@@ -109,9 +118,13 @@ class SchedulingQueue {
   // has waited long enough, plans its reservation against `cache`.
   void reportUnschedulable(const GangAttempt& attempt, const Unschedulable& verdict,
                            const ClusterCache& cache);
-  // Binding failed for `pod_keys` after reportPlaced (the caller forgot them in the cache and
-  // evicted the rest as needed): they are pending again and the gang backs off.
-  void reportBindFailed(const GangKey& key, const std::vector<std::string>& pod_keys);
+  // Binding failed for `pod_keys` (members of `attempt` that still exist) after reportPlaced
+  // (the caller forgot them in the cache and evicted the rest as needed): they are pending again
+  // and the gang backs off; a lone pod, which left the queue when it was placed, comes back.
+  // Returns how many binds of this gang in a row have failed so far.
+  int reportBindFailed(const GangAttempt& attempt, const std::vector<std::string>& pod_keys);
+  // Every bind of the gang's attempt succeeded: its run of bind failures ends.
+  void reportBound(const GangKey& key);
 
   // Introspection (metrics, tests).
   size_t activeCount() const { return active_.size(); }
@@ -142,6 +155,9 @@ class SchedulingQueue {
     absl::Time backoff_until;
     absl::Time unschedulable_since;
     int32_t priority = 0;
+    int bind_failures = 0;          // attempts in a row whose binds failed
+    bool waiting_reported = false;  // the waiting-for-members Event went out
+    bool report_waiting = false;    // ... and is due at the next attempt
     // Position key in active_ while active.
     std::tuple<int32_t, absl::Time, GangKey> order_key() const {
       return {-priority, std::min(first_seen, oldest_creation), key};
@@ -161,6 +177,7 @@ class SchedulingQueue {
   void eraseGangIfEmpty(const GangKey& key);
   void requeueChanged(Gang& gang);
   absl::Duration backoffFor(int failures) const;
+  absl::Time waitingEventDue(const Gang& gang) const;
 
   const SchedulerConfig config_;
   Clock clock_;
@@ -171,6 +188,8 @@ class SchedulingQueue {
   std::set<std::tuple<int32_t, absl::Time, GangKey>> active_;
   std::set<std::pair<absl::Time, GangKey>> backoff_;
   std::set<std::pair<absl::Time, GangKey>> unschedulable_;
+  // Waiting gangs by when their waiting-for-members Event is due.
+  std::set<std::pair<absl::Time, GangKey>> waiting_event_due_;
   absl::flat_hash_map<GangKey, Reservation> reservations_;
 };
 

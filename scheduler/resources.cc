@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/vocabulary.h"
+#include "scheduler/strings.h"
 
 namespace muster::scheduler {
 namespace {
@@ -35,8 +36,31 @@ int64_t amountOf(ResourceId id, const proto::Quantity& q) {
   return id == kCpu ? q.milliValue() : q.value();
 }
 
+// `name` of `what` ("container main", "pod overhead"): a negative amount, or a sum beyond
+// kMaxPodRequest, as an error that says so.
+absl::Status badAmount(std::string_view what, std::string_view name, const proto::Quantity& q,
+                       bool negative) {
+  if (negative) {
+    return absl::InvalidArgumentError(strCat(what, " requests ", q.toString(), " of ", name,
+                                             ": resource requests must not be negative"));
+  }
+  return absl::InvalidArgumentError(strCat(
+      what, " requests ", q.toString(), " of ", name, ", which takes the pod's total over the ",
+      formatAmount(*findResource(name), kMaxPodRequest), " of one resource the scheduler can count"));
+}
+
+// *total += amount, or an error when amount is negative or the sum exceeds kMaxPodRequest.
+absl::Status addAmount(std::string_view what, std::string_view name, const proto::Quantity& q,
+                       int64_t amount, int64_t* total) {
+  if (amount < 0) return badAmount(what, name, q, /*negative=*/true);
+  if (amount > kMaxPodRequest - *total) return badAmount(what, name, q, /*negative=*/false);
+  *total += amount;
+  return absl::OkStatus();
+}
+
 // A container's effective requests: requests, with limits standing in for absent requests.
 absl::Status addContainer(const proto::Container& c, Resources* out, bool take_max) {
+  const std::string what = absl::StrCat("container ", c.name);
   auto apply = [&](const std::string& name, const proto::Quantity& q) -> absl::Status {
     std::optional<ResourceId> id = internResource(name);
     if (!id) {
@@ -48,11 +72,12 @@ absl::Status addContainer(const proto::Container& c, Resources* out, bool take_m
     if (*id == kPods || *id == kNodeShare) return absl::OkStatus();
     int64_t amount = amountOf(*id, q);
     if (take_max) {
+      if (amount < 0) return badAmount(what, name, q, /*negative=*/true);
+      if (amount > kMaxPodRequest) return badAmount(what, name, q, /*negative=*/false);
       (*out)[*id] = std::max((*out)[*id], amount);
-    } else {
-      (*out)[*id] += amount;
+      return absl::OkStatus();
     }
-    return absl::OkStatus();
+    return addAmount(what, name, q, amount, &(*out)[*id]);
   };
   for (const auto& [name, q] : c.resources.requests) {
     if (absl::Status s = apply(name, q); !s.ok()) return s;
@@ -119,7 +144,10 @@ absl::StatusOr<Resources> podRequests(const proto::Pod& pod) {
                                                      ", but the scheduler tracks at most ",
                                                      kMaxResources, " distinct resource names"));
     }
-    if (*id != kPods && *id != kNodeShare) sum[*id] += amountOf(*id, q);
+    if (*id == kPods || *id == kNodeShare) continue;
+    if (absl::Status s = addAmount("pod overhead", name, q, amountOf(*id, q), &sum[*id]); !s.ok()) {
+      return s;
+    }
   }
   sum[kPods] = 1;
   const proto::OwnerReference* owner = pod.meta.controllerRef();
@@ -139,7 +167,7 @@ Resources nodeAllocatable(const proto::Node& node) {
   for (const auto& [name, q] : node.status.allocatable) {
     std::optional<ResourceId> id = internResource(name);
     if (!id || *id == kNodeShare) continue;
-    r[*id] = amountOf(*id, q);
+    r[*id] = std::max<int64_t>(amountOf(*id, q), 0);
   }
   r[kNodeShare] = kNodeShares;
   return r;

@@ -23,6 +23,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,24 +60,45 @@ const std::string& resourceName(ResourceId id);
 // How many ids are interned (ids are 0..resourceCount()-1).
 int resourceCount();
 
+// a + b, a - b, a * b, saturating at the int64 limits instead of overflowing.
+inline int64_t saturatingAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
+inline int64_t saturatingSub(int64_t a, int64_t b) {
+  int64_t r;
+  if (!__builtin_sub_overflow(a, b, &r)) return r;
+  return b < 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
+inline int64_t saturatingMul(int64_t a, int64_t b) {
+  int64_t r;
+  if (!__builtin_mul_overflow(a, b, &r)) return r;
+  return (a < 0) == (b < 0) ? std::numeric_limits<int64_t>::max()
+                            : std::numeric_limits<int64_t>::min();
+}
+
 // A vector of amounts indexed by ResourceId. Plain value, 8 * kMaxResources bytes.
+// Arithmetic saturates: sums over many nodes or pods (a topology domain's free resources, a
+// node's requested ones) of amounts near the int64 limit stay at the limit instead of wrapping
+// around to small or negative numbers. A pod's own requests never get there (podRequests).
 struct Resources {
   std::array<int64_t, kMaxResources> v{};
 
   int64_t& operator[](ResourceId id) { return v[id]; }
   int64_t operator[](ResourceId id) const { return v[id]; }
   Resources& operator+=(const Resources& o) {
-    for (int i = 0; i < kMaxResources; ++i) v[i] += o.v[i];
+    for (int i = 0; i < kMaxResources; ++i) v[i] = saturatingAdd(v[i], o.v[i]);
     return *this;
   }
   Resources& operator-=(const Resources& o) {
-    for (int i = 0; i < kMaxResources; ++i) v[i] -= o.v[i];
+    for (int i = 0; i < kMaxResources; ++i) v[i] = saturatingSub(v[i], o.v[i]);
     return *this;
   }
   // this * n
   Resources times(int64_t n) const {
     Resources r;
-    for (int i = 0; i < kMaxResources; ++i) r.v[i] = v[i] * n;
+    for (int i = 0; i < kMaxResources; ++i) r.v[i] = saturatingMul(v[i], n);
     return r;
   }
   bool isZero() const {
@@ -98,11 +120,20 @@ inline bool fitsIn(const Resources& request, const Resources& free) {
 // bounded by `limit` only (every real pod requests "pods": 1).
 int64_t capacityFor(const Resources& request, const Resources& free, int64_t limit);
 
+// The largest amount of one resource a pod may request in total: the int64 limit less the headroom
+// that keeps a node's requested sum of a few such pods exact (2^62, e.g. 4 EiB of memory or 4.6e15
+// cores in millicores - far beyond any machine).
+inline constexpr int64_t kMaxPodRequest = int64_t{1} << 62;
+
 // The pod's requests as NodeResourcesFit computes them (see the file comment). InvalidArgument
-// when it names more distinct resources than the scheduler can track.
+// when it names more distinct resources than the scheduler can track, requests a negative amount
+// (the API server's validation refuses those), or requests more than kMaxPodRequest of one
+// resource in total (two containers asking for 8Ei of memory each): such a pod is refused with a
+// message, never accounted with a sum that wrapped around.
 absl::StatusOr<Resources> podRequests(const proto::Pod& pod);
 
-// The node's status.allocatable. Names beyond the intern table's capacity are ignored.
+// The node's status.allocatable. Names beyond the intern table's capacity are ignored; negative
+// amounts count as 0.
 Resources nodeAllocatable(const proto::Node& node);
 
 // One amount in the unit people read: "8", "1500m" (cpu), "64Gi" (memory when exact).

@@ -1,10 +1,12 @@
 #include "scheduler/scheduler.h"
 
+#include <algorithm>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "proto/codec.h"
+#include "proto/coroutine.h"
 #include "proto/log.h"
 #include "proto/metrics.h"
 #include "proto/vocabulary.h"
@@ -21,6 +23,8 @@ namespace {
 
 // The index of the shared pod informer that files pods under their PodGroup ("ns/name").
 constexpr char kPodsByPodGroupIndex[] = "scheduler:podgroup";
+// ... and under the PersistentVolumeClaims their volumes use ("ns/claim").
+constexpr char kPodsByClaimIndex[] = "scheduler:claim";
 
 struct Metrics {
   metrics::Family<metrics::Counter>& attempts = metrics::defaultRegistry().counter(
@@ -77,6 +81,8 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       nodes_(informers.informer<Node>(proto::resources::kNodes)),
       pod_groups_(informers.informer<PodGroup>(proto::resources::kPodGroups)),
       topologies_(informers.informer<proto::NodeTopology>(proto::resources::kNodeTopologies)),
+      claims_(informers.informer<proto::PersistentVolumeClaim>(
+          proto::resources::kPersistentVolumeClaims)),
       binder_(api, strand_, events_, clock_),
       status_(api, executor, clock_),
       cache_(config_.topology_levels),
@@ -84,6 +90,10 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
              [this](std::string_view ns, std::string_view name) -> const PodGroup* {
                auto it = groups_.find(proto::objectKey(ns, name));
                return it == groups_.end() ? nullptr : it->second.get();
+             },
+             [this](std::string_view ns, std::string_view claim) {
+               std::shared_ptr<const proto::PersistentVolumeClaim> c = claims_.get(ns, claim);
+               return c != nullptr && c->isBound();
              }),
       group_status_(api, strand_, clock_, [this](const std::string& group_key) {
         return pods_.byIndex(kPodsByPodGroupIndex, group_key);
@@ -94,6 +104,13 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
     auto it = p.meta.labels.find(proto::vocabulary::kPodGroupLabel);
     if (it == p.meta.labels.end()) return std::vector<std::string>{};
     return std::vector<std::string>{proto::objectKey(p.meta.namespace_, it->second)};
+  });
+  pods_.addIndex(kPodsByClaimIndex, [](const Pod& p) {
+    std::vector<std::string> keys;
+    if (!p.spec.node_name.empty()) return keys;
+    for (const std::string& claim : p.spec.pvc_claim_names)
+      keys.push_back(proto::objectKey(p.meta.namespace_, claim));
+    return keys;
   });
   pods_.addHandlers({
       [this](const auto& p) { asio::post(strand_, [this, p] { onPodAdd(p); }); },
@@ -117,6 +134,10 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       [this](const auto&, const auto& g) { asio::post(strand_, [this, g] { onPodGroup(g, false); }); },
       [this](const auto& g) { asio::post(strand_, [this, g] { onPodGroup(g, true); }); },
   });
+  auto on_claim = [this](const std::shared_ptr<const proto::PersistentVolumeClaim>& c) {
+    asio::post(strand_, [this, c] { onClaim(*c); });
+  };
+  claims_.addHandlers({on_claim, [on_claim](const auto&, const auto& c) { on_claim(c); }, on_claim});
   topologies_.addHandlers({
       [this](const auto& t) { asio::post(strand_, [this, t] { onNodeTopology(t, false); }); },
       [this](const auto&, const auto& t) {
@@ -130,7 +151,7 @@ Scheduler::~Scheduler() { stop(); }
 
 void Scheduler::start() {
   if (started_.exchange(true)) return;
-  asio::co_spawn(strand_, loop(), asio::detached);
+  asio::co_spawn(strand_, loop(), proto::dieOnException("scheduling loop"));
 }
 
 void Scheduler::stop() {
@@ -159,12 +180,30 @@ void Scheduler::queuePod(const Pod& pod) {
   // Bound by us, and the informer has not shown the binding yet.
   if (pod.spec.node_name.empty() && cache_.isAssumed(key)) return;
   absl::Status status = queue_.addOrUpdatePod(pod);
-  if (!status.ok() && pod.spec.node_name.empty() && !pod.meta.deletion_timestamp) {
-    std::string message(status.message());
-    events_.event(pod, "Warning", "FailedScheduling", message);
-    status_.unschedulable(pod, message);
-    MUSTER_LOG_INFO(2, "Pod not queued", "pod", key, "reason", message);
+  if (!pod.spec.node_name.empty() || pod.meta.deletion_timestamp) return;
+  if (!pod.spec.scheduling_gates.empty()) {
+    status_.gated(pod);
+    return;
   }
+  if (status.ok()) return;
+  if (!pod.spec.pvc_claim_names.empty() && !claims_.hasSynced()) {
+    // Its claims may be bound but not listed yet; decided when they are (waitForCaches).
+    refused_before_claims_synced_.insert(key);
+    return;
+  }
+  std::string message(status.message());
+  // Our own condition write comes back as an update: one Event per change, not two.
+  if (PodStatusWriter::reflects(pod, proto::vocabulary::kUnschedulableReason, message)) return;
+  events_.event(pod, "Warning", "FailedScheduling", message);
+  status_.unschedulable(pod, message);
+  MUSTER_LOG_INFO(2, "Pod not queued", "pod", key, "reason", message);
+}
+
+void Scheduler::onClaim(const proto::PersistentVolumeClaim& claim) {
+  // Bound, unbound or gone: the pods using it are (re)decided.
+  for (const auto& pod : pods_.byIndex(kPodsByClaimIndex, proto::objectKey(claim)))
+    queuePod(*pod);
+  kick();
 }
 
 void Scheduler::onPodAdd(const std::shared_ptr<const Pod>& pod) {
@@ -247,7 +286,7 @@ asio::awaitable<void> Scheduler::waitForCaches() {
     boost::system::error_code ec;
     co_await wakeup_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   };
-  while (!stopping_ && !(pods_.hasSynced() && nodes_.hasSynced()))
+  while (!stopping_ && !(pods_.hasSynced() && nodes_.hasSynced() && claims_.hasSynced()))
     co_await sleep(std::chrono::milliseconds(100));
   // NodeTopologies are worth a short wait (placing without them ignores GPU↔NIC alignment), but
   // not a hang: the CRD may not be installed, or no agent runs.
@@ -263,6 +302,10 @@ asio::awaitable<void> Scheduler::waitForCaches() {
   // The informers posted their first lists' events to this strand before they reported synced;
   // let those run (the strand is FIFO) so the cache holds every node, pod and topology first.
   co_await asio::post(strand_, asio::use_awaitable);
+  for (const std::string& key : std::exchange(refused_before_claims_synced_, {})) {
+    auto slash = key.find('/');
+    if (auto pod = pods_.get(key.substr(0, slash), key.substr(slash + 1))) queuePod(*pod);
+  }
 }
 
 asio::awaitable<void> Scheduler::loop() {
@@ -310,7 +353,7 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   };
   if (auto verdict = precheck(attempt)) {
-    observe("unschedulable");
+    // Not an attempt: the gang cannot be tried until its members (or PodGroup) exist.
     reportUnschedulable(attempt, *verdict);
     return;
   }
@@ -351,6 +394,11 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
   });
 }
 
+// Events per gang attempt: the first few members only.
+constexpr size_t kEventsPerAttempt = 5;
+// Attempts in a row whose binds fail before the gang's bound members are rolled back.
+constexpr int kBindFailuresBeforeRollback = 3;
+
 void Scheduler::reportUnschedulable(const GangAttempt& attempt, const Unschedulable& verdict) {
   MUSTER_LOG_INFO(3, "Gang unschedulable", "gang", attempt.key.toString(), "reason",
                   verdict.message);
@@ -361,12 +409,19 @@ void Scheduler::reportUnschedulable(const GangAttempt& attempt, const Unschedula
                                        " is waiting for its members: it is placed once ",
                                        attempt.spec.min_member, " pods exist");
     for (const auto& member : attempt.members) status_.unschedulable(member->pod, message);
+    if (attempt.report_waiting) {
+      // Long enough that it is not just members still being created: say what is missing.
+      std::string warning = absl::StrCat(
+          verdict.message, "; still waiting ", config_.queue_waiting_event_after_seconds,
+          "s after its first member was seen");
+      for (size_t i = 0; i < attempt.members.size() && i < kEventsPerAttempt; ++i)
+        events_.event(attempt.members[i]->pod, "Warning", "FailedScheduling", warning);
+    }
     queue_.reportUnschedulable(attempt, verdict, cache_);
     return;
   }
   // Every member gets the condition; the Event goes to the first few members only (the
   // recorder also rate-limits per pod and overall), so a 1,000-pod gang is one burst of five.
-  constexpr size_t kEventsPerAttempt = 5;
   for (size_t i = 0; i < attempt.members.size(); ++i) {
     status_.unschedulable(attempt.members[i]->pod, verdict.message);
     if (i < kEventsPerAttempt)
@@ -390,14 +445,20 @@ void Scheduler::onBound(const GangAttempt& attempt, const GangPlacement& placeme
       m().gang_latency.observe(absl::ToDoubleSeconds(clock_() - newest));
     MUSTER_LOG_INFO(2, "Gang bound", "gang", attempt.key.toString(), "pods",
                     placement.assignments.size(), "domain", placement.describe());
+    queue_.reportBound(attempt.key);
     return;
   }
   // Some members are bound, some not. The failed ones are forgotten in the cache and go back to
   // the queue; their next placement must join the bound ones (or those are rolled back then).
-  std::vector<std::string> failed;
+  std::vector<std::string> failed, requeue;
   for (const auto& f : result.failed) {
     if (cache_.isAssumed(f.pod_key)) (void)cache_.forget(f.pod_key);
     failed.push_back(f.pod_key);
+    // Only pods that still exist unbound go back (a deleted one would never leave the queue).
+    auto slash = f.pod_key.find('/');
+    auto pod = pods_.get(f.pod_key.substr(0, slash), f.pod_key.substr(slash + 1));
+    if (!proto::isNotFound(f.status) && pod && pod->spec.node_name.empty() && !isHeldBack(*pod))
+      requeue.push_back(f.pod_key);
   }
   std::string message = absl::StrCat("binding ", failed.size(), " of ", placement.assignments.size(),
                                      " pods of gang ", attempt.key.toString(), " failed: ",
@@ -406,7 +467,30 @@ void Scheduler::onBound(const GangAttempt& attempt, const GangPlacement& placeme
     if (std::find(failed.begin(), failed.end(), member->key) != failed.end())
       events_.event(member->pod, "Warning", "FailedScheduling", message);
   }
-  queue_.reportBindFailed(attempt.key, failed);
+  const int failures_in_a_row = queue_.reportBindFailed(attempt, requeue);
+  // A bind that keeps failing (refused by a webhook or RBAC, a pod that cannot be bound) must not
+  // hold the rest of the gang on its nodes for ever: after a few tries in a row the bound members
+  // are rolled back like any gang that cannot be completed. A member that is gone (NotFound) is
+  // not the bind's fault: its gang waits for a replacement.
+  bool only_gone = std::all_of(result.failed.begin(), result.failed.end(),
+                               [](const auto& f) { return proto::isNotFound(f.status); });
+  GangAttempt holding = attempt;
+  for (size_t i = 0; i < attempt.members.size(); ++i) {
+    if (std::find(result.bound.begin(), result.bound.end(), attempt.members[i]->key) !=
+        result.bound.end())
+      holding.bound.emplace_back(attempt.members[i]->key, placement.assignments[i].node);
+  }
+  if (!only_gone && !holding.bound.empty() && failures_in_a_row >= kBindFailuresBeforeRollback) {
+    MUSTER_LOG_WARNING("Gang binds keep failing, rolling back its bound members", "gang",
+                       attempt.key.toString(), "failures", failures_in_a_row, "bound",
+                       holding.bound.size());
+    binder_.rollback(holding,
+                     absl::StrCat("binding its other members failed ", failures_in_a_row,
+                                  " times in a row: ", result.failed.front().status.message()),
+                     [this](std::string_view ns, std::string_view name) {
+                       return pods_.get(ns, name);
+                     });
+  }
   kick();
 }
 

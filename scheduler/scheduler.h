@@ -1,7 +1,7 @@
 #pragma once
 
-// The scheduling loop. Shared informers (pods, nodes, PodGroups, NodeTopologies; from the
-// process's InformerFactory) feed the ClusterCache and the SchedulingQueue; one gang at a time is
+// The scheduling loop. Shared informers (pods, nodes, PodGroups, NodeTopologies,
+// PersistentVolumeClaims; from the process's InformerFactory) feed the ClusterCache and the SchedulingQueue; one gang at a time is
 // decided against the cache (place()), assumed whole, and handed to the Binder. Unschedulable
 // gangs get a PodScheduled condition (PodStatusWriter) and Events; PodGroup status follows from
 // pod changes (PodGroupStatusUpdater).
@@ -9,7 +9,8 @@
 // Contract:
 // - The constructor registers handlers and indexes on the factory's informers; nothing is
 //   decided before start(), and nothing after stop().
-// - start() waits for pods and nodes to be listed (and NodeTopologies for up to 5 s), then loops.
+// - start() waits for pods, nodes and PersistentVolumeClaims to be listed (and NodeTopologies
+//   for up to 5 s), then loops.
 //   Call once.
 // - A gang is never left partly bound: see Binder.
 //
@@ -19,6 +20,7 @@
 
 #include <atomic>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "proto/asio.h"
@@ -70,6 +72,7 @@ class Scheduler {
               const std::shared_ptr<const proto::Node>& node);
   void onPodGroup(const std::shared_ptr<const proto::PodGroup>& group, bool deleted);
   void onNodeTopology(const std::shared_ptr<const proto::NodeTopology>& topology, bool deleted);
+  void onClaim(const proto::PersistentVolumeClaim& claim);
   void scheduleOne(GangAttempt attempt);
   void reportUnschedulable(const GangAttempt& attempt, const Unschedulable& verdict);
   void onBound(const GangAttempt& attempt, const GangPlacement& placement, Binder::Result result);
@@ -85,6 +88,8 @@ class Scheduler {
   proto::Informer<proto::PodGroup>& pod_groups_;
   // Not waited for: without the CRD or any agent, placement ignores GPU↔NIC alignment.
   proto::Informer<proto::NodeTopology>& topologies_;
+  // Pods with claims that are not bound are not queued; a claim's change re-queues its pods.
+  proto::Informer<proto::PersistentVolumeClaim>& claims_;
 
   Binder binder_;
   PodStatusWriter status_;
@@ -95,6 +100,8 @@ class Scheduler {
   SchedulingQueue queue_;
   PodGroupStatusUpdater group_status_;
   std::unique_ptr<proto::asio::steady_timer> wakeup_;
+  // Pods refused for unbound claims before the claims were listed: told once they are.
+  std::set<std::string> refused_before_claims_synced_;
 
   std::atomic<bool> started_{false};
   std::atomic<bool> ready_{false};

@@ -1,6 +1,7 @@
 #include "scheduler/status_writer.h"
 
 #include "proto/codec.h"
+#include "proto/coroutine.h"
 #include "proto/log.h"
 #include "proto/metrics.h"
 #include "proto/vocabulary.h"
@@ -13,15 +14,26 @@ PodStatusWriter::PodStatusWriter(SchedulerApiPtr api, asio::any_io_executor exec
                                  proto::Clock clock)
     : api_(std::move(api)), strand_(asio::make_strand(executor)), clock_(std::move(clock)) {}
 
+bool PodStatusWriter::reflects(const proto::Pod& pod, std::string_view reason,
+                               std::string_view message) {
+  const auto* c = pod.findCondition(vocab::kPodScheduledCondition);
+  return c != nullptr && c->status == "False" && c->reason == reason && c->message == message;
+}
+
 void PodStatusWriter::unschedulable(const proto::Pod& pod, std::string message) {
-  if (const auto* c = pod.findCondition(vocab::kPodScheduledCondition);
-      c != nullptr && c->status == "False" && c->reason == vocab::kUnschedulableReason &&
-      c->message == message)
-    return;
+  set(pod, vocab::kUnschedulableReason, std::move(message));
+}
+
+void PodStatusWriter::gated(const proto::Pod& pod) {
+  set(pod, vocab::kSchedulingGatedReason, vocab::kSchedulingGatedMessage);
+}
+
+void PodStatusWriter::set(const proto::Pod& pod, std::string_view reason, std::string message) {
+  if (reflects(pod, reason, message)) return;
   proto::PodCondition cond;
   cond.type = vocab::kPodScheduledCondition;
   cond.status = "False";
-  cond.reason = vocab::kUnschedulableReason;
+  cond.reason = std::string(reason);
   cond.message = std::move(message);
   cond.last_transition_time = proto::rfc3339(clock_());
   asio::post(strand_, [this, pod = PodRef::of(pod), cond = std::move(cond)]() mutable {
@@ -56,7 +68,7 @@ void PodStatusWriter::write(PodRef pod, proto::PodCondition condition) {
       condition = std::move(p.next->second);
       p.next.reset();
     }
-  }, asio::detached);
+  }, proto::dieOnException("pod condition write"));
 }
 
 }  // namespace muster::scheduler

@@ -3,8 +3,9 @@
 # when everything is present: apt-get update runs only when something is missing, sudo only when
 # not root. Extra packages can be passed as arguments.
 #
-# Not installed here: Go (>= 1.22, used only by tests/cluster/build.sh to build the pinned control
-# plane; the go command fetches the toolchain that build.sh pins). A warning is printed when absent.
+# Not installed here: Go (>= 1.22, used by tests/cluster/build.sh to build the pinned control plane
+# and by tests/proto/quantity_conformance/run.sh to build the apimachinery side of the quantity
+# conformance test; the go command fetches the toolchain they pin). A warning is printed when absent.
 set -euo pipefail
 
 pkgs=(
@@ -15,6 +16,10 @@ pkgs=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   python3 curl procps iproute2
   openssh-client openssh-server openmpi-bin libopenmpi-dev util-linux
+  # tests/fuzz (libFuzzer with ASan/UBSan): clang-16, its sanitizer and fuzzer runtimes
+  # (libclang-rt-16-dev holds libclang_rt.fuzzer, asan, ubsan; clang-16 only recommends it) and
+  # the standalone libFuzzer.
+  clang-16 libclang-rt-16-dev libfuzzer-16-dev
   "$@"
 )
 
@@ -38,5 +43,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ ${#still[@]} -gt 0 ]; then echo "install-deps.sh: failed to install: ${still[*]}" >&2; exit 1; fi
 fi
 
-command -v go >/dev/null || echo "install-deps.sh: warning: 'go' not found; tests/cluster/build.sh needs it to build the control plane" >&2
+command -v go >/dev/null || echo "install-deps.sh: warning: 'go' not found; tests/cluster/build.sh and the quantity conformance test need it" >&2
 exit 0

@@ -138,7 +138,8 @@ absl::StatusOr<SlurmConfig> parseSlurmSection(std::string_view text) {
       return bad("config", "must be a mapping");
     }
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(strCat("config is not valid YAML: ", e.what()));
+    return absl::InvalidArgumentError(
+        strCat("config is not valid YAML: ", proto::config::yamlErrorText(e)));
   }
   if (absl::Status s = validateSlurmConfig(config); !s.ok()) return s;
   return config;

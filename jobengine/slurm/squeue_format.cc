@@ -218,10 +218,10 @@ void parseToken(std::string_view token, SqueueKind kind, bool format_all, Squeue
   }
   int width = 0;
   while (i < token.size() && isDigit(token[i])) {
-    if (width < 100000000) width = width * 10 + (token[i] - '0');
+    if (width <= kMaxSqueueFieldWidth) width = width * 10 + (token[i] - '0');
     ++i;
   }
-  f.width = width;
+  f.width = std::min(width, kMaxSqueueFieldWidth);
   char letter = i < token.size() ? token[i++] : '\0';
   f.suffix = std::string(token.substr(i));
   for (const FieldInfo& info : fieldsOf(kind)) {
@@ -290,7 +290,7 @@ SqueueFormat parseSqueueLongFormat(std::string_view format, SqueueKind kind) {
       }
       size_t consumed = 0;
       int64_t width = strtolPrefix(rest, &consumed);
-      f.width = static_cast<int>(std::clamp<int64_t>(width, -100000000, 100000000));
+      f.width = static_cast<int>(std::clamp<int64_t>(width, -kMaxSqueueFieldWidth, kMaxSqueueFieldWidth));
       f.suffix = std::string(rest.substr(consumed));
     } else {
       f.width = 20;
@@ -326,6 +326,7 @@ bool fieldTruncates(const SqueueField& field, SqueueKind kind) {
 }
 
 std::string padSqueueField(std::string_view text, int width, bool right_justify, bool truncate) {
+  width = std::min(width, kMaxSqueueFieldWidth);
   std::string out;
   if (width < 0) return absl::StrCat(av(text), " ");
   if (width == 0) return std::string(text);

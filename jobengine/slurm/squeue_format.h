@@ -20,6 +20,10 @@
 // TIME_LIMIT, TIME_LEFT, RESIZE_TIME, and JOBID of a pending array), so a long value overflows
 // the column there; fieldTruncates() says which, and a renderer callback may override it per
 // value (squeue cuts "(Reason)" and "UNLIMITED" but not a node list or "1-00:00:00").
+//
+// Deviation: widths are capped at kMaxSqueueFieldWidth. Slurm prints a field straight to stdout
+// (and a cut one through a stack buffer of the width, which a huge width overflows); Muster builds
+// the line first, and "%99999999i" repeated in a 300-byte SQUEUE_FORMAT asked for gigabytes.
 
 #include <functional>
 #include <optional>
@@ -28,6 +32,9 @@
 #include <vector>
 
 namespace muster::jobengine::slurm {
+
+// The widest column a format may ask for (far wider than any terminal).
+inline constexpr int kMaxSqueueFieldWidth = 10000;
 
 // squeue.1: the default formats with various options.
 inline constexpr std::string_view kSqueueDefaultFormat = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
@@ -84,7 +91,7 @@ std::string renderSqueueLine(const SqueueFormat& format, const SqueueValue& valu
 // The header line (squeue -h omits it).
 std::string renderSqueueHeader(const SqueueFormat& format, SqueueKind kind = SqueueKind::kJobs);
 
-// _print_str: `text` in a column of `width`.
+// _print_str: `text` in a column of `width` (at most kMaxSqueueFieldWidth).
 std::string padSqueueField(std::string_view text, int width, bool right_justify, bool truncate);
 
 }  // namespace muster::jobengine::slurm

@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "proto/client/internal.h"
+#include "proto/json.h"
 #include "proto/strings.h"
 #include "rapidjson/document.h"
 
@@ -15,6 +16,8 @@ namespace http = client_internal::http;
 namespace {
 
 constexpr char kHttpStatusUrl[] = "muster.dev/http-status";
+// The largest error body read as a Status object (the stream reader keeps 1 MiB of one).
+constexpr size_t kMaxStatusBodyBytes = size_t{1} << 20;
 constexpr char kReasonUrl[] = "muster.dev/reason";
 
 // client-go's reasons for a status without a Status body (NewGenericServerResponse).
@@ -94,9 +97,10 @@ absl::Status apiError(int http_status, std::string_view body, std::string_view w
   std::string message;
   std::string reason;
   int code = http_status;
-  rapidjson::Document doc;
-  doc.Parse(body.data(), body.size());
-  if (!doc.HasParseError() && doc.IsObject()) {
+  // A Status object is small; a larger body (or one nested too deep) is shown as an excerpt.
+  absl::StatusOr<rapidjson::Document> parsed = parseJson(body, kMaxStatusBodyBytes);
+  if (parsed.ok() && parsed->IsObject()) {
+    const rapidjson::Document& doc = *parsed;
     if (auto it = doc.FindMember("message"); it != doc.MemberEnd() && it->value.IsString()) {
       message = it->value.GetString();
     }

@@ -154,6 +154,7 @@ const Resource kParallelJobs{"preferred.jp/v1alpha1", "paralleljobs", true};
 const Resource kServices{"v1", "services", true};
 const Resource kSecrets{"v1", "secrets", true};
 const Resource kConfigMaps{"v1", "configmaps", true};
+const Resource kPersistentVolumeClaims{"v1", "persistentvolumeclaims", true};
 }  // namespace resources
 
 std::string_view contentType(PatchType type) {

@@ -1,5 +1,6 @@
 // Watches: a streaming GET on a connection of its own (outside the pool), its body split into
 // newline-terminated records as they arrive, across TCP and HTTP chunk boundaries.
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -8,11 +9,24 @@
 
 namespace muster::proto {
 
+absl::Status LineSplitter::tooLong(size_t size) {
+  overflow_ = absl::ResourceExhaustedError(
+      strCat("watch event longer than the ", std::to_string(max_record_),
+             " bytes Muster accepts (at least ", std::to_string(size), ")"));
+  buffer_.clear();
+  return overflow_;
+}
+
 absl::Status LineSplitter::feed(std::string_view bytes,
                                 const std::function<absl::Status(std::string_view)>& on_line) {
+  if (!overflow_.ok()) return overflow_;
   size_t start = 0;
   while (start <= bytes.size()) {
     const size_t nl = bytes.find('\n', start);
+    // The record's length so far: what is buffered plus what this chunk adds to it. Checked
+    // before buffering, so the limit holds however the stream is chunked.
+    const size_t piece = (nl == std::string_view::npos ? bytes.size() : nl) - start;
+    if (buffer_.size() + piece > max_record_) return tooLong(buffer_.size() + piece);
     if (nl == std::string_view::npos) {
       buffer_.append(bytes.substr(start));
       return absl::OkStatus();
@@ -29,7 +43,7 @@ absl::Status LineSplitter::feed(std::string_view bytes,
     absl::Status status = line.empty() ? absl::OkStatus() : on_line(line);
     buffer_.clear();
     if (!status.ok()) {
-      buffer_.append(bytes.substr(start));
+      buffer_.append(bytes.substr(start, std::min(bytes.size() - start, max_record_)));
       return status;
     }
   }

@@ -31,6 +31,7 @@
 
 #include "jobengine/controller.h"
 #include "proto/client.h"
+#include "proto/coroutine.h"
 #include "proto/event_recorder.h"
 #include "proto/http_server.h"
 #include "proto/informer_factory.h"
@@ -216,18 +217,28 @@ int run(int argc, char** argv) {
     le.lease_duration = std::chrono::seconds(config.leader_election.lease_duration_seconds);
     le.renew_deadline = std::chrono::seconds(config.leader_election.renew_deadline_seconds);
     le.retry_period = std::chrono::seconds(config.leader_election.retry_period_seconds);
-    elector = std::make_unique<proto::LeaderElector>(*client, le);
-    asio::co_spawn(io, elector->run([&] { start_all(); },
+    // Its own client: renewals never wait behind binds, retries or the rate limit.
+    auto elector_client = proto::Client::create(
+        io.get_executor(), *rest, proto::leaderElectionClientOptions(le, client_options.user_agent));
+    if (!elector_client.ok()) {
+      std::cerr << "muster-scheduler: " << elector_client.status().message() << "\n";
+      return 1;
+    }
+    elector = std::make_unique<proto::LeaderElector>(*elector_client, le);
+    asio::co_spawn(asio::make_strand(io), elector->run([&] { start_all(); },
                                     [&] {
-                                      // Like kube-scheduler: a leader that lost its lease stops
-                                      // acting at once and exits; a fresh process campaigns again.
                                       if (alive) {
+                                        // Like kube-scheduler: a leader that lost its lease exits
+                                        // at once, before the lease can pass to another replica;
+                                        // nothing it started may go on acting. A fresh process
+                                        // campaigns again.
                                         MUSTER_LOG_ERROR("Leader election lost, exiting");
-                                        exit_code = 1;
+                                        std::fflush(nullptr);
+                                        std::_Exit(1);
                                       }
                                       shutdown();
                                     }),
-                   asio::detached);
+                   proto::dieOnException("leader election"));
   } else {
     start_all();
   }

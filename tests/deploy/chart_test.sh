@@ -216,6 +216,9 @@ can "watch pods in all namespaces" watch pods -A
 can "list nodes" list nodes
 can "watch nodes" watch nodes
 can "list podgroups in all namespaces" list podgroups.scheduling.x-k8s.io -A
+can "list persistentvolumeclaims in all namespaces" list persistentvolumeclaims -A
+can "watch persistentvolumeclaims in all namespaces" watch persistentvolumeclaims -A
+cannot "update persistentvolumeclaims" update persistentvolumeclaims -n "$WORK_NS"
 can "create pods/binding" create pods --subresource=binding -n "$WORK_NS"
 can "create pods/eviction" create pods --subresource=eviction -n "$WORK_NS"
 can "patch pods/status" patch pods --subresource=status -n "$WORK_NS"

@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/informer.h"
+#include "proto/leader_election.h"
+#include "proto/metrics.h"
 #include "proto/kubeconfig.h"
 #include "rapidjson/document.h"
 #include "tests/e2e/support.h"
@@ -396,6 +398,114 @@ TEST_CASE("API errors come back as statuses a caller can act on") {
   auto stale_result = stale.get_future().get();
   CHECK(proto::isConflict(stale_result.status()));
   deletePod(*client, run);
+}
+
+}  // namespace muster::e2e
+
+// --- leader election against the real API server ---------------------------------------------
+
+namespace muster::e2e {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One candidate: its own client (through `server`), its elector running on a strand, and the
+// times it started and stopped leading.
+struct Candidate {
+  Candidate(IoThread& io, const proto::RestConfig& config, const std::string& server,
+            const proto::LeaderElectionOptions& options) {
+    auto c = config;
+    c.server = server;
+    auto made = proto::Client::create(io.executor(), c,
+                                      proto::leaderElectionClientOptions(options, "muster-e2e"));
+    REQUIRE(made.ok());
+    client = *made;
+    elector = std::make_unique<proto::LeaderElector>(client, options);
+    proto::asio::co_spawn(proto::asio::make_strand(io.executor()),
+                          elector->run([this] { started = Clock::now(); },
+                                       [this] { stopped = Clock::now(); }),
+                          [this](std::exception_ptr) { returned = true; });
+  }
+  ~Candidate() {
+    elector->stop();
+    waitFor([&] { return returned.load(); }, std::chrono::seconds(30));
+    client->shutdown();
+  }
+  bool leading() const { return started.load() != Clock::time_point{} && stopped.load() == Clock::time_point{}; }
+
+  std::shared_ptr<proto::Client> client;
+  std::unique_ptr<proto::LeaderElector> elector;
+  std::atomic<Clock::time_point> started{}, stopped{};
+  std::atomic<bool> returned{false};
+};
+
+proto::LeaderElectionOptions leaseOptions(const std::string& identity, const std::string& lease) {
+  proto::LeaderElectionOptions o;
+  o.lease_namespace = "default";
+  o.lease_name = lease;
+  o.identity = identity;
+  o.lease_duration = std::chrono::seconds(6);
+  o.renew_deadline = std::chrono::seconds(4);
+  o.retry_period = std::chrono::seconds(1);
+  return o;
+}
+
+std::string leaseRenewTime(proto::Client& client, const std::string& lease) {
+  proto::Request get;
+  get.path = proto::resources::kLeases.objectPath("default", lease);
+  auto body = client.callSync(get);
+  if (!body.ok()) return "";
+  proto::Lease l;
+  return proto::decodeJson(*body, &l).ok() ? l.spec.renew_time : "";
+}
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+TEST_CASE("a leader whose API server goes silent stops before its lease can pass, and the standby leads only after") {
+  IoThread io;
+  auto config = adminConfig();
+  auto direct = makeClient(io.executor(), config);
+  TcpProxy proxy(io.executor(), portOf(config.server));
+  const std::string lease = uniqueName("e2e-lease");
+  const auto options = leaseOptions("a", lease);
+  Candidate a(io, config, absl::StrCat("https://127.0.0.1:", proxy.port()), options);
+  REQUIRE(waitFor([&] { return a.leading(); }, std::chrono::seconds(20)));
+  // Renewing: the Lease's renewTime moves.
+  const std::string first = leaseRenewTime(*direct, lease);
+  REQUIRE(waitFor([&] { return leaseRenewTime(*direct, lease) != first; }, std::chrono::seconds(10)));
+  Candidate b(io, config, config.server, leaseOptions("b", lease));
+  REQUIRE(waitFor([&] { return b.elector != nullptr; }));
+
+  const auto silent_at = Clock::now();
+  proxy.blackhole();
+  REQUIRE(waitFor([&] { return a.stopped.load() != Clock::time_point{}; }, std::chrono::seconds(20)));
+  const double stopped_after = seconds(a.stopped.load() - silent_at);
+  INFO("a stopped " << stopped_after << " s after its API server went silent");
+  // Its last renewal was sent before the silence: it stops within the renew deadline of it.
+  CHECK(stopped_after <= 4.5);
+  REQUIRE(waitFor([&] { return b.leading(); }, std::chrono::seconds(20)));
+  const double gap = seconds(b.started.load() - a.stopped.load());
+  INFO("b started leading " << gap << " s after a stopped");
+  CHECK(gap > 0);  // never two leaders
+  proxy.heal();
+}
+
+TEST_CASE("a leader that is stopped releases its lease and the standby takes over at once") {
+  IoThread io;
+  auto config = adminConfig();
+  const std::string lease = uniqueName("e2e-lease");
+  auto a = std::make_unique<Candidate>(io, config, config.server, leaseOptions("a", lease));
+  REQUIRE(waitFor([&] { return a->leading(); }, std::chrono::seconds(20)));
+  const std::string gauge = absl::StrCat("leader_election_master_status{name=\"", lease, "\"} 1");
+  CHECK(metrics::defaultRegistry().render().find(gauge) != std::string::npos);
+  Candidate b(io, config, config.server, leaseOptions("b", lease));
+  a.reset();  // stop(): releases the lease, then returns
+  const auto released_at = Clock::now();
+  REQUIRE(waitFor([&] { return b.leading(); }, std::chrono::seconds(6)));
+  // Far sooner than the 6 s lease duration: the released lease is free at once.
+  CHECK(seconds(b.started.load() - released_at) < 3.0);
 }
 
 }  // namespace muster::e2e

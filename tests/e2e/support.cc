@@ -143,6 +143,7 @@ struct TcpProxy::Impl : std::enable_shared_from_this<TcpProxy::Impl> {
   asio::ip::tcp::acceptor acceptor;
   uint16_t target_port;
   bool partitioned = false;  // on strand
+  bool blackholed = false;   // on strand
   std::set<std::shared_ptr<asio::ip::tcp::socket>> sockets;  // on strand
 
   void accept() {
@@ -154,6 +155,9 @@ struct TcpProxy::Impl : std::enable_shared_from_this<TcpProxy::Impl> {
         if (self->partitioned) {
           boost::system::error_code ignored;
           s->close(ignored);
+        } else if (self->blackholed) {
+          self->sockets.insert(s);
+          self->swallow(s);
         } else {
           self->connect(s);
         }
@@ -179,6 +183,22 @@ struct TcpProxy::Impl : std::enable_shared_from_this<TcpProxy::Impl> {
         }));
   }
 
+  // Reads and discards until the socket closes.
+  void swallow(std::shared_ptr<asio::ip::tcp::socket> s) {
+    auto buf = std::make_shared<std::array<char, 16384>>();
+    s->async_read_some(asio::buffer(*buf),
+                       asio::bind_executor(strand, [self = shared_from_this(), s, buf](
+                                                       boost::system::error_code ec, size_t) {
+                         if (ec) {
+                           boost::system::error_code ignored;
+                           s->close(ignored);
+                           self->sockets.erase(s);
+                           return;
+                         }
+                         self->swallow(s);
+                       }));
+  }
+
   void pump(std::shared_ptr<asio::ip::tcp::socket> from, std::shared_ptr<asio::ip::tcp::socket> to) {
     auto buf = std::make_shared<std::array<char, 16384>>();
     from->async_read_some(
@@ -187,6 +207,10 @@ struct TcpProxy::Impl : std::enable_shared_from_this<TcpProxy::Impl> {
                                         boost::system::error_code ec, size_t n) {
           if (ec) {
             self->drop(from, to);
+            return;
+          }
+          if (self->blackholed) {  // the bytes go nowhere
+            self->pump(from, to);
             return;
           }
           asio::async_write(*to, asio::buffer(buf->data(), n),
@@ -242,10 +266,20 @@ void TcpProxy::partition() {
   done.get_future().wait();
 }
 
+void TcpProxy::blackhole() {
+  std::promise<void> done;
+  asio::post(impl_->strand, [impl = impl_, &done] {
+    impl->blackholed = true;
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
 void TcpProxy::heal() {
   std::promise<void> done;
   asio::post(impl_->strand, [impl = impl_, &done] {
     impl->partitioned = false;
+    impl->blackholed = false;
     done.set_value();
   });
   done.get_future().wait();
@@ -271,7 +305,8 @@ SchedulerProcess::~SchedulerProcess() {
 
 void SchedulerProcess::start() {
   REQUIRE(pid_ <= 0);
-  std::vector<std::string> argv = {MUSTER_SCHEDULER_BIN, "--kubeconfig",
+  const char* bin = std::getenv("MUSTER_E2E_SCHEDULER_BIN");
+  std::vector<std::string> argv = {bin != nullptr && *bin ? bin : MUSTER_SCHEDULER_BIN, "--kubeconfig",
                                    TestCluster::get().kubeconfig(), "--config", config_path_,
                                    "-v", "2"};
   argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
@@ -293,6 +328,15 @@ void SchedulerProcess::start() {
   close(fd);
   REQUIRE(rc == 0);
   pid_ = pid;
+}
+
+bool SchedulerProcess::alive() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return true;
+  UNSCOPED_INFO("muster-scheduler exited with status " << status << ": " << logTail());
+  pid_ = -1;
+  return false;
 }
 
 void SchedulerProcess::kill9() {

@@ -67,13 +67,16 @@ bool waitFor(const std::function<bool()>& done,
              std::chrono::milliseconds poll = std::chrono::milliseconds(50));
 
 // A loopback TCP forwarder. partition() drops every open connection and refuses new ones until
-// heal(); the TLS session is end to end, so certificate verification is unchanged.
+// heal(); blackhole() keeps connections (and accepts new ones) but forwards nothing either way,
+// like a stalled server or a dropped route, until heal(). The TLS session is end to end, so
+// certificate verification is unchanged.
 class TcpProxy {
  public:
   TcpProxy(proto::asio::any_io_executor executor, uint16_t target_port);
   ~TcpProxy();
   uint16_t port() const;
   void partition();
+  void blackhole();
   void heal();
 
  private:
@@ -89,7 +92,9 @@ std::string uniqueName(const std::string& prefix);
 namespace muster::e2e {
 
 // A muster-scheduler process under test: started with a config file and the cluster's admin
-// kubeconfig, logging to a file; killed (SIGKILL) or stopped (SIGTERM) on demand.
+// kubeconfig, logging to a file; killed (SIGKILL) or stopped (SIGTERM) on demand. The binary is
+// the build's, or $MUSTER_E2E_SCHEDULER_BIN (to run a suite against another build, e.g. an older
+// one to show a test fails without a fix).
 class SchedulerProcess {
  public:
   // `config_yaml` is written to a file and passed with --config.
@@ -99,6 +104,8 @@ class SchedulerProcess {
   void kill9();
   void terminate();
   bool running() const { return pid_ > 0; }
+  // Started and has not exited (or crashed) since.
+  bool alive();
   // Waits until the scheduler reports its caches synced (it logs "Caches synced").
   bool waitReady(std::chrono::milliseconds timeout = std::chrono::seconds(60));
   const std::string& logPath() const { return log_path_; }

@@ -843,5 +843,53 @@ TEST_CASE("LineSplitter handles a record split byte by byte", "[client][line-spl
   CHECK(lines == std::vector<std::string>{R"({"type":"ADDED"})", R"({"type":"DELETED"})"});
 }
 
+TEST_CASE("LineSplitter refuses a record longer than its limit however it is chunked",
+          "[client][line-splitter][limits]") {
+  for (size_t chunk : {size_t{1}, size_t{3}, size_t{100}}) {
+    LineSplitter splitter(8);
+    std::vector<std::string> lines;
+    const std::string input = "12345678\n123456789\nnever\n";
+    absl::Status status;
+    for (size_t at = 0; at < input.size() && status.ok(); at += chunk) {
+      status = splitter.feed(std::string_view(input).substr(at, chunk), [&](std::string_view line) {
+        lines.emplace_back(line);
+        return absl::OkStatus();
+      });
+    }
+    CHECK(status.code() == absl::StatusCode::kResourceExhausted);
+    CHECK(absl::StrContains(status.message(), "watch event longer than the 8 bytes Muster accepts"));
+    CHECK(lines == std::vector<std::string>{"12345678"});
+    CHECK(splitter.pending() == 0);
+    // The stream cannot be trusted after that: later feeds fail the same way.
+    CHECK(splitter.feed("ok\n", [](std::string_view) { return absl::OkStatus(); }).code() ==
+          absl::StatusCode::kResourceExhausted);
+  }
+}
+
+TEST_CASE("LineSplitter never buffers more than its limit of an unterminated record",
+          "[client][line-splitter][limits]") {
+  LineSplitter splitter(1024);
+  absl::Status status;
+  size_t fed = 0;
+  // A server that sends no newline at all: without a bound this grew without end.
+  while (status.ok() && fed < 1 << 20) {
+    status = splitter.feed(std::string(100, 'x'), [](std::string_view) { return absl::OkStatus(); });
+    fed += 100;
+    CHECK(splitter.pending() <= 1024);
+  }
+  CHECK(status.code() == absl::StatusCode::kResourceExhausted);
+  CHECK(fed == 1100);
+  CHECK(kMaxWatchEventBytes == 16u << 20);
+}
+
+TEST_CASE("an error body that is not a small Status object is shown as an excerpt", "[client][limits]") {
+  // A million levels: RapidJSON's recursive parser overflowed the stack on this.
+  const absl::Status deep = apiError(502, std::string(1000000, '['), "GET /api/v1/pods");
+  CHECK(deep.code() == absl::StatusCode::kUnavailable);
+  CHECK(absl::StrContains(deep.message(), "GET /api/v1/pods: [[[["));
+  CHECK(absl::StrContains(deep.message(), "..."));
+  CHECK(httpStatusOf(deep) == 502);
+}
+
 }  // namespace
 }  // namespace muster::proto

@@ -143,10 +143,37 @@ TEST_CASE("a pending pod with few fields decodes with defaults", "[codec]") {
   CHECK(pod.spec.tolerations.empty());
   CHECK(pod.spec.pvc_claim_names.empty());
   CHECK_FALSE(pod.spec.has_topology_spread_constraints);
+  CHECK(pod.spec.scheduling_gates.empty());
+  CHECK_FALSE(pod.spec.has_resource_claims);
   REQUIRE(pod.spec.containers.size() == 1);
   CHECK(pod.spec.containers[0].resources.requests.empty());
   CHECK(pod.status.phase == "Pending");
   CHECK(pod.status.conditions.empty());
+}
+
+TEST_CASE("scheduling gates and DRA claims of a pod are decoded", "[codec]") {
+  Pod pod;
+  REQUIRE(decodeJson(R"({"spec":{"schedulingGates":[{"name":"a.example/x"},{"name":"b"}],
+      "resourceClaims":[{"name":"gpu","resourceClaimName":"c"}]}})", &pod).ok());
+  CHECK(pod.spec.scheduling_gates == std::vector<std::string>{"a.example/x", "b"});
+  CHECK(pod.spec.has_resource_claims);
+  REQUIRE(decodeJson(R"({"spec":{"schedulingGates":[],"resourceClaims":[]}})", &pod).ok());
+  CHECK(pod.spec.scheduling_gates.empty());
+  CHECK_FALSE(pod.spec.has_resource_claims);
+}
+
+TEST_CASE("a PersistentVolumeClaim is bound only with a volume and phase Bound", "[codec]") {
+  proto::PersistentVolumeClaim claim;
+  REQUIRE(decodeJson(R"({"metadata":{"name":"data","namespace":"ml"},
+      "spec":{"volumeName":"pv-1"},"status":{"phase":"Bound"}})", &claim).ok());
+  CHECK(claim.meta.name == "data");
+  CHECK(claim.isBound());
+  REQUIRE(decodeJson(R"({"metadata":{"name":"data"},"spec":{},"status":{"phase":"Pending"}})",
+                     &claim).ok());
+  CHECK_FALSE(claim.isBound());
+  REQUIRE(decodeJson(R"({"metadata":{"name":"data"},"spec":{"volumeName":"pv-1"},
+      "status":{"phase":"Lost"}})", &claim).ok());
+  CHECK_FALSE(claim.isBound());
 }
 
 TEST_CASE("a GPU node decodes with capacity, taints and conditions", "[codec]") {
@@ -477,8 +504,8 @@ TEST_CASE("a wrong JSON type in a pod is an error naming the field path", "[code
       {R"({"metadata":{"ownerReferences":[{"controller":"yes"}]}})",
        "metadata.ownerReferences[0].controller: expected boolean"},
       {R"({"metadata":{"finalizers":["a",2]}})", "metadata.finalizers[1]: expected string"},
-      {R"({"spec":{"priority":1.5}})", "spec.priority: expected int32"},
-      {R"({"spec":{"priority":4294967296}})", "spec.priority: expected int32"},
+      {R"({"spec":{"priority":1.5}})", "spec.priority: expected int32, got 1.5"},
+      {R"({"spec":{"priority":4294967296}})", "spec.priority: expected int32, got 4294967296"},
       {R"({"spec":{"containers":{}}})", "spec.containers: expected array"},
       {R"({"spec":{"containers":["main"]}})", "spec.containers[0]: expected object"},
       {R"({"spec":{"containers":[{"ports":[{"containerPort":"22"}]}]}})",
@@ -494,6 +521,9 @@ TEST_CASE("a wrong JSON type in a pod is an error naming the field path", "[code
        "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution: expected array"},
       {R"({"spec":{"volumes":[{"name":"d","persistentVolumeClaim":{"claimName":5}}]}})",
        "spec.volumes[0].persistentVolumeClaim.claimName: expected string"},
+      {R"({"spec":{"schedulingGates":[{"name":1}]}})",
+       "spec.schedulingGates[0].name: expected string"},
+      {R"({"spec":{"resourceClaims":{}}})", "spec.resourceClaims: expected array"},
       {R"({"status":{"containerStatuses":[{"state":{"terminated":{"exitCode":"1"}}}]}})",
        "status.containerStatuses[0].state.terminated.exitCode: expected int32"},
       {R"({"status":"Running"})", "status: expected object"},

@@ -30,7 +30,10 @@ absl::Status decode(const rapidjson::Value& v, Widget* out) {
     out->meta.namespace_ = m["namespace"].GetString();
   if (m.HasMember("resourceVersion") && m["resourceVersion"].IsString())
     out->meta.resource_version = m["resourceVersion"].GetString();
-  if (v.HasMember("node") && v["node"].IsString()) out->node = v["node"].GetString();
+  if (v.HasMember("node")) {
+    if (!v["node"].IsString()) return absl::InvalidArgumentError("node: expected string");
+    out->node = v["node"].GetString();
+  }
   return absl::OkStatus();
 }
 
@@ -287,6 +290,60 @@ TEST_CASE("an undecodable event is skipped and the watch goes on") {
   CHECK(inf.get("ns", "ok") != nullptr);
   CHECK(inf.stats().bad_events == 2);  // the bad JSON and the unknown type; the bad object is
                                        // refused by decode and logged
+  inf.stop();
+}
+
+TEST_CASE("an object that stops decoding is treated as deleted, listed or watched, and counted") {
+  const std::string bad_a = R"({"metadata":{"namespace":"ns","name":"a","resourceVersion":"3"},"node":5})";
+  const std::string bad_c = R"({"metadata":{"namespace":"ns","name":"c","resourceVersion":"1"},"node":[]})";
+  Script s;
+  s.lists.push_back({listPage({widget("a", "1", "n1"), bad_c}, "2")});
+  s.watches.push_back({{event("MODIFIED", bad_a), event("ADDED", widget("b", "4"))}});
+  asio::io_context io;
+  metrics::Counter& undecodable = undecodableObjects("widgets");
+  const double before = undecodable.value();
+  ReflectorOptions options = fastOptions();
+  options.name = "widgets";
+  Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), options);
+  inf.addIndex("node", [](const Widget& w) { return std::vector<std::string>{w.node}; });
+  Recorder r;
+  inf.addHandlers(r.handlers());
+  inf.start();
+  runUntil(io, [&] { return inf.get("ns", "b") != nullptr; });
+  CHECK(inf.get("ns", "a") == nullptr);  // no stale copy of a
+  CHECK(inf.get("ns", "c") == nullptr);  // never cached
+  CHECK(inf.byIndex("node", "n1").empty());
+  CHECK(r.log == std::vector<std::string>{"add a@1", "delete a", "add b@4"});
+  CHECK(undecodable.value() - before == 2);
+  CHECK(inf.lastResourceVersion() == "4");
+  inf.stop();
+}
+
+TEST_CASE("a watch event nested too deep is skipped like any undecodable one", "[limits]") {
+  // A million levels: RapidJSON's recursive parser overflowed the stack on this.
+  const std::string deep = R"({"type":"ADDED","object":)" + std::string(1000000, '[');
+  Script s;
+  s.lists.push_back({listPage({}, "1")});
+  s.watches.push_back({{deep, event("ADDED", widget("ok", "2"))}});
+  asio::io_context io;
+  Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
+  inf.start();
+  runUntil(io, [&] { return s.watch_rvs.size() >= 2; });
+  CHECK(inf.get("ns", "ok") != nullptr);
+  CHECK(inf.stats().bad_events == 1);
+  inf.stop();
+}
+
+TEST_CASE("a list page nested too deep fails the list, which is retried", "[limits]") {
+  Script s;
+  s.lists.push_back({std::string(R"({"items":)") + std::string(1000000, '[')});
+  s.lists.push_back({listPage({widget("a", "1")}, "1")});
+  asio::io_context io;
+  Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
+  inf.start();
+  runUntil(io, [&] { return inf.hasSynced(); });
+  CHECK(s.list_calls == 2);
+  CHECK(inf.size() == 1);
   inf.stop();
 }
 

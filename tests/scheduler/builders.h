@@ -161,6 +161,18 @@ class PodBuilder {
     p_.status.phase = v;
     return *this;
   }
+  PodBuilder& gate(const std::string& name) {
+    p_.spec.scheduling_gates.push_back(name);
+    return *this;
+  }
+  PodBuilder& deleting() {
+    p_.meta.deletion_timestamp = "2024-01-01T00:00:00Z";
+    return *this;
+  }
+  PodBuilder& claim(const std::string& name) {
+    p_.spec.pvc_claim_names.push_back(name);
+    return *this;
+  }
   proto::Pod build() const { return p_; }
   operator proto::Pod() const { return p_; }
   PodInfoPtr info() const { return *makePodInfo(p_); }

@@ -295,8 +295,38 @@ std::string PodJson::json() const {
   if (gpus_ > 0) req["nvidia.com/gpu"] = std::to_string(gpus_);
   w.stringMapField("requests", req);
   w.endObject().endObject().endArray();
+  auto named = [&](const char* field, const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    w.key(field).beginArray();
+    for (const auto& n : names) w.beginObject().stringField("name", n).endObject();
+    w.endArray();
+  };
+  named("schedulingGates", gates_);
+  named("resourceClaims", resource_claims_);
+  if (!claims_.empty()) {
+    w.key("volumes").beginArray();
+    for (const auto& c : claims_) {
+      w.beginObject().stringField("name", "vol-" + c);
+      w.key("persistentVolumeClaim").beginObject().stringField("claimName", c).endObject();
+      w.endObject();
+    }
+    w.endArray();
+  }
   w.endObject();
   w.key("status").beginObject().stringField("phase", phase_).endObject();
+  w.endObject();
+  return w.str();
+}
+
+std::string claimJson(const std::string& name, bool bound, const std::string& ns) {
+  proto::JsonWriter w;
+  w.beginObject().stringField("apiVersion", "v1").stringField("kind", "PersistentVolumeClaim");
+  w.key("metadata").beginObject().stringField("name", name).stringField("namespace", ns);
+  w.endObject();
+  w.key("spec").beginObject();
+  if (bound) w.stringField("volumeName", "pv-" + name);
+  w.endObject();
+  w.key("status").beginObject().stringField("phase", bound ? "Bound" : "Pending").endObject();
   w.endObject();
   return w.str();
 }

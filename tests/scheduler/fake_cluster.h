@@ -156,6 +156,11 @@ class PodJson {
   PodJson& boundTo(const std::string& node) { node_ = node; return *this; }
   PodJson& schedulerName(const std::string& v) { scheduler_ = v; return *this; }
   PodJson& phase(const std::string& v) { phase_ = v; return *this; }
+  PodJson& gate(const std::string& name) { gates_.push_back(name); return *this; }
+  // A volume using the PersistentVolumeClaim `claim`.
+  PodJson& claim(const std::string& claim) { claims_.push_back(claim); return *this; }
+  // A DRA claim in spec.resourceClaims.
+  PodJson& resourceClaim(const std::string& name) { resource_claims_.push_back(name); return *this; }
   std::string json() const;
   operator std::string() const { return json(); }
 
@@ -163,9 +168,12 @@ class PodJson {
   std::string name_, ns_ = "ml", node_, owner_, scheduler_ = "muster-scheduler", phase_ = "Pending";
   int gpus_ = 1;
   std::map<std::string, std::string> labels_, annotations_;
+  std::vector<std::string> gates_, claims_, resource_claims_;
 };
 inline PodJson podJson(std::string name) { return PodJson(std::move(name)); }
 
 std::string podGroupJson(const std::string& name, int min_member, const std::string& ns = "ml");
+// A PersistentVolumeClaim, bound (to a volume) or pending.
+std::string claimJson(const std::string& name, bool bound, const std::string& ns = "ml");
 
 }  // namespace muster::scheduler::testing

@@ -166,15 +166,17 @@ TEST_CASE("unsupported features are listed so the pod is not scheduled without t
   p.spec.affinity->has_pod_affinity = true;
   p.spec.affinity->has_pod_anti_affinity = true;
   p.spec.has_topology_spread_constraints = true;
+  p.spec.has_resource_claims = true;
   p.spec.pvc_claim_names = {"data", "scratch"};
   std::vector<std::string> u = unsupported(p, [](std::string_view, std::string_view claim) {
     return claim == "data";
   });
-  REQUIRE(u.size() == 4);
+  REQUIRE(u.size() == 5);
   CHECK(u[0] == "inter-pod affinity (spec.affinity.podAffinity)");
   CHECK(u[1] == "inter-pod anti-affinity (spec.affinity.podAntiAffinity)");
   CHECK(u[2] == "topology spread constraints (spec.topologySpreadConstraints)");
-  CHECK(u[3] == "PersistentVolumeClaim scratch that is not bound yet (volume binding)");
+  CHECK(u[3] == "dynamic resource allocation (spec.resourceClaims)");
+  CHECK(u[4] == "PersistentVolumeClaim scratch that is not bound yet (volume binding)");
 }
 
 }  // namespace

@@ -44,6 +44,16 @@ TEST_CASE("invalid gang annotations are errors for an Event", "[gang]") {
   };
   CHECK(error(pod("w").gang("train", 0)) ==
         "annotation gang-scheduling.preferred.jp/gang-size must be a positive integer, got \"0\"");
+  CHECK(error(pod("w").annotation("gang-scheduling.preferred.jp/gang-name", "t")
+                  .annotation("gang-scheduling.preferred.jp/gang-size", "abc")) ==
+        "annotation gang-scheduling.preferred.jp/gang-size must be a positive integer, got \"abc\"");
+  CHECK(error(pod("w").gang("train", 1000001)) ==
+        "annotation gang-scheduling.preferred.jp/gang-size must be at most 1000000 (the largest "
+        "gang Muster places), got 1000001");
+  CHECK(error(pod("w").annotation("gang-scheduling.preferred.jp/gang-name", "t")
+                  .annotation("gang-scheduling.preferred.jp/gang-size", "99999999999999999999")) ==
+        "annotation gang-scheduling.preferred.jp/gang-size must be a positive integer, got "
+        "\"99999999999999999999\"");
   CHECK(error(pod("w").annotation("gang-scheduling.preferred.jp/gang-name", "t")) ==
         "annotation gang-scheduling.preferred.jp/gang-size is missing (required with "
         "gang-scheduling.preferred.jp/gang-name)");

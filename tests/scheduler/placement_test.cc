@@ -287,7 +287,7 @@ TEST_CASE("fewer members than minMember: waiting for more pods", "[placement]") 
   r.min_member = 8;
   const Unschedulable u = refused(place(r, cache));
   CHECK(u.waiting_for_members);
-  CHECK(u.message == "gang ml/t is waiting for 3 more pods (has 5 of minMember 8)");
+  CHECK(u.message == "gang ml/t is waiting for members: 5 of 8 exist");
 }
 
 TEST_CASE("a placement committed with assume is seen by the next decision", "[placement]") {

@@ -124,7 +124,7 @@ TEST_CASE("a gang is tried only once minMember pods exist, without backoff", "[q
   GangAttempt a = *q.pop();
   std::optional<Unschedulable> u = precheck(a);
   REQUIRE(u.has_value());
-  CHECK(u->message == "gang ml/g is waiting for 1 more pods (has 1 of minMember 2)");
+  CHECK(u->message == "gang ml/g is waiting for members: 1 of 2 exist");
   q.reportUnschedulable(a, *u, cache);
   CHECK(q.waitingCount() == 1);
   CHECK_FALSE(q.pop().has_value());
@@ -132,6 +132,71 @@ TEST_CASE("a gang is tried only once minMember pods exist, without backoff", "[q
   a = *q.pop();
   CHECK(a.members.size() == 2);
   CHECK_FALSE(precheck(a).has_value());
+}
+
+TEST_CASE("pods with scheduling gates or being deleted are never handed out, nor counted as members",
+          "[queue]") {
+  FakeClock clock;
+  ClusterCache cache({});
+  SchedulingQueue q(config(), clock.clock(), kNoGroups);
+  REQUIRE(q.addOrUpdatePod(pod("gated").gate("example.com/quota")).ok());
+  REQUIRE(q.addOrUpdatePod(pod("leaving").deleting()).ok());
+  CHECK_FALSE(q.pop().has_value());
+  CHECK(q.pendingPodCount() == 0);
+
+  // A gang of 2 with one member gated waits for it; the gate's removal completes it.
+  REQUIRE(q.addOrUpdatePod(pod("w0").gang("g", 2)).ok());
+  REQUIRE(q.addOrUpdatePod(pod("w1").gang("g", 2).gate("example.com/quota")).ok());
+  GangAttempt a = *q.pop();
+  CHECK(a.members.size() == 1);
+  std::optional<Unschedulable> u = precheck(a);
+  REQUIRE(u.has_value());
+  CHECK(u->message == "gang ml/g is waiting for members: 1 of 2 exist");
+  q.reportUnschedulable(a, *u, cache);
+  REQUIRE(q.addOrUpdatePod(pod("w1").gang("g", 2)).ok());  // gate removed
+  std::optional<GangAttempt> next = q.pop();
+  REQUIRE(next.has_value());
+  a = *next;
+  CHECK(a.members.size() == 2);
+  CHECK_FALSE(precheck(a).has_value());
+
+  // A queued member that starts terminating leaves its gang at once.
+  REQUIRE(q.addOrUpdatePod(pod("w1").gang("g", 2).deleting()).ok());
+  CHECK(q.pendingPodCount() == 1);
+}
+
+TEST_CASE("a gang still short of members after the grace is reported once, then waits quietly",
+          "[queue]") {
+  FakeClock clock;
+  ClusterCache cache({});
+  SchedulerConfig c = config();
+  c.queue_waiting_event_after_seconds = 60;
+  SchedulingQueue q(c, clock.clock(), kNoGroups);
+  REQUIRE(q.addOrUpdatePod(pod("w0").gang("g", 100000)).ok());
+  std::optional<GangAttempt> next = q.pop();
+  REQUIRE(next.has_value());
+  GangAttempt a = *next;
+  CHECK_FALSE(a.report_waiting);
+  q.reportUnschedulable(a, *precheck(a), cache);
+  CHECK_FALSE(q.pop().has_value());
+  // The queue wakes the caller when the Event is due, not before.
+  CHECK(*q.nextWakeup() == clock.now + absl::Seconds(60));
+  clock.advance(absl::Seconds(59));
+  CHECK_FALSE(q.pop().has_value());
+  clock.advance(absl::Seconds(1));
+  next = q.pop();
+  REQUIRE(next.has_value());
+  a = *next;
+  CHECK(a.report_waiting);
+  q.reportUnschedulable(a, *precheck(a), cache);
+  CHECK_FALSE(q.nextWakeup().has_value());
+  // A new member makes it try again, but the Event is not repeated.
+  REQUIRE(q.addOrUpdatePod(pod("w1").gang("g", 100000)).ok());
+  next = q.pop();
+  REQUIRE(next.has_value());
+  a = *next;
+  CHECK_FALSE(a.report_waiting);
+  CHECK(precheck(a)->message == "gang ml/g is waiting for members: 2 of 100000 exist");
 }
 
 TEST_CASE("a missing PodGroup makes its gang wait until the PodGroup appears", "[queue]") {
@@ -195,12 +260,33 @@ TEST_CASE("placed members count as bound, and a bind failure puts them back", "[
   q.reportPlaced(a, std::get<GangPlacement>(r));
   CHECK(q.pendingPodCount() == 0);
   CHECK_FALSE(q.pop().has_value());
-  q.reportBindFailed(a.key, {"ml/g-1"});
+  q.reportBindFailed(a, {"ml/g-1"});
   CHECK(q.pendingPodCount() == 1);
   clock.advance(absl::Seconds(1));
   GangAttempt again = *q.pop();
   CHECK(again.members.size() == 1);
   CHECK(again.bound.size() == 1);
+}
+
+TEST_CASE("a lone pod whose bind failed is tried again after its backoff", "[queue]") {
+  FakeClock clock;
+  ClusterCache cache({});
+  cache.addNode(node("n1").gpus(8));
+  SchedulingQueue q(config(), clock.clock(), kNoGroups);
+  REQUIRE(q.addOrUpdatePod(pod("solo").gpus(1)).ok());
+  GangAttempt a = *q.pop();
+  q.reportPlaced(a, std::get<GangPlacement>(place(q.buildRequest(a), cache)));
+  CHECK(q.pendingPodCount() == 0);
+  CHECK(q.reportBindFailed(a, {"ml/solo"}) == 1);
+  CHECK(q.pendingPodCount() == 1);
+  CHECK_FALSE(q.pop().has_value());
+  clock.advance(absl::Seconds(1));
+  std::optional<GangAttempt> again = q.pop();
+  REQUIRE(again.has_value());
+  CHECK(again->members.size() == 1);
+  // Its pod's later update finds it queued once, not twice.
+  REQUIRE(q.addOrUpdatePod(pod("solo").gpus(1)).ok());
+  CHECK(q.pendingPodCount() == 1);
 }
 
 TEST_CASE("pods come and go: gangs grow as members are created and vanish when empty", "[queue]") {

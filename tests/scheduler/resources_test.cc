@@ -2,10 +2,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
 #include "tests/scheduler/builders.h"
 
 namespace muster::scheduler {
 namespace {
+using testing::node;
 using testing::pod;
 using testing::q;
 
@@ -76,6 +78,66 @@ TEST_CASE("resources format for people, GPUs first", "[resources]") {
   r[kPods] = 1;
   CHECK(formatResources(r) == "8 nvidia.com/gpu, 1500m cpu, 64Gi memory");
   CHECK(dominantResource(r) == gpu());
+}
+
+TEST_CASE("two containers asking for 8Ei of memory are refused, not summed to a small number",
+          "[resources][limits]") {
+  // 8Ei is 2^63 bytes: each saturates to INT64_MAX, and their sum wrapped around to -2.
+  proto::Pod p = pod("p").memory("8Ei").container("side", {{"memory", q("8Ei")}});
+  absl::StatusOr<Resources> r = podRequests(p);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+  // 8Ei is one byte more than a Quantity holds (Kubernetes caps binary amounts at 2^63-1).
+  CHECK(r.status().message() ==
+        "container main requests 9223372036854775807 of memory, which takes the pod's total over "
+        "the 4Ei of one resource the scheduler can count");
+  CHECK_FALSE(makePodInfo(p).ok());
+
+  // 2Ei + 2Ei is exactly the limit; one byte more is not.
+  CHECK((*podRequests(pod("p").memory("2Ei").container("side", {{"memory", q("2Ei")}})))[kMemory] ==
+        kMaxPodRequest);
+  CHECK_FALSE(podRequests(pod("p").memory("2Ei").container("side", {{"memory", q("2305843009213693953")}})).ok());
+}
+
+TEST_CASE("overhead that takes a pod's requests past the limit is refused", "[resources][limits]") {
+  absl::StatusOr<Resources> r = podRequests(pod("p").cpu("4e15").overhead("cpu", "1e15"));
+  REQUIRE_FALSE(r.ok());
+  CHECK(absl::StrContains(r.status().message(), "pod overhead requests 1e15 of cpu"));
+}
+
+TEST_CASE("a negative request is refused, as the API server's validation does", "[resources][limits]") {
+  absl::StatusOr<Resources> r = podRequests(pod("p").cpu("-2"));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message() == "container main requests -2 of cpu: resource requests must not be negative");
+  CHECK_FALSE(podRequests(pod("p").initContainer("init", {{"memory", q("-1Gi")}})).ok());
+  CHECK_FALSE(podRequests(pod("p").limit("nvidia.com/gpu", "-8")).ok());
+}
+
+TEST_CASE("negative allocatable amounts count as none", "[resources][limits]") {
+  proto::Node n = node("n1").gpus(-8).cpu("-1");
+  Resources a = nodeAllocatable(n);
+  CHECK(a[gpu()] == 0);
+  CHECK(a[kCpu] == 0);
+  CHECK(a[kMemory] == 512LL << 30);
+}
+
+TEST_CASE("sums of resources saturate instead of wrapping around", "[resources][limits]") {
+  Resources big;
+  big[kMemory] = INT64_MAX - 1;
+  big[kCpu] = 5;
+  Resources sum = big;
+  sum += big;
+  CHECK(sum[kMemory] == INT64_MAX);
+  CHECK(sum[kCpu] == 10);
+  CHECK(big.times(3)[kMemory] == INT64_MAX);
+  CHECK(big.times(-3)[kMemory] == INT64_MIN);
+  Resources neg;
+  neg[kMemory] = INT64_MIN + 1;
+  neg -= big;
+  CHECK(neg[kMemory] == INT64_MIN);
+  CHECK(saturatingAdd(INT64_MIN, -1) == INT64_MIN);
+  CHECK(saturatingSub(INT64_MAX, -1) == INT64_MAX);
+  CHECK(saturatingMul(INT64_MIN, -1) == INT64_MAX);
 }
 
 }  // namespace

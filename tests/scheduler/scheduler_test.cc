@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "proto/clock.h"
@@ -79,6 +80,25 @@ struct Fixture {
                                           [&](const std::string& p) { return !nodeOf(p).empty(); }));
   }
   bool exists(const std::string& pod) { return cluster.get("pods", "ml", pod).has_value(); }
+  // "<reason>: <message>" of the pod's PodScheduled condition, or "".
+  std::string scheduledCondition(const std::string& pod) {
+    auto json = cluster.get("pods", "ml", pod);
+    if (!json) return "";
+    rapidjson::Document d;
+    d.Parse(json->c_str());
+    if (!d["status"].HasMember("conditions")) return "";
+    for (const auto& c : d["status"]["conditions"].GetArray())
+      if (std::string(c["type"].GetString()) == "PodScheduled")
+        return std::string(c["reason"].GetString()) + ": " + c["message"].GetString();
+    return "";
+  }
+  // The recorder's counts once everything posted to it so far has been handled.
+  proto::EventRecorder::Stats eventStats() {
+    std::optional<proto::EventRecorder::Stats> stats;
+    events->settle([&] { stats = events->stats(); });
+    REQUIRE(cluster.runUntil([&] { return stats.has_value(); }));
+    return *stats;
+  }
   size_t indexOf(const std::vector<std::string>& calls, const std::string& what) {
     return std::find(calls.begin(), calls.end(), what) - calls.begin();
   }
@@ -157,6 +177,32 @@ TEST_CASE("a bind failing at any member leaves the others bound and that member 
   for (const auto& p : kGang4) nodes.insert(f.nodeOf(p));
   CHECK((nodes == std::set<std::string>{"n1", "n2"} || nodes == std::set<std::string>{"n3", "n4"}));
   CHECK(f.api->evictions.empty());
+}
+
+TEST_CASE("a member whose bind is refused every time: after 3 tries its bound gang-mates are "
+          "rolled back", "[scheduler]") {
+  Fixture f;
+  racks(f);
+  for (const auto& p : kGang4) f.cluster.put("pods", podJson(p).gpus(4).gang("train", 4).controlledBy("j"));
+  f.api->on_bind = [](const testing::BindCall& call, int) {
+    return call.pod == "ml/w1" ? absl::PermissionDeniedError("admission webhook denied the request")
+                               : absl::OkStatus();
+  };
+  f.start();
+  for (size_t tries = 1; tries <= 2; ++tries) {
+    REQUIRE(f.cluster.runUntil([&] { return f.api->binds.size() == 3 + tries; }));
+    f.cluster.settle();
+    CHECK(f.api->evictions.empty());  // a refused bind may be transient: try again first
+    CHECK(f.bound(kGang4) == 3);
+    f.afterBackoff();
+  }
+  REQUIRE(f.cluster.runUntil([&] { return f.bound(kGang4) == 0; }));
+  CHECK(f.api->binds.size() == 6);
+  std::vector<std::string> evicted = f.api->evictions;
+  std::sort(evicted.begin(), evicted.end());
+  CHECK(evicted == std::vector<std::string>{"ml/w0", "ml/w2", "ml/w3"});
+  f.cluster.settle();
+  CHECK(f.sink->count("GangEvicted", "ml/w0") == 1);
 }
 
 // A gang of two on two 4-GPU nodes whose second bind fails; then another scheduler's pod takes
@@ -278,6 +324,107 @@ TEST_CASE("a crash mid-gang, then a scheduler that restarts and must roll the ga
   REQUIRE(f.cluster.runUntil([&] { return f.bound(kGang4) == 0; }));
   CHECK(f.api->evictions.size() == 2);
   CHECK(f.api->binds.empty());
+}
+
+TEST_CASE("a gated member is marked SchedulingGated and never bound, and without the gate its gang binds",
+          "[scheduler]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("pods", podJson("w0").gpus(4).gang("g", 2));
+  f.cluster.put("pods", podJson("w1").gpus(4).gang("g", 2).gate("example.com/quota"));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] {
+    return f.scheduledCondition("w1") ==
+               "SchedulingGated: Scheduling is blocked due to non-empty scheduling gates" &&
+           f.scheduledCondition("w0") ==
+               "Unschedulable: gang ml/g is waiting for its members: it is placed once 2 pods exist";
+  }));
+  f.cluster.settle();
+  CHECK(f.api->binds.empty());
+  CHECK(f.sink->count("FailedScheduling") == 0);  // a gate is not a failure
+  f.cluster.edit("pods", "ml", "w1", [](rapidjson::Document& d) {
+    d["spec"].RemoveMember("schedulingGates");
+  });
+  REQUIRE(f.cluster.runUntil([&] { return f.bound({"w0", "w1"}) == 2; }));
+}
+
+TEST_CASE("a pending pod that is being deleted is never bound", "[scheduler]") {
+  Fixture f;
+  racks(f);
+  std::string leaving = podJson("leaving").gpus(1);
+  leaving.insert(leaving.find("\"uid\""), "\"deletionTimestamp\":\"2026-01-01T00:00:01Z\",");
+  f.cluster.put("pods", leaving);
+  f.cluster.put("pods", podJson("later").gpus(1));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("later").empty(); }));
+  f.cluster.settle();
+  CHECK(f.nodeOf("leaving").empty());
+  CHECK(f.api->binds.size() == 1);
+}
+
+TEST_CASE("a pod with DRA resource claims gets one FailedScheduling Event, stays pending",
+          "[scheduler]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("pods", podJson("dra").gpus(1).resourceClaim("gpu-claim"));
+  f.cluster.put("pods", podJson("bad-size").gpus(1).gang("g", 2).annotation(
+                            "gang-scheduling.preferred.jp/gang-size", "abc"));
+  f.start();
+  const std::string dra_message =
+      "Unschedulable: pod ml/dra uses what muster-scheduler does not implement: dynamic resource "
+      "allocation (spec.resourceClaims); it stays pending";
+  REQUIRE(f.cluster.runUntil([&] {
+    return f.scheduledCondition("dra") == dra_message &&
+           f.scheduledCondition("bad-size").find("gang-size") != std::string::npos;
+  }));
+  // The condition write comes back as an update; it must not record the Event again.
+  for (int i = 0; i < 5; ++i) f.cluster.settle();
+  CHECK(f.sink->count("FailedScheduling", "ml/dra") == 1);
+  CHECK(f.sink->count("FailedScheduling", "ml/bad-size") == 1);
+  CHECK(f.eventStats().aggregated == 0);
+  CHECK(f.api->binds.empty());
+}
+
+TEST_CASE("a gang short of members gets a Warning Event once it has waited past the grace",
+          "[scheduler]") {
+  Fixture f;
+  racks(f);
+  SchedulerConfig c = config();
+  c.queue_waiting_event_after_seconds = 60;
+  f.cluster.put("pods", podJson("w0").gpus(1).gang("huge", 100000));
+  f.start(c);
+  REQUIRE(f.cluster.runUntil([&] { return !f.scheduledCondition("w0").empty(); }));
+  f.cluster.settle();
+  CHECK(f.sink->count("FailedScheduling") == 0);  // members may still be on their way
+  f.clock.advance(absl::Seconds(60));
+  f.scheduler->wake();
+  REQUIRE(f.cluster.runUntil([&] { return f.sink->count("FailedScheduling", "ml/w0") == 1; }));
+  CHECK(f.sink->created.back().message ==
+        "gang ml/huge is waiting for members: 1 of 100000 exist; still waiting 60s after its "
+        "first member was seen");
+  f.clock.advance(absl::Seconds(600));
+  f.scheduler->wake();
+  for (int i = 0; i < 5; ++i) f.cluster.settle();
+  CHECK(f.sink->count("FailedScheduling", "ml/w0") == 1);
+}
+
+TEST_CASE("a pod whose claim is bound is placed, and one whose claim is pending waits until it binds",
+          "[scheduler]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("persistentvolumeclaims", testing::claimJson("data", true));
+  f.cluster.put("persistentvolumeclaims", testing::claimJson("scratch", false));
+  f.cluster.put("pods", podJson("reader").gpus(1).claim("data"));
+  f.cluster.put("pods", podJson("writer").gpus(1).claim("scratch"));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] {
+    return !f.nodeOf("reader").empty() &&
+           f.scheduledCondition("writer").find(
+               "PersistentVolumeClaim scratch that is not bound yet") != std::string::npos;
+  }));
+  CHECK(f.nodeOf("writer").empty());
+  f.cluster.put("persistentvolumeclaims", testing::claimJson("scratch", true));
+  REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("writer").empty(); }));
 }
 
 TEST_CASE("PodGroup status follows its pods from events, in few writes", "[scheduler]") {

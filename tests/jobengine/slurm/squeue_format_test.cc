@@ -149,5 +149,27 @@ TEST_CASE("which fields Slurm cuts", "[squeue]") {
   CHECK_FALSE(fieldTruncates(field("ReasonList", 'R', 8, true, "")));
 }
 
+TEST_CASE("huge field widths are capped, so a short format cannot ask for gigabytes",
+          "[squeue][limits]") {
+  // An out-of-memory in fuzz_squeue_format: thirty "%99999999i" (301 bytes) built a 3 GB line.
+  std::string format;
+  for (int i = 0; i < 30; ++i) format += "%99999999i";
+  SqueueFormat f = parseSqueueFormat(format);
+  REQUIRE(f.fields.size() == 30);
+  for (const SqueueField& field : f.fields) CHECK(field.width == kMaxSqueueFieldWidth);
+  const std::string line = renderSqueueLine(f, job({{"JobArrayId", "42"}}));
+  CHECK(line.size() == 30u * kMaxSqueueFieldWidth);
+  CHECK(line.substr(0, 3) == "42 ");
+
+  SqueueFormat o = parseSqueueLongFormat("jobid:.99999999999,name:-99999999999");
+  REQUIRE(o.fields.size() == 2);
+  CHECK(o.fields[0].width == kMaxSqueueFieldWidth);
+  CHECK(o.fields[1].width == -kMaxSqueueFieldWidth);
+  CHECK(padSqueueField("x", 1 << 30, true, false).size() == kMaxSqueueFieldWidth);
+  // Widths up to the cap are kept as written.
+  CHECK(parseSqueueFormat("%.10000i").fields[0].width == 10000);
+  CHECK(parseSqueueFormat("%9999i").fields[0].width == 9999);
+}
+
 }  // namespace
 }  // namespace muster::jobengine::slurm
