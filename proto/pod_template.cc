@@ -2,6 +2,7 @@
 
 #include "proto/codec.h"
 #include "proto/json.h"
+#include "proto/quantity.h"
 #include "proto/strings.h"
 
 namespace muster::proto {
@@ -87,6 +88,144 @@ std::map<std::string, std::string> stringMap(const Value& doc, const char* field
   return out;
 }
 
+
+// What a JSON value is, as a message says it.
+std::string_view kindOf(const Value& v) {
+  switch (v.GetType()) {
+    case rapidjson::kNullType: return "null";
+    case rapidjson::kFalseType:
+    case rapidjson::kTrueType: return "a boolean";
+    case rapidjson::kObjectType: return "an object";
+    case rapidjson::kArrayType: return "a list";
+    case rapidjson::kStringType: return "a string";
+    case rapidjson::kNumberType: return "a number";
+  }
+  return "a value";
+}
+
+absl::Status wrongType(const std::string& path, std::string_view expected, const Value& v) {
+  return absl::InvalidArgumentError(strCat(path, ": expected ", expected, ", got ", kindOf(v)));
+}
+
+// The member `name` of `obj` when present and not null.
+const Value* present(const Value& obj, std::string_view name) {
+  auto it = findMember(obj, name);
+  return it == obj.MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
+}
+
+absl::Status checkStringList(const Value& obj, std::string_view name, const std::string& path) {
+  const Value* v = present(obj, name);
+  if (v == nullptr) return absl::OkStatus();
+  const std::string at = strCat(path, ".", name);
+  if (!v->IsArray()) return wrongType(at, "a list of strings", *v);
+  for (rapidjson::SizeType i = 0; i < v->Size(); ++i)
+    if (!(*v)[i].IsString()) return wrongType(strCat(at, "[", i, "]"), "a string", (*v)[i]);
+  return absl::OkStatus();
+}
+
+absl::Status checkList(const Value& obj, std::string_view name, const std::string& path,
+                       std::string_view of = "objects") {
+  const Value* v = present(obj, name);
+  if (v == nullptr) return absl::OkStatus();
+  const std::string at = strCat(path, ".", name);
+  if (!v->IsArray()) return wrongType(at, strCat("a list of ", of), *v);
+  if (of == "objects") {
+    for (rapidjson::SizeType i = 0; i < v->Size(); ++i)
+      if (!(*v)[i].IsObject()) return wrongType(strCat(at, "[", i, "]"), "an object", (*v)[i]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status checkStringMap(const Value& obj, std::string_view name, const std::string& path) {
+  const Value* v = present(obj, name);
+  if (v == nullptr) return absl::OkStatus();
+  const std::string at = strCat(path, ".", name);
+  if (!v->IsObject()) return wrongType(at, "a map of strings", *v);
+  for (const auto& m : v->GetObject())
+    if (!m.value.IsString()) return wrongType(strCat(at, ".", m.name.GetString()), "a string", m.value);
+  return absl::OkStatus();
+}
+
+// The fields of a container Muster edits or the scheduler reads, in the types the API server
+// requires: the CRD keeps the template schemaless, so a wrong type reaches Muster, and editing it
+// would silently replace the user's value (an `env` object became an empty list).
+absl::Status checkContainer(const Value& c, const std::string& path) {
+  if (!c.IsObject()) return wrongType(path, "an object", c);
+  for (const char* field : {"name", "image", "workingDir", "imagePullPolicy"}) {
+    if (const Value* v = present(c, field); v && !v->IsString())
+      return wrongType(strCat(path, ".", field), "a string", *v);
+  }
+  for (const char* field : {"command", "args"})
+    if (absl::Status s = checkStringList(c, field, path); !s.ok()) return s;
+  for (const char* field : {"env", "envFrom", "ports", "volumeMounts", "volumeDevices"})
+    if (absl::Status s = checkList(c, field, path); !s.ok()) return s;
+  if (const Value* env = present(c, "env")) {
+    for (rapidjson::SizeType i = 0; i < env->Size(); ++i) {
+      const std::string at = strCat(path, ".env[", i, "]");
+      const Value* name = present((*env)[i], "name");
+      if (name == nullptr || !name->IsString()) return absl::InvalidArgumentError(strCat(at, ".name: expected a string"));
+      if (const Value* v = present((*env)[i], "value"); v && !v->IsString())
+        return wrongType(strCat(at, ".value"), "a string", *v);
+    }
+  }
+  if (const Value* res = present(c, "resources")) {
+    const std::string at = strCat(path, ".resources");
+    if (!res->IsObject()) return wrongType(at, "an object", *res);
+    for (const char* kind : {"limits", "requests"}) {
+      const Value* list = present(*res, kind);
+      if (list == nullptr) continue;
+      const std::string lat = strCat(at, ".", kind);
+      if (!list->IsObject()) return wrongType(lat, "a map of quantities", *list);
+      for (const auto& m : list->GetObject()) {
+        const std::string qat = strCat(lat, ".", m.name.GetString());
+        std::string text;
+        if (m.value.IsString()) text = m.value.GetString();
+        else if (m.value.IsInt64()) text = strCat(m.value.GetInt64());
+        else if (m.value.IsNumber()) text = strCat(m.value.GetDouble());
+        else return wrongType(qat, "a quantity", m.value);
+        if (auto q = Quantity::parse(text); !q.ok())
+          return absl::InvalidArgumentError(strCat(qat, ": ", q.status().message()));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The API server's limit on all annotations of an object together (256 KiB), less room for the
+// annotations Muster adds to each pod.
+constexpr size_t kMaxTemplateAnnotationBytes = 256 * 1024 - 4 * 1024;
+
+absl::Status checkTemplate(const Value& doc, std::string_view what) {
+  if (const Value* meta = present(doc, "metadata")) {
+    const std::string at = strCat(what, ".metadata");
+    if (!meta->IsObject()) return wrongType(at, "an object", *meta);
+    for (const char* field : {"labels", "annotations"})
+      if (absl::Status s = checkStringMap(*meta, field, at); !s.ok()) return s;
+    if (const Value* ann = present(*meta, "annotations")) {
+      size_t bytes = 0;
+      for (const auto& m : ann->GetObject()) bytes += m.name.GetStringLength() + m.value.GetStringLength();
+      if (bytes > kMaxTemplateAnnotationBytes) {
+        return absl::InvalidArgumentError(strCat(
+            at, ".annotations: ", bytes, " bytes in all, more than the ", kMaxTemplateAnnotationBytes,
+            " a pod can carry (the API server's limit is 262144 bytes; Muster adds its own)"));
+      }
+    }
+  }
+  const Value& spec = doc["spec"];
+  const std::string at = strCat(what, ".spec");
+  for (const char* field : {"volumes", "tolerations", "imagePullSecrets"})
+    if (absl::Status s = checkList(spec, field, at); !s.ok()) return s;
+  if (absl::Status s = checkStringMap(spec, "nodeSelector", at); !s.ok()) return s;
+  for (const char* list : {"initContainers", "containers"}) {
+    const Value* v = present(spec, list);
+    if (v == nullptr) continue;
+    for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
+      if (absl::Status s = checkContainer((*v)[i], strCat(at, ".", list, "[", i, "]")); !s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // --- PodTemplate -------------------------------------------------------------------------------
@@ -104,6 +243,7 @@ absl::StatusOr<PodTemplate> PodTemplate::parse(std::string_view json, std::strin
   auto inits = spec->value.FindMember("initContainers");
   if (inits != spec->value.MemberEnd() && !inits->value.IsArray() && !inits->value.IsNull())
     return absl::InvalidArgumentError(strCat(what, ".spec.initContainers is not a list"));
+  if (absl::Status s = checkTemplate(*doc, what); !s.ok()) return s;
   return PodTemplate(std::make_unique<rapidjson::Document>(std::move(*doc)));
 }
 

@@ -33,8 +33,11 @@ struct VolumeSource {
 class PodTemplate {
  public:
   // Parses a PodTemplateSpec ({"metadata":…,"spec":…}); `what` names it in errors
-  // ("spec.launcher"). InvalidArgument when it is not a JSON object, has no spec, or
-  // spec.containers is present but not a list.
+  // ("spec.launcher"). InvalidArgument when it is not a JSON object, has no spec, or a field
+  // Muster edits or the API server types is of the wrong type (the message names the field:
+  // "spec.launcher.spec.containers[0].env: expected a list of objects, got an object"): lists
+  // (containers, env, volumeMounts, volumes, ...), strings (image, command, ...), resource
+  // quantities, label and annotation maps, and annotations too large for a pod.
   static absl::StatusOr<PodTemplate> parse(std::string_view json, std::string_view what);
 
   PodTemplate(const PodTemplate& other);

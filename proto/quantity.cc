@@ -269,11 +269,14 @@ std::string Quantity::toString() const {
     return strCat(sign, magnitudeToString(units), kBinarySuffixes[power]);
   }
 
-  // Largest exponent of 10^3 (from n = 10^-9 up to E = 10^18) that keeps the mantissa whole.
+  // Largest exponent of 10^3 that keeps the mantissa whole: from n = 10^-9 up to E = 10^18 for
+  // suffixes (there is none beyond E, so 10^21 prints as "1000E"), and up to 10^27 (10^36 nano,
+  // the most a uint128 holds) in exponent form, which apimachinery prints as "1e21", not "1000e18".
   static constexpr std::string_view kDecimalSuffixes[] = {"n", "u", "m", "",  "k",
                                                           "M", "G", "T", "P", "E"};
+  const int max_step = format_ == Format::kDecimalExponent ? 12 : 9;
   int step = 0;
-  for (int candidate = 9; candidate > 0; --candidate) {
+  for (int candidate = max_step; candidate > 0; --candidate) {
     if (magnitude % powerOfTen(3 * candidate) == 0) {
       step = candidate;
       break;

@@ -30,9 +30,16 @@ bool sameTopologyLabels(const std::vector<std::string>& levels, const proto::Lab
   return true;
 }
 
-Resources requestsForAccounting(const proto::Pod& pod) {
-  absl::StatusOr<Resources> r = podRequests(pod);
-  if (r.ok()) return *r;
+// The requests a bound pod holds on its node. Names no node has advertised are not held anywhere
+// (*unadvertised says there were some).
+Resources requestsForAccounting(const proto::Pod& pod, bool* unadvertised) {
+  std::vector<std::string> names;
+  absl::StatusOr<Resources> r = podRequests(pod, &names);
+  *unadvertised = !names.empty();
+  if (r.ok()) {
+    (*r)[kUnadvertised] = 0;
+    return *r;
+  }
   MUSTER_LOG_WARNING("Cannot account all of a pod's requests", "pod", podKey(pod), "err",
                      r.status().message());
   Resources only_count;
@@ -117,6 +124,7 @@ void ClusterCache::upsertNode(const proto::Node& node) {
     for (size_t l = 0; l < levels_.size(); ++l) topology_.levels[l][domains[l]].free += after;
   }
   ++generation_;
+  reaccountUnadvertised();
 }
 
 void ClusterCache::removeNode(std::string_view name) {
@@ -171,7 +179,8 @@ void ClusterCache::upsertPod(const proto::Pod& pod) {
     if (it != pods_.end()) removePod(key);
     return;
   }
-  Resources requests = requestsForAccounting(pod);
+  bool unadvertised = false;
+  Resources requests = requestsForAccounting(pod, &unadvertised);
   std::vector<HostPort> ports = hostPortsOf(pod);
   if (it != pods_.end()) {
     CachedPod& cached = it->second;
@@ -185,7 +194,20 @@ void ClusterCache::upsertPod(const proto::Pod& pod) {
   }
   NodeId id = slotFor(pod.spec.node_name);
   account(id, requests, ports, +1);
-  pods_.emplace(std::move(key), CachedPod{id, requests, std::move(ports), false});
+  pods_.emplace(std::move(key),
+                CachedPod{id, requests, std::move(ports), false,
+                          unadvertised ? std::make_shared<const proto::Pod>(pod) : nullptr});
+}
+
+void ClusterCache::reaccountUnadvertised() {
+  const int count = resourceCount();
+  if (count == resource_count_seen_) return;
+  resource_count_seen_ = count;
+  std::vector<std::shared_ptr<const proto::Pod>> again;
+  for (const auto& [key, cached] : pods_) {
+    if (cached.unadvertised) again.push_back(cached.unadvertised);
+  }
+  for (const auto& pod : again) upsertPod(*pod);
 }
 
 void ClusterCache::removePod(std::string_view pod_key) {
@@ -206,7 +228,7 @@ absl::Status ClusterCache::assume(const PodInfo& pod, std::string_view node) {
                                                  nodes_[it->second.node].name));
   }
   account(*id, pod.requests, pod.host_ports, +1);
-  pods_.emplace(pod.key, CachedPod{*id, pod.requests, pod.host_ports, true});
+  pods_.emplace(pod.key, CachedPod{*id, pod.requests, pod.host_ports, true, nullptr});
   return absl::OkStatus();
 }
 

@@ -129,10 +129,15 @@ class ClusterCache {
     Resources requests;
     std::vector<HostPort> ports;
     bool assumed = false;
+    // Kept only for a pod requesting a resource no node had advertised when it was accounted
+    // (bound before its node was seen): accounted again once new names are interned.
+    std::shared_ptr<const proto::Pod> unadvertised;
   };
 
   void upsertNode(const proto::Node& node);
   void upsertPod(const proto::Pod& pod);
+  // Accounts again the pods that requested names no node had advertised, once more are interned.
+  void reaccountUnadvertised();
   NodeId slotFor(std::string_view name);
   void releaseSlotIfUnused(NodeId id);
   void account(NodeId id, const Resources& requests, const std::vector<HostPort>& ports, int sign);
@@ -147,6 +152,7 @@ class ClusterCache {
   absl::flat_hash_map<std::string, std::weak_ptr<const NodeDevices>> shapes_;  // by shapeKey()
   size_t present_count_ = 0;
   uint64_t generation_ = 0;
+  int resource_count_seen_ = 0;  // resourceCount() when unadvertised pods were last re-accounted
   mutable Topology topology_;
   mutable bool topology_dirty_ = true;
 };

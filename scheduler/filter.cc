@@ -86,6 +86,10 @@ Status filterNodeResourcesFit(const PodInfo& pod, const NodeInfo& node, const Re
       status.reasons.push_back(absl::StrCat("Insufficient ", resourceName(id)));
     }
   }
+  // No node advertises these (as kube-scheduler says of a node without the resource).
+  for (const std::string& name : pod.unadvertised) {
+    status.reasons.push_back(absl::StrCat("Insufficient ", name));
+  }
   if (!status.reasons.empty()) status.code = Status::Code::kUnschedulable;
   return status;
 }

@@ -26,6 +26,7 @@ std::string signatureOf(const PodInfo& info) {
   for (int i = 0; i < kMaxResources; ++i) {
     if (info.requests.v[i] != 0) absl::StrAppend(&s, i, "=", info.requests.v[i], ",");
   }
+  for (const std::string& name : info.unadvertised) absl::StrAppend(&s, "?", name, ",");
   absl::StrAppend(&s, "|n:", spec.node_name, "|p:");
   for (const HostPort& p : info.host_ports) absl::StrAppend(&s, p.ip, "/", p.protocol, "/", p.port, ",");
   absl::StrAppend(&s, "|s:");
@@ -81,7 +82,8 @@ bool conflicts(const HostPort& a, const HostPort& b) {
 
 absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod) {
   auto info = std::make_shared<PodInfo>();
-  absl::StatusOr<Resources> requests = podRequests(pod);
+  info->resource_count = resourceCount();
+  absl::StatusOr<Resources> requests = podRequests(pod, &info->unadvertised);
   if (!requests.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("pod ", podKey(pod), ": ", requests.status().message()));

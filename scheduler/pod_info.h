@@ -35,6 +35,11 @@ struct PodInfo {
   std::string key;
   proto::Pod pod;
   Resources requests;
+  // Resources requested that no node advertised when this was made (requests[kUnadvertised] is 1
+  // then), sorted; and how many names were interned then: once more are, the queue makes the
+  // PodInfo again (a node advertising one of them may have appeared).
+  std::vector<std::string> unadvertised;
+  int resource_count = 0;
   std::vector<HostPort> host_ports;
   int32_t priority = 0;
   // Equal for two pods exactly when their requests, host ports, nodeName, nodeSelector, node

@@ -68,6 +68,7 @@ void SchedulingQueue::leaveState(Gang& gang) {
       break;
     case State::kUnschedulable:
       unschedulable_.erase({gang.unschedulable_since, gang.key});
+      timeout_due_.erase({gang.timeout_due_at, gang.key});
       break;
     case State::kWaiting:
       waiting_event_due_.erase({waitingEventDue(gang), gang.key});
@@ -75,6 +76,13 @@ void SchedulingQueue::leaveState(Gang& gang) {
     default:
       break;
   }
+}
+
+absl::Time SchedulingQueue::timeoutDue(const Gang& gang) const {
+  if (gang.spec.schedule_timeout_seconds <= 0 || gang.timeout_reported) {
+    return absl::InfiniteFuture();
+  }
+  return gang.first_seen + absl::Seconds(gang.spec.schedule_timeout_seconds);
 }
 
 absl::Time SchedulingQueue::waitingEventDue(const Gang& gang) const {
@@ -93,6 +101,10 @@ void SchedulingQueue::setState(Gang& gang, State state) {
       break;
     case State::kUnschedulable:
       unschedulable_.insert({gang.unschedulable_since, gang.key});
+      gang.timeout_due_at = timeoutDue(gang);
+      if (gang.timeout_due_at != absl::InfiniteFuture()) {
+        timeout_due_.insert({gang.timeout_due_at, gang.key});
+      }
       break;
     case State::kWaiting:
       if (!gang.waiting_reported) waiting_event_due_.insert({waitingEventDue(gang), gang.key});
@@ -276,6 +288,9 @@ void SchedulingQueue::flush(absl::Time now) {
     GangKey key = unschedulable_.begin()->second;
     activateOrBackoff(gangs_.at(key), now);
   }
+  while (!timeout_due_.empty() && timeout_due_.begin()->first <= now) {
+    activateOrBackoff(gangs_.at(timeout_due_.begin()->second), now);
+  }
   while (!waiting_event_due_.empty() && waiting_event_due_.begin()->first <= now) {
     Gang& gang = gangs_.at(waiting_event_due_.begin()->second);
     gang.waiting_reported = true;
@@ -297,10 +312,17 @@ std::optional<GangAttempt> SchedulingQueue::pop() {
   a.priority = gang.priority;
   a.failures = gang.failures;
   a.members.reserve(gang.pending.size());
-  for (const auto& [k, pod] : gang.pending) a.members.push_back(pod);
+  for (auto& [k, pod] : gang.pending) {
+    // A member asked for resources no node advertised; a node may have brought them since.
+    if (!pod->unadvertised.empty() && pod->resource_count != resourceCount()) {
+      if (absl::StatusOr<PodInfoPtr> again = makePodInfo(pod->pod); again.ok()) pod = *again;
+    }
+    a.members.push_back(pod);
+  }
   for (const auto& [k, b] : gang.bound) a.bound.emplace_back(k, b.node);
-  a.timed_out = gang.spec.schedule_timeout_seconds > 0 &&
+  a.timed_out = !gang.timeout_reported && gang.spec.schedule_timeout_seconds > 0 &&
                 now - gang.first_seen >= absl::Seconds(gang.spec.schedule_timeout_seconds);
+  if (a.timed_out) gang.timeout_reported = true;
   a.report_waiting = std::exchange(gang.report_waiting, false);
   if (!gang.waiting_reported && now >= waitingEventDue(gang)) {
     gang.waiting_reported = true;
@@ -320,6 +342,10 @@ std::optional<absl::Time> SchedulingQueue::nextWakeup() const {
   if (!waiting_event_due_.empty()) {
     absl::Time w = waiting_event_due_.begin()->first;
     if (!t || w < *t) t = w;
+  }
+  if (!timeout_due_.empty()) {
+    absl::Time d = timeout_due_.begin()->first;
+    if (!t || d < *t) t = d;
   }
   return t;
 }
@@ -351,7 +377,8 @@ void SchedulingQueue::reportPlaced(const GangAttempt& attempt, const GangPlaceme
     gang.bound[a.pod_key] = BoundMember{a.node, p->second};
     gang.pending.erase(p);
   }
-  gang.failures = 0;
+  // failures stays until the binds succeed (reportBound): a gang whose binds keep failing backs
+  // off longer each time, as one that does not fit does, instead of every second.
   gang.backoff_until = absl::InfinitePast();
   if (reservations_.erase(attempt.key) > 0) {
     MUSTER_LOG_INFO(2, "Gang reservation released", "gang", attempt.key.toString());
@@ -413,7 +440,10 @@ void SchedulingQueue::reportUnschedulable(const GangAttempt& attempt, const Unsc
 }
 
 void SchedulingQueue::reportBound(const GangKey& key) {
-  if (auto it = gangs_.find(key); it != gangs_.end()) it->second.bind_failures = 0;
+  if (auto it = gangs_.find(key); it != gangs_.end()) {
+    it->second.bind_failures = 0;
+    it->second.failures = 0;
+  }
 }
 
 int SchedulingQueue::reportBindFailed(const GangAttempt& attempt,

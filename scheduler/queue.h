@@ -70,7 +70,9 @@ struct GangAttempt {
   std::vector<std::pair<std::string, std::string>> bound;  // pod key → node
   int32_t priority = 0;
   int failures = 0;        // earlier failed tries
-  bool timed_out = false;  // waited longer than the gang's schedule timeout
+  // The first attempt after the gang has waited longer than its schedule timeout (once per gang;
+  // an unschedulable gang is tried again when its timeout passes, so the Event is on time).
+  bool timed_out = false;
   // Still short of members queue.waitingEventAfterSeconds after it was first seen, and not told
   // yet: the caller says so in a Warning Event (once per gang).
   bool report_waiting = false;
@@ -158,6 +160,8 @@ class SchedulingQueue {
     int bind_failures = 0;          // attempts in a row whose binds failed
     bool waiting_reported = false;  // the waiting-for-members Event went out
     bool report_waiting = false;    // ... and is due at the next attempt
+    bool timeout_reported = false;  // the GangScheduleTimeout attempt happened
+    absl::Time timeout_due_at;      // its key in timeout_due_ (the spec may change meanwhile)
     // Position key in active_ while active.
     std::tuple<int32_t, absl::Time, GangKey> order_key() const {
       return {-priority, std::min(first_seen, oldest_creation), key};
@@ -178,6 +182,8 @@ class SchedulingQueue {
   void requeueChanged(Gang& gang);
   absl::Duration backoffFor(int failures) const;
   absl::Time waitingEventDue(const Gang& gang) const;
+  // When the gang's schedule timeout passes; InfiniteFuture without one or once reported.
+  absl::Time timeoutDue(const Gang& gang) const;
 
   const SchedulerConfig config_;
   Clock clock_;
@@ -190,6 +196,8 @@ class SchedulingQueue {
   std::set<std::pair<absl::Time, GangKey>> unschedulable_;
   // Waiting gangs by when their waiting-for-members Event is due.
   std::set<std::pair<absl::Time, GangKey>> waiting_event_due_;
+  // Unschedulable gangs with a schedule timeout not yet reported, by when it passes.
+  std::set<std::pair<absl::Time, GangKey>> timeout_due_;
   absl::flat_hash_map<GangKey, Reservation> reservations_;
 };
 

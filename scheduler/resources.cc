@@ -4,9 +4,11 @@
 #include <atomic>
 #include <limits>
 #include <mutex>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "proto/log.h"
 #include "proto/vocabulary.h"
 #include "scheduler/strings.h"
 
@@ -14,9 +16,11 @@ namespace muster::scheduler {
 namespace {
 
 struct InternTable {
+  // "<unadvertised>" cannot be a Kubernetes resource name, so no node or pod ever names it.
   std::array<std::string, kMaxResources> names{"cpu", "memory", "ephemeral-storage", "pods",
-                                               proto::vocabulary::kExclusiveAnnotation};
-  std::atomic<int> count{5};
+                                               proto::vocabulary::kExclusiveAnnotation,
+                                               "<unadvertised>"};
+  std::atomic<int> count{kFirstNamed};
   std::mutex mutex;  // serialises writers; readers see names[i] for i < count (release/acquire)
 };
 
@@ -36,6 +40,25 @@ int64_t amountOf(ResourceId id, const proto::Quantity& q) {
   return id == kCpu ? q.milliValue() : q.value();
 }
 
+// kMaxPodRequest in the unit of `name`.
+std::string limitText(std::string_view name) {
+  std::optional<ResourceId> id = findResource(name);
+  return id ? formatAmount(*id, kMaxPodRequest) : absl::StrCat(kMaxPodRequest);
+}
+
+// Once per name (for the first 64 names): a node advertises a resource the table has no room for.
+void warnTableFull(std::string_view node, std::string_view name) {
+  static std::mutex mutex;
+  static auto* warned = new std::set<std::string, std::less<>>();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (warned->size() >= 64 || !warned->insert(std::string(name)).second) return;
+  }
+  MUSTER_LOG_WARNING("node advertises more distinct resources than the scheduler tracks; this one is "
+                     "not accounted and pods requesting it fit nowhere",
+                     "node", node, "resource", name, "limit", kMaxResources);
+}
+
 // `name` of `what` ("container main", "pod overhead"): a negative amount, or a sum beyond
 // kMaxPodRequest, as an error that says so.
 absl::Status badAmount(std::string_view what, std::string_view name, const proto::Quantity& q,
@@ -46,7 +69,7 @@ absl::Status badAmount(std::string_view what, std::string_view name, const proto
   }
   return absl::InvalidArgumentError(strCat(
       what, " requests ", q.toString(), " of ", name, ", which takes the pod's total over the ",
-      formatAmount(*findResource(name), kMaxPodRequest), " of one resource the scheduler can count"));
+      limitText(name), " of one resource the scheduler can count"));
 }
 
 // *total += amount, or an error when amount is negative or the sum exceeds kMaxPodRequest.
@@ -58,22 +81,46 @@ absl::Status addAmount(std::string_view what, std::string_view name, const proto
   return absl::OkStatus();
 }
 
+// Where a pod's requests go: the amounts, and the names no node has advertised.
+struct RequestSink {
+  Resources* out;
+  std::vector<std::string>* unadvertised;  // may be null
+  bool* any_unadvertised;
+
+  // The id `name` is accounted under, or nullopt for "pods" and the node share (no container
+  // resource) and for a name no node has advertised (recorded).
+  std::optional<ResourceId> idOf(const std::string& name) {
+    std::optional<ResourceId> id = findResource(name);
+    if (!id) {
+      *any_unadvertised = true;
+      if (unadvertised != nullptr) {
+        auto at = std::lower_bound(unadvertised->begin(), unadvertised->end(), name);
+        if (at == unadvertised->end() || *at != name) unadvertised->insert(at, name);
+      }
+      return std::nullopt;
+    }
+    if (*id == kPods || *id == kNodeShare || *id == kUnadvertised) return std::nullopt;
+    return id;
+  }
+};
+
+// The amount of `q` in the unit of `name` (millicores for cpu; interned or not).
+int64_t amountOfName(std::string_view name, const proto::Quantity& q) {
+  return name == "cpu" ? q.milliValue() : q.value();
+}
+
 // A container's effective requests: requests, with limits standing in for absent requests.
-absl::Status addContainer(const proto::Container& c, Resources* out, bool take_max) {
+absl::Status addContainer(const proto::Container& c, RequestSink& sink, Resources* out,
+                          bool take_max) {
   const std::string what = absl::StrCat("container ", c.name);
   auto apply = [&](const std::string& name, const proto::Quantity& q) -> absl::Status {
-    std::optional<ResourceId> id = internResource(name);
-    if (!id) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "container ", c.name, " requests resource ", name, ", but the scheduler tracks at most ",
-          kMaxResources, " distinct resource names"));
-    }
-    // Neither "pods" nor the node share is a container resource.
-    if (*id == kPods || *id == kNodeShare) return absl::OkStatus();
-    int64_t amount = amountOf(*id, q);
+    const int64_t amount = amountOfName(name, q);
+    if (amount < 0) return badAmount(what, name, q, /*negative=*/true);
+    if (amount > kMaxPodRequest) return badAmount(what, name, q, /*negative=*/false);
+    if (amount == 0) return absl::OkStatus();  // asking for none of a resource is no request
+    std::optional<ResourceId> id = sink.idOf(name);
+    if (!id) return absl::OkStatus();
     if (take_max) {
-      if (amount < 0) return badAmount(what, name, q, /*negative=*/true);
-      if (amount > kMaxPodRequest) return badAmount(what, name, q, /*negative=*/false);
       (*out)[*id] = std::max((*out)[*id], amount);
       return absl::OkStatus();
     }
@@ -125,30 +172,36 @@ int64_t capacityFor(const Resources& request, const Resources& free, int64_t lim
   return cap;
 }
 
-absl::StatusOr<Resources> podRequests(const proto::Pod& pod) {
+absl::StatusOr<Resources> podRequests(const proto::Pod& pod,
+                                      std::vector<std::string>* unadvertised) {
+  if (unadvertised != nullptr) unadvertised->clear();
+  bool any_unadvertised = false;
   Resources sum;
+  RequestSink sink{&sum, unadvertised, &any_unadvertised};
   for (const proto::Container& c : pod.spec.containers) {
-    if (absl::Status s = addContainer(c, &sum, false); !s.ok()) return s;
+    if (absl::Status s = addContainer(c, sink, &sum, false); !s.ok()) return s;
   }
   Resources init_max;
   for (const proto::Container& c : pod.spec.init_containers) {
     Resources one;
-    if (absl::Status s = addContainer(c, &one, false); !s.ok()) return s;
+    if (absl::Status s = addContainer(c, sink, &one, false); !s.ok()) return s;
     for (int i = 0; i < kMaxResources; ++i) init_max.v[i] = std::max(init_max.v[i], one.v[i]);
   }
   for (int i = 0; i < kMaxResources; ++i) sum.v[i] = std::max(sum.v[i], init_max.v[i]);
   for (const auto& [name, q] : pod.spec.overhead) {
-    std::optional<ResourceId> id = internResource(name);
+    const int64_t amount = amountOfName(name, q);
+    if (amount == 0) continue;
+    std::optional<ResourceId> id = sink.idOf(name);
     if (!id) {
-      return absl::InvalidArgumentError(absl::StrCat("pod overhead names resource ", name,
-                                                     ", but the scheduler tracks at most ",
-                                                     kMaxResources, " distinct resource names"));
+      if (amount < 0) return badAmount("pod overhead", name, q, /*negative=*/true);
+      if (amount > kMaxPodRequest) return badAmount("pod overhead", name, q, /*negative=*/false);
+      continue;
     }
-    if (*id == kPods || *id == kNodeShare) continue;
-    if (absl::Status s = addAmount("pod overhead", name, q, amountOf(*id, q), &sum[*id]); !s.ok()) {
+    if (absl::Status s = addAmount("pod overhead", name, q, amount, &sum[*id]); !s.ok()) {
       return s;
     }
   }
+  sum[kUnadvertised] = any_unadvertised ? 1 : 0;
   sum[kPods] = 1;
   const proto::OwnerReference* owner = pod.meta.controllerRef();
   if (owner != nullptr && owner->kind == "DaemonSet") {
@@ -166,7 +219,11 @@ Resources nodeAllocatable(const proto::Node& node) {
   Resources r;
   for (const auto& [name, q] : node.status.allocatable) {
     std::optional<ResourceId> id = internResource(name);
-    if (!id || *id == kNodeShare) continue;
+    if (!id) {
+      warnTableFull(node.meta.name, name);
+      continue;
+    }
+    if (*id == kNodeShare || *id == kUnadvertised) continue;
     r[*id] = std::max<int64_t>(amountOf(*id, q), 0);
   }
   r[kNodeShare] = kNodeShares;

@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "proto/objects.h"
@@ -34,9 +35,11 @@
 namespace muster::scheduler {
 
 using ResourceId = uint8_t;
-// The most distinct resource names the scheduler tracks. A node advertising more is accounted for
-// the first kMaxResources only; a pod requesting a name beyond them is refused with an error.
-inline constexpr int kMaxResources = 24;
+// The most distinct resource names the scheduler tracks. Only nodes add names (their
+// status.allocatable): a pod's requests never do, so pods cannot fill the table. A node
+// advertising names beyond it is accounted for the first kMaxResources only (and a warning says
+// so); a pod requesting a name no node has advertised fits nowhere (kUnadvertised).
+inline constexpr int kMaxResources = 48;
 
 inline constexpr ResourceId kCpu = 0;
 inline constexpr ResourceId kMemory = 1;
@@ -48,10 +51,15 @@ inline constexpr ResourceId kPods = 3;
 // node without other pods, and nothing fits beside it. Never named in messages as a resource.
 inline constexpr ResourceId kNodeShare = 4;
 inline constexpr int64_t kNodeShares = 1000000;
+// "Some resource no node advertises": a pod requesting one takes 1, every node has 0, so the pod
+// fits nowhere; its PodInfo names the resources (kube-scheduler says "Insufficient <name>" for
+// them too). Never named in messages as a resource.
+inline constexpr ResourceId kUnadvertised = 5;
 // The first id of the other (extended and named) resources.
-inline constexpr ResourceId kFirstNamed = 5;
+inline constexpr ResourceId kFirstNamed = 6;
 
-// The id of `name`, interning it on first use; nullopt when the table is full.
+// The id of `name`, interning it on first use; nullopt when the table is full. Only for names a
+// node advertises (and tests).
 std::optional<ResourceId> internResource(std::string_view name);
 // The id of `name` if it was interned.
 std::optional<ResourceId> findResource(std::string_view name);
@@ -125,12 +133,15 @@ int64_t capacityFor(const Resources& request, const Resources& free, int64_t lim
 // cores in millicores - far beyond any machine).
 inline constexpr int64_t kMaxPodRequest = int64_t{1} << 62;
 
-// The pod's requests as NodeResourcesFit computes them (see the file comment). InvalidArgument
-// when it names more distinct resources than the scheduler can track, requests a negative amount
+// The pod's requests as NodeResourcesFit computes them (see the file comment). A resource no node
+// has advertised (not interned) is not interned: the pod takes 1 of kUnadvertised and its name is
+// appended to *unadvertised (sorted, without duplicates) when given. InvalidArgument when it
+// requests a negative amount
 // (the API server's validation refuses those), or requests more than kMaxPodRequest of one
 // resource in total (two containers asking for 8Ei of memory each): such a pod is refused with a
 // message, never accounted with a sum that wrapped around.
-absl::StatusOr<Resources> podRequests(const proto::Pod& pod);
+absl::StatusOr<Resources> podRequests(const proto::Pod& pod,
+                                      std::vector<std::string>* unadvertised = nullptr);
 
 // The node's status.allocatable. Names beyond the intern table's capacity are ignored; negative
 // amounts count as 0.

@@ -405,9 +405,13 @@ void Scheduler::reportUnschedulable(const GangAttempt& attempt, const Unschedula
   if (verdict.waiting_for_members) {
     // Members are still being created: one stable condition per pod, no Events, so a gang of
     // n pods costs n writes rather than n per arriving member.
-    std::string message = absl::StrCat("gang ", attempt.key.toString(),
-                                       " is waiting for its members: it is placed once ",
-                                       attempt.spec.min_member, " pods exist");
+    // A missing PodGroup is said at once: nothing will arrive to make it less true.
+    std::string message =
+        attempt.spec.pod_group_missing
+            ? verdict.message
+            : absl::StrCat("gang ", attempt.key.toString(),
+                           " is waiting for its members: it is placed once ", attempt.spec.min_member,
+                           attempt.spec.min_member == 1 ? " pod exists" : " pods exist");
     for (const auto& member : attempt.members) status_.unschedulable(member->pod, message);
     if (attempt.report_waiting) {
       // Long enough that it is not just members still being created: say what is missing.

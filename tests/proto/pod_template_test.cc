@@ -1,6 +1,8 @@
 // Pods built from a user's PodTemplateSpec: Muster adds, the user's fields survive and win.
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "proto/json.h"
 #include "proto/pod_template.h"
 
@@ -8,7 +10,7 @@ namespace muster::proto {
 namespace {
 
 constexpr char kTemplate[] = R"({
-  "metadata": {"labels": {"app": "train", "n": 1}, "annotations": {"team": "ml"}},
+  "metadata": {"labels": {"app": "train"}, "annotations": {"team": "ml"}},
   "spec": {
     "priorityClassName": "high",
     "containers": [{"name": "main", "image": "mpi:1", "env": [{"name": "A", "value": "user"}],
@@ -36,10 +38,42 @@ TEST_CASE("a template that is not a PodTemplateSpec is refused naming the field"
         "spec.launcher.spec.containers is not a list");
 }
 
+TEST_CASE("a field of the wrong type is refused naming it, never replaced", "[podtemplate]") {
+  // The CRD keeps templates schemaless, so these reach Muster; editing `env` used to replace an
+  // object with an empty list, so the job ran without the user's variables.
+  auto refused = [](const std::string& container, const std::string& meta = "{}") {
+    std::string json = absl::StrCat(R"({"metadata":)", meta, R"(,"spec":{"containers":[)", container,
+                                    "]}}");
+    absl::StatusOr<PodTemplate> t = PodTemplate::parse(json, "spec.launcher");
+    return t.ok() ? std::string("accepted") : std::string(t.status().message());
+  };
+  const std::string c0 = "spec.launcher.spec.containers[0]";
+  CHECK(refused(R"({"name":"main","env":{"A":"1"}})") ==
+        c0 + ".env: expected a list of objects, got an object");
+  CHECK(refused(R"({"name":"main","env":[{"name":"A","value":1}]})") ==
+        c0 + ".env[0].value: expected a string, got a number");
+  CHECK(refused(R"({"name":"main","image":42})") == c0 + ".image: expected a string, got a number");
+  CHECK(refused(R"({"name":"main","command":"sh"})") ==
+        c0 + ".command: expected a list of strings, got a string");
+  CHECK(refused(R"({"name":"main","resources":"lots"})") ==
+        c0 + ".resources: expected an object, got a string");
+  CHECK(absl::StartsWith(refused(R"({"name":"main","resources":{"requests":{"cpu":"abc"}}})"),
+                         c0 + ".resources.requests.cpu: "));
+  CHECK(refused(R"({"name":"main","volumeMounts":"data"})") ==
+        c0 + ".volumeMounts: expected a list of objects, got a string");
+  CHECK(refused(R"({"name":"main"})", R"({"labels":{"n":1}})") ==
+        "spec.launcher.metadata.labels.n: expected a string, got a number");
+  const std::string big(300000, 'x');
+  CHECK(absl::StartsWith(refused(R"({"name":"main"})", absl::StrCat(R"({"annotations":{"a":")", big, R"("}})")),
+                         "spec.launcher.metadata.annotations: 300001 bytes in all, more than the"));
+  CHECK(refused(R"({"name":"main","image":"mpi:1","env":[{"name":"A","value":"1"}],)"
+                R"("resources":{"limits":{"cpu":2,"memory":"1Gi"}}})") == "accepted");
+}
+
 TEST_CASE("what Muster adds never overrides the user's template", "[podtemplate]") {
   auto t = PodTemplate::parse(kTemplate, "spec.launcher");
   REQUIRE(t.ok());
-  CHECK(t->labels() == std::map<std::string, std::string>{{"app", "train"}});  // strings only
+  CHECK(t->labels() == std::map<std::string, std::string>{{"app", "train"}});
   CHECK(t->annotations().at("team") == "ml");
   auto main = t->container("main");
   REQUIRE(main);

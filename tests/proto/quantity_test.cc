@@ -267,6 +267,11 @@ TEST_CASE("quantities print in a canonical form", "[quantity]") {
   CHECK(q("1.1E-9").toString() == "2e-9");
   CHECK(q("3.001n").toString() == "4n");
   CHECK(q("12E").toString() == "12E");
+  // Beyond exa: the exponent form goes on as apimachinery's does; there is no suffix beyond E.
+  CHECK(q("1e21").toString() == "1e21");
+  CHECK(q("12e20").toString() == "1200e18");
+  CHECK(q("5e27").toString() == "5e27");
+  CHECK(q("1000E").toString() == "1000E");
   CHECK(q("-1.5").toString() == "-1500m");
   CHECK(q("-2Gi").toString() == "-2Gi");
   CHECK(q(".000000000001Ki").toString() == "2n");

@@ -261,6 +261,7 @@ std::string NodeJson::json() const {
   w.key("status").beginObject();
   std::map<std::string, std::string> alloc = {{"cpu", "64"}, {"memory", "512Gi"}, {"pods", "110"}};
   if (gpus_ > 0) alloc["nvidia.com/gpu"] = std::to_string(gpus_);
+  for (const auto& [k, v] : extra_) alloc[k] = v;
   w.stringMapField("allocatable", alloc);
   w.stringMapField("capacity", alloc);
   w.key("conditions").beginArray().beginObject();
@@ -293,6 +294,7 @@ std::string PodJson::json() const {
   w.key("resources").beginObject();
   std::map<std::string, std::string> req = {{"cpu", "1"}, {"memory", "1Gi"}};
   if (gpus_ > 0) req["nvidia.com/gpu"] = std::to_string(gpus_);
+  for (const auto& [k, v] : extra_) req[k] = v;
   w.stringMapField("requests", req);
   w.endObject().endObject().endArray();
   auto named = [&](const char* field, const std::vector<std::string>& names) {

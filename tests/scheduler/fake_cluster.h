@@ -127,13 +127,15 @@ class NodeJson {
   NodeJson& gpus(int n) { gpus_ = n; return *this; }
   NodeJson& label(const std::string& k, const std::string& v) { labels_[k] = v; return *this; }
   NodeJson& rack(const std::string& v) { return label("muster.dev/rack", v); }
+  // Another allocatable resource (an extended one: "example.com/fpga", "4").
+  NodeJson& resource(const std::string& name, const std::string& v) { extra_[name] = v; return *this; }
   std::string json() const;
   operator std::string() const { return json(); }
 
  private:
   std::string name_;
   int gpus_ = 8;
-  std::map<std::string, std::string> labels_;
+  std::map<std::string, std::string> labels_, extra_;
 };
 inline NodeJson nodeJson(std::string name) { return NodeJson(std::move(name)); }
 
@@ -142,6 +144,8 @@ class PodJson {
   explicit PodJson(std::string name) : name_(std::move(name)) {}
   PodJson& ns(const std::string& v) { ns_ = v; return *this; }
   PodJson& gpus(int n) { gpus_ = n; return *this; }
+  // Another request of container main ("example.com/fpga", "1").
+  PodJson& request(const std::string& name, const std::string& v) { extra_[name] = v; return *this; }
   PodJson& gang(const std::string& name, int size) {
     annotations_["gang-scheduling.preferred.jp/gang-name"] = name;
     annotations_["gang-scheduling.preferred.jp/gang-size"] = std::to_string(size);
@@ -167,7 +171,7 @@ class PodJson {
  private:
   std::string name_, ns_ = "ml", node_, owner_, scheduler_ = "muster-scheduler", phase_ = "Pending";
   int gpus_ = 1;
-  std::map<std::string, std::string> labels_, annotations_;
+  std::map<std::string, std::string> labels_, annotations_, extra_;
   std::vector<std::string> gates_, claims_, resource_claims_;
 };
 inline PodJson podJson(std::string name) { return PodJson(std::move(name)); }

@@ -1,4 +1,5 @@
 #include "scheduler/resources.h"
+#include "scheduler/cache.h"
 
 #include <catch2/catch.hpp>
 
@@ -42,10 +43,12 @@ TEST_CASE("pod overhead is added on top of the max rule", "[resources]") {
 
 TEST_CASE("extended resources count by value and limits stand in for absent requests",
           "[resources]") {
+  const ResourceId rdma = *internResource("preferred.jp/rdma");  // nodes advertised these
+  const ResourceId gpus = gpu();
   proto::Pod p = pod("p").limit("nvidia.com/gpu", "8").limit("preferred.jp/rdma", "1").cpu("4");
   Resources r = *podRequests(p);
-  CHECK(r[gpu()] == 8);
-  CHECK(r[*findResource("preferred.jp/rdma")] == 1);
+  CHECK(r[gpus] == 8);
+  CHECK(r[rdma] == 1);
   CHECK(r[kCpu] == 4000);
 }
 
@@ -138,6 +141,42 @@ TEST_CASE("sums of resources saturate instead of wrapping around", "[resources][
   CHECK(saturatingAdd(INT64_MIN, -1) == INT64_MIN);
   CHECK(saturatingSub(INT64_MAX, -1) == INT64_MAX);
   CHECK(saturatingMul(INT64_MIN, -1) == INT64_MAX);
+}
+
+TEST_CASE("a resource no node advertises is not interned: the pod fits nowhere and says which",
+          "[resources]") {
+  const ResourceId gpus = gpu();
+  const int tracked = resourceCount();
+  proto::Pod p = pod("p").gpus(1).request("example.com/zeta", "2").request("example.com/alpha", "1")
+                     .initContainer("init", {{"example.com/alpha", q("3")}})
+                     .request("example.com/none", "0");
+  std::vector<std::string> names;
+  Resources r = *podRequests(p, &names);
+  CHECK(resourceCount() == tracked);
+  CHECK(names == std::vector<std::string>{"example.com/alpha", "example.com/zeta"});  // not "none"
+  CHECK(r[kUnadvertised] == 1);
+  CHECK(r[gpus] == 1);
+  Resources node_free = nodeAllocatable(node("n1").gpus(8));
+  CHECK(node_free[kUnadvertised] == 0);
+  CHECK_FALSE(fitsIn(r, node_free));
+  CHECK(capacityFor(r, node_free, 100) == 0);
+  // Still validated: a negative amount of an unknown resource is refused.
+  CHECK_FALSE(podRequests(pod("neg").request("example.com/omega", "-1")).ok());
+  CHECK(podRequests(pod("plain").gpus(1)).value()[kUnadvertised] == 0);
+}
+
+TEST_CASE("a bound pod's resource a node advertises later is accounted once it does",
+          "[resources][cache]") {
+  ClusterCache cache({});
+  cache.addNode(node("n1").gpus(8));
+  cache.addPod(pod("early").request("example.com/beta-fpga", "3").onNode("n1"));
+  CHECK_FALSE(findResource("example.com/beta-fpga").has_value());
+  cache.addNode(node("n2").resource("example.com/beta-fpga", "4"));
+  cache.updateNode(node("n1").gpus(8).resource("example.com/beta-fpga", "4"));
+  const ResourceId fpga = *findResource("example.com/beta-fpga");
+  CHECK(cache.node(*cache.findNode("n1")).freeOf(fpga) == 1);
+  CHECK(cache.node(*cache.findNode("n2")).freeOf(fpga) == 4);
+  CHECK(cache.node(*cache.findNode("n1")).requested[kUnadvertised] == 0);
 }
 
 }  // namespace

@@ -447,5 +447,133 @@ TEST_CASE("PodGroup status follows its pods from events, in few writes", "[sched
   CHECK(f.api->group_statuses.size() <= writes + 2);
 }
 
+TEST_CASE("pods naming 60 made-up resources do not use up what the scheduler can track",
+          "[scheduler][resources]") {
+  // Before, each name a pod requested took one of 24 slots for good: after ~20 such names every
+  // new one (a new node type's, nvidia.com/gpu's on a fresh process) was refused cluster-wide.
+  Fixture f;
+  racks(f);
+  std::vector<std::string> junk;
+  for (int i = 0; i < 30; ++i) {
+    junk.push_back("junk-" + std::to_string(i));
+    f.cluster.put("pods", podJson(junk.back())
+                              .request("example.com/junk-" + std::to_string(2 * i), "1")
+                              .request("example.com/junk-" + std::to_string(2 * i + 1), "1"));
+  }
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] {
+    return std::all_of(junk.begin(), junk.end(),
+                       [&](const std::string& p) { return !f.scheduledCondition(p).empty(); });
+  }));
+  for (int i = 0; i < 60; ++i) {  // requests intern nothing
+    CHECK_FALSE(findResource("example.com/junk-" + std::to_string(i)).has_value());
+  }
+  CHECK(f.scheduledCondition("junk-0") ==
+        "Unschedulable: 0/4 nodes are available: 4 Insufficient example.com/junk-0, 4 Insufficient "
+        "example.com/junk-1.");
+  // A new kind of node and its resource, and GPUs, are still placed.
+  f.cluster.put("nodes", nodeJson("fpga1").rack("r3").resource("example.com/fpga", "4"));
+  f.cluster.put("pods", podJson("fpga-user").gpus(0).request("example.com/fpga", "2"));
+  f.cluster.put("pods", podJson("gpu-user").gpus(2));
+  REQUIRE(f.cluster.runUntil([&] { return f.bound({"fpga-user", "gpu-user"}) == 2; }));
+  CHECK(f.nodeOf("fpga-user") == "fpga1");
+  CHECK(f.bound(junk) == 0);
+}
+
+TEST_CASE("a pod asking for a resource no node has yet is placed once a node brings it",
+          "[scheduler][resources]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("pods", podJson("early").gpus(0).request("example.com/late-accelerator", "1"));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] {
+    return f.scheduledCondition("early") ==
+           "Unschedulable: 0/4 nodes are available: 4 Insufficient example.com/late-accelerator.";
+  }));
+  f.cluster.put("nodes", nodeJson("n9").rack("r3").resource("example.com/late-accelerator", "1"));
+  f.afterBackoff();
+  REQUIRE(f.cluster.runUntil([&] { return f.nodeOf("early") == "n9"; }));
+}
+
+TEST_CASE("a gang past its schedule timeout gets a GangScheduleTimeout Event, not before",
+          "[scheduler]") {
+  Fixture f;
+  racks(f);  // 4 nodes of 8 GPUs: a gang of 5 × 8 GPUs never fits
+  const std::vector<std::string> gang = {"t0", "t1", "t2", "t3", "t4"};
+  for (const auto& p : gang) {
+    f.cluster.put("pods", podJson(p).gpus(8).gang("big", 5).annotation(
+                              "gang-scheduling.preferred.jp/gang-schedule-timeout-seconds", "30"));
+  }
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.sink->count("FailedScheduling") > 0; }));
+  f.clock.advance(absl::Seconds(20));
+  f.scheduler->wake();
+  for (int i = 0; i < 5; ++i) f.cluster.settle();
+  CHECK(f.sink->count("GangScheduleTimeout") == 0);
+  f.clock.advance(absl::Seconds(11));  // 31 s after the gang was first seen
+  f.scheduler->wake();
+  REQUIRE(f.cluster.runUntil([&] { return f.sink->count("GangScheduleTimeout") > 0; }));
+  CHECK(f.sink->count("GangScheduleTimeout", "ml/t0") == 1);
+  const proto::Event& e = f.sink->created.back();
+  CHECK(e.type == "Warning");
+  CHECK(e.message.rfind("gang ml/big has waited longer than its 30s schedule timeout: ", 0) == 0);
+  CHECK(f.bound(gang) == 0);
+}
+
+TEST_CASE("a gang whose binds keep failing backs off longer each time, also after its rollback",
+          "[scheduler]") {
+  // Before, every placement reset the gang's failures, so a ParallelJob whose worker could never
+  // be bound (its launcher rolled back and recreated by the job engine) was retried every second.
+  Fixture f;
+  racks(f);
+  SchedulerConfig c = config();
+  c.queue_initial_backoff_seconds = 1;
+  c.queue_max_backoff_seconds = 60;
+  for (const auto& p : {"w0", "w1"}) f.cluster.put("pods", podJson(p).gpus(4).gang("g", 2).controlledBy("j"));
+  f.api->on_bind = [](const testing::BindCall& call, int) {
+    return call.pod == "ml/w1" ? absl::PermissionDeniedError("admission webhook denied the request")
+                               : absl::OkStatus();
+  };
+  auto w1Binds = [&] {
+    return std::count_if(f.api->binds.begin(), f.api->binds.end(),
+                         [](const testing::BindCall& b) { return b.pod == "ml/w1"; });
+  };
+  f.start(c);
+  REQUIRE(f.cluster.runUntil([&] { return w1Binds() == 1; }));
+  // 40 s in steps of 0.25 s; the job engine's part: an evicted member is created again.
+  std::vector<double> at = {0};
+  int replacements = 0;
+  for (int step = 1; step <= 160; ++step) {
+    f.clock.advance(absl::Milliseconds(250));
+    f.scheduler->wake();
+    for (int i = 0; i < 3; ++i) f.cluster.settle();
+    if (!f.exists("w0") && replacements == 0) {
+      f.cluster.put("pods", podJson("w0b").gpus(4).gang("g", 2).controlledBy("j"));
+      ++replacements;
+    }
+    while (static_cast<int>(at.size()) < w1Binds()) at.push_back(step * 0.25);
+  }
+  CHECK(replacements == 1);      // rolled back after 3 failed binds in a row
+  REQUIRE(at.size() >= 4);
+  CHECK(at.size() <= 7);         // 1 + 2 + 4 + 8 + 16 s of backoff fill the 40 s: not 40 tries
+  for (size_t i = 2; i < at.size(); ++i) CHECK(at[i] - at[i - 1] >= at[i - 1] - at[i - 2]);
+  CHECK(at[3] - at[2] >= 3.5);   // the 4th try, after the rollback, waited for its 4 s
+  CHECK(f.nodeOf("w1").empty());
+}
+
+TEST_CASE("a pod naming a PodGroup that does not exist says so at once", "[scheduler]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("pods", podJson("orphan").gpus(1).podGroup("pg-missing"));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return !f.scheduledCondition("orphan").empty(); }));
+  CHECK(f.scheduledCondition("orphan") ==
+        "Unschedulable: gang ml/pg-missing is waiting for its PodGroup ml/pg-missing "
+        "(scheduling.x-k8s.io/v1alpha1) to exist");
+  f.cluster.put("podgroups", podGroupJson("pg-missing", 1));
+  f.afterBackoff();
+  REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("orphan").empty(); }));
+}
+
 }  // namespace
 }  // namespace muster::scheduler
