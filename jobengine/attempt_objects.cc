@@ -45,6 +45,13 @@ std::string describeController(const proto::ObjectMeta& meta) {
   return "its controller is " + ref->kind + " " + ref->name + " (uid " + ref->uid + ")";
 }
 
+// Whether `ref` names an earlier ParallelJob of `job`'s name (same namespace: owner references
+// never cross one). Names are unique, so that job no longer exists.
+bool leftByEarlierJob(const proto::OwnerReference& ref, const proto::ParallelJob& job) {
+  return ref.kind == "ParallelJob" && ref.name == job.meta.name &&
+         ref.api_version.rfind("preferred.jp/", 0) == 0;
+}
+
 asio::awaitable<absl::Status> createOne(JobApi& api, std::string ns, std::string name,
                                         std::string body) {
   auto created = co_await api.create(proto::resources::kPods, ns, std::move(body));
@@ -171,13 +178,30 @@ asio::awaitable<SupportResult> ensureSupport(JobApi& api, const proto::ParallelJ
       co_return result;
     }
     const proto::OwnerReference* ref = meta->controllerRef();
+    if (ref != nullptr && ref->uid != job.meta.uid && leftByEarlierJob(*ref, job)) {
+      // An earlier ParallelJob of this name owned it; that job is gone (this one holds the name
+      // now), so the garbage collector is about to delete the object. Deleting it now, by UID, is
+      // all the collector would do, and spares a job deleted and created again a wait with
+      // backoff.
+      MUSTER_LOG_INFO(2, "Deleting what an earlier ParallelJob of the same name left",
+                      "object", what, "owner", ref->uid);
+      auto removed = co_await api.remove(*obj.resource, ns, obj.name, meta->uid);
+      if (!removed.ok() && !proto::isNotFound(removed.status())) {
+        result.status = removed.status();
+        co_return result;
+      }
+      auto again = co_await api.create(*obj.resource, ns, obj.body);
+      if (!again.ok()) {
+        result.status = again.status();
+        co_return result;
+      }
+      continue;
+    }
     if (ref == nullptr || ref->uid != job.meta.uid) {
       std::string message = what + " already exists and is not this ParallelJob's (" +
                             describeController(*meta) +
                             "): the job engine does not use it and creates no pods until the name "
                             "is free; delete or rename that object";
-      if (ref != nullptr && ref->kind == "ParallelJob" && ref->name == job.meta.name)
-        message += " (an earlier ParallelJob of the same name, still being deleted?)";
       result.events.push_back({"Warning", "NameTaken", message});
       result.status = absl::FailedPreconditionError(message);
       co_return result;

@@ -19,9 +19,11 @@
 //   controller is this job (same UID); the ConfigMap, whose scripts run in every pod, also only if
 //   its data is exactly what this engine writes, or if pods of the attempt already use it. An owned
 //   ConfigMap with other data and no pod using it (written by an older Muster) is deleted and
-//   created again. Anything else is a name taken by a foreign object: nothing of it is used or
-//   touched, a Warning Event NameTaken says so on the job, and the attempt waits (retried with
-//   backoff) until the name is free. The Secret is created last, once both names are settled.
+//   created again. One whose controller is an earlier ParallelJob of the same name (deleted and
+//   created again before the garbage collector got to its objects) is deleted, by UID, and made
+//   again: that job is gone, and the collector would delete it anyway. Anything else is a name
+//   taken by a foreign object: nothing of it is used or touched, a Warning Event NameTaken says so
+//   on the job, and the attempt waits (retried with backoff) until the name is free. The Secret is created last, once both names are settled.
 
 #include <cstdint>
 #include <functional>

@@ -36,11 +36,12 @@ class FakeApi final : public JobApi {
 
   // Puts an object there as someone else would have created it.
   void put(const std::string& plural, const std::string& name, const std::string& controller_uid,
-           const std::string& data_json = "{}") {
+           const std::string& data_json = "{}", const std::string& controller_name = "x") {
     std::string refs = controller_uid.empty()
                            ? "[]"
-                           : R"([{"apiVersion":"preferred.jp/v1alpha1","kind":"ParallelJob","name":"x","uid":")" +
-                                 controller_uid + R"(","controller":true}])";
+                           : R"([{"apiVersion":"preferred.jp/v1alpha1","kind":"ParallelJob","name":")" +
+                                 controller_name + R"(","uid":")" + controller_uid +
+                                 R"(","controller":true}])";
     objects[plural + "/" + name] = R"({"metadata":{"name":")" + name +
                                    R"(","namespace":"default","uid":"uid-)" + name +
                                    R"(","ownerReferences":)" + refs + R"(},"data":)" + data_json + "}";
@@ -276,6 +277,27 @@ TEST_CASE("a ConfigMap of that name that is not the job's is not used: NameTaken
   CHECK(s.events[0].message.find("Service default/mpi-sample-job-0 already exists and is not this "
                                  "ParallelJob's (its controller is ParallelJob x (uid "
                                  "0000-other-uid))") == 0);
+}
+
+TEST_CASE("what an earlier ParallelJob of the same name left is deleted by UID and made again, "
+          "without waiting for the garbage collector", "[attempt][support]") {
+  FakeApi api;
+  // The job was deleted and created again; the collector has not yet removed the old objects.
+  const std::string old_uid = "0000-earlier-incarnation";
+  api.put("services", "mpi-sample-job-0", old_uid, "{}", "mpi-sample-job");
+  api.put("configmaps", "mpi-sample-job-0-mpi", old_uid, R"({"hostfile":"old"})", "mpi-sample-job");
+  SupportResult r = ensure(api);
+  REQUIRE(r.status.ok());
+  CHECK(r.events.empty());  // not someone else's name
+  CHECK(std::count(api.calls.begin(), api.calls.end(),
+                   "delete services/mpi-sample-job-0 uid=uid-mpi-sample-job-0") == 1);
+  CHECK(std::count(api.calls.begin(), api.calls.end(),
+                   "delete configmaps/mpi-sample-job-0-mpi uid=uid-mpi-sample-job-0-mpi") == 1);
+  // Made again, this job's.
+  CHECK(api.objects.at("services/mpi-sample-job-0").find(kUid) != std::string::npos);
+  CHECK(api.objects.at("configmaps/mpi-sample-job-0-mpi").find(kUid) != std::string::npos);
+  CHECK(api.objects.at("configmaps/mpi-sample-job-0-mpi").find("\"old\"") == std::string::npos);
+  CHECK(r.ssh_secret == "mpi-sample-job-0-ssh-g1");
 }
 
 TEST_CASE("the job's own ConfigMap is kept when its data is ours or pods use it, else replaced",
