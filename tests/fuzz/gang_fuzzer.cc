@@ -22,13 +22,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto annotate = [&](const char* key, const std::string& v) {
     if (!v.empty()) pod.meta.annotations[key] = v == "\x01" ? "" : v;
   };
-  annotate(scheduler::kGangNameAnnotation, f[0]);
-  annotate(scheduler::kGangSizeAnnotation, f[1]);
-  annotate(scheduler::kGangTimeoutAnnotation, f[2]);
-  annotate(scheduler::kTopologyRequiredAnnotation, f[3]);
-  annotate(scheduler::kTopologyPreferredAnnotation, f[4]);
+  annotate(proto::vocabulary::kGangNameAnnotation, f[0]);
+  annotate(proto::vocabulary::kGangSizeAnnotation, f[1]);
+  annotate(proto::vocabulary::kGangTimeoutAnnotation, f[2]);
+  annotate(proto::vocabulary::kTopologyRequiredAnnotation, f[3]);
+  annotate(proto::vocabulary::kTopologyPreferredAnnotation, f[4]);
   annotate(proto::vocabulary::kGpuNicAffinityAnnotation, f[5]);
-  if (!f[6].empty()) pod.meta.labels[scheduler::kPodGroupLabel] = f[6];
+  if (!f[6].empty()) pod.meta.labels[proto::vocabulary::kPodGroupLabel] = f[6];
 
   proto::PodGroup group;
   group.meta.namespace_ = "ml";
@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int64_t n = 0;
   if (proto::parseInt64(f[7], &n)) group.spec.min_member = static_cast<int32_t>(n);
   if (proto::parseInt64(f[8], &n)) group.spec.schedule_timeout_seconds = static_cast<int32_t>(n);
-  if (!f[9].empty()) group.meta.annotations[scheduler::kTopologyRequiredAnnotation] = f[9];
+  if (!f[9].empty()) group.meta.annotations[proto::vocabulary::kTopologyRequiredAnnotation] = f[9];
   const bool group_exists = !f[7].empty();
   scheduler::PodGroupLookup lookup = [&](std::string_view, std::string_view name) -> const proto::PodGroup* {
     return group_exists && name == group.meta.name ? &group : nullptr;

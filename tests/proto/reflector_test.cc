@@ -153,12 +153,12 @@ void runUntil(asio::io_context& io, Pred done) {
 }  // namespace
 
 TEST_CASE("the informer lists page by page, then watches from the list's resourceVersion") {
+  asio::io_context io;  // outlives the script's timer
   Script s;
   s.lists.push_back({listPage({widget("a", "10"), widget("b", "11")}, "", "tok1"),
                      listPage({widget("c", "12")}, "20")});
   s.watches.push_back({{event("ADDED", widget("d", "21")), event("MODIFIED", widget("a", "22")),
                         event("DELETED", widget("b", "23"))}});
-  asio::io_context io;
   Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
   Recorder rec;
   inf.addHandlers(rec.handlers());
@@ -179,10 +179,10 @@ TEST_CASE("the informer lists page by page, then watches from the list's resourc
 }
 
 TEST_CASE("the handlers have seen the whole first list before the informer reports synced") {
+  asio::io_context io;  // outlives the script's timer
   Script s;
   s.lists.push_back({listPage({widget("a", "10"), widget("b", "11"), widget("c", "12")}, "20")});
   s.watches.push_back({{}});
-  asio::io_context io;
   Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
   std::vector<bool> synced_at_add;
   inf.addHandlers({[&](const auto&) { synced_at_add.push_back(inf.hasSynced()); },
@@ -194,10 +194,10 @@ TEST_CASE("the handlers have seen the whole first list before the informer repor
 }
 
 TEST_CASE("a bookmark moves the resume point without touching the cache") {
+  asio::io_context io;  // outlives the script's timer
   Script s;
   s.lists.push_back({listPage({widget("a", "5")}, "5")});
   s.watches.push_back({{R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"99"}}})"}});
-  asio::io_context io;
   Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
   Recorder rec;
   inf.addHandlers(rec.handlers());
@@ -210,13 +210,13 @@ TEST_CASE("a bookmark moves the resume point without touching the cache") {
 }
 
 TEST_CASE("an ERROR 410 event relists and replaces the cache, deleting what vanished") {
+  asio::io_context io;  // outlives the script's timer
   Script s;
   s.lists.push_back({listPage({widget("a", "1"), widget("b", "2"), widget("c", "3")}, "3")});
   s.watches.push_back(
       {{event("ERROR", R"({"kind":"Status","code":410,"reason":"Expired","message":"too old"})")}});
   // Meanwhile b was deleted, c changed, d created.
   s.lists.push_back({listPage({widget("a", "1"), widget("c", "40"), widget("d", "41")}, "50")});
-  asio::io_context io;
   Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
   Recorder rec;
   inf.addHandlers(rec.handlers());
@@ -232,11 +232,11 @@ TEST_CASE("an ERROR 410 event relists and replaces the cache, deleting what vani
 }
 
 TEST_CASE("a 410 answer to the watch request relists") {
+  asio::io_context io;  // outlives the script's timer
   Script s;
   s.lists.push_back({listPage({widget("a", "1")}, "1")});
   s.watches.push_back({{}, apiError(410, R"({"kind":"Status","code":410,"reason":"Expired","message":"too old resource version"})", "watch")});
   s.lists.push_back({listPage({}, "9")});
-  asio::io_context io;
   Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
   Recorder rec;
   inf.addHandlers(rec.handlers());
@@ -248,11 +248,11 @@ TEST_CASE("a 410 answer to the watch request relists") {
 }
 
 TEST_CASE("a dropped connection resumes the watch from the last resourceVersion without a relist") {
+  asio::io_context io;  // outlives the script's timer
   Script s;
   s.lists.push_back({listPage({}, "7")});
   s.watches.push_back({{event("ADDED", widget("a", "8"))}, absl::UnavailableError("connection reset")});
   s.watches.push_back({{event("ADDED", widget("b", "9"))}, absl::UnavailableError("connection reset")});
-  asio::io_context io;
   Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
   inf.start();
   runUntil(io, [&] { return s.watch_rvs.size() >= 3; });
@@ -264,10 +264,10 @@ TEST_CASE("a dropped connection resumes the watch from the last resourceVersion 
 }
 
 TEST_CASE("a failed list is retried with backoff and nothing is synced until it succeeds") {
+  asio::io_context io;  // outlives the script's timer
   Script s;
   s.lists.push_back({absl::StatusOr<std::string>(absl::UnavailableError("apiserver down"))});
   s.lists.push_back({listPage({widget("a", "1")}, "1")});
-  asio::io_context io;
   Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
   CHECK_FALSE(inf.hasSynced());
   inf.start();
@@ -278,11 +278,11 @@ TEST_CASE("a failed list is retried with backoff and nothing is synced until it 
 }
 
 TEST_CASE("an undecodable event is skipped and the watch goes on") {
+  asio::io_context io;  // outlives the script's timer
   Script s;
   s.lists.push_back({listPage({}, "1")});
   s.watches.push_back({{"{not json", event("ADDED", R"({"metadata":{"name":5}})"),
                         R"({"type":"SURPRISE","object":{}})", event("ADDED", widget("ok", "2"))}});
-  asio::io_context io;
   Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
   inf.start();
   runUntil(io, [&] { return s.watch_rvs.size() >= 2; });
@@ -296,10 +296,10 @@ TEST_CASE("an undecodable event is skipped and the watch goes on") {
 TEST_CASE("an object that stops decoding is treated as deleted, listed or watched, and counted") {
   const std::string bad_a = R"({"metadata":{"namespace":"ns","name":"a","resourceVersion":"3"},"node":5})";
   const std::string bad_c = R"({"metadata":{"namespace":"ns","name":"c","resourceVersion":"1"},"node":[]})";
+  asio::io_context io;  // outlives the script's timer
   Script s;
   s.lists.push_back({listPage({widget("a", "1", "n1"), bad_c}, "2")});
   s.watches.push_back({{event("MODIFIED", bad_a), event("ADDED", widget("b", "4"))}});
-  asio::io_context io;
   metrics::Counter& undecodable = undecodableObjects("widgets");
   const double before = undecodable.value();
   ReflectorOptions options = fastOptions();
@@ -322,10 +322,10 @@ TEST_CASE("an object that stops decoding is treated as deleted, listed or watche
 TEST_CASE("a watch event nested too deep is skipped like any undecodable one", "[limits]") {
   // A million levels: RapidJSON's recursive parser overflowed the stack on this.
   const std::string deep = R"({"type":"ADDED","object":)" + std::string(1000000, '[');
+  asio::io_context io;  // outlives the script's timer
   Script s;
   s.lists.push_back({listPage({}, "1")});
   s.watches.push_back({{deep, event("ADDED", widget("ok", "2"))}});
-  asio::io_context io;
   Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
   inf.start();
   runUntil(io, [&] { return s.watch_rvs.size() >= 2; });
@@ -335,10 +335,10 @@ TEST_CASE("a watch event nested too deep is skipped like any undecodable one", "
 }
 
 TEST_CASE("a list page nested too deep fails the list, which is retried", "[limits]") {
+  asio::io_context io;  // outlives the script's timer
   Script s;
   s.lists.push_back({std::string(R"({"items":)") + std::string(1000000, '[')});
   s.lists.push_back({listPage({widget("a", "1")}, "1")});
-  asio::io_context io;
   Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
   inf.start();
   runUntil(io, [&] { return inf.hasSynced(); });
@@ -348,12 +348,12 @@ TEST_CASE("a list page nested too deep fails the list, which is retried", "[limi
 }
 
 TEST_CASE("a secondary index follows objects as they move and disappear") {
+  asio::io_context io;  // outlives the script's timer
   Script s;
   s.lists.push_back({listPage({widget("a", "1", "n1"), widget("b", "2", "n1")}, "2")});
   s.watches.push_back({{event("MODIFIED", widget("a", "3", "n2")), event("DELETED", widget("b", "4", "n1"))},
                        absl::OkStatus(),
                        /*hold=*/true});
-  asio::io_context io;
   Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
   inf.addIndex("node", [](const Widget& w) {
     return w.node.empty() ? std::vector<std::string>{} : std::vector<std::string>{w.node};

@@ -11,6 +11,18 @@
 #include <set>
 #include <utility>
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#include <sanitizer/lsan_interface.h>
+#define MUSTER_LSAN_SCOPE() __lsan::ScopedDisabler lsan_disabled_
+#endif
+#endif
+#ifndef MUSTER_LSAN_SCOPE
+#define MUSTER_LSAN_SCOPE() \
+  do {                      \
+  } while (false)
+#endif
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "proto/log.h"
@@ -283,8 +295,13 @@ absl::StatusOr<Topology> discover(const DiscoveryOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("hwloc cannot read XML ", options.hwloc_xml,
                                                    ": ", std::strerror(errno)));
   }
-  if (hwloc_topology_load(raw) != 0) {
-    return absl::InternalError(absl::StrCat("hwloc_topology_load: ", std::strerror(errno)));
+  {
+    // Sanitizer builds: hwloc 2.9's PCI plugin keeps ~1 KiB per load that LeakSanitizer cannot
+    // attribute (the plugin is unloaded again); not Muster's to free.
+    MUSTER_LSAN_SCOPE();
+    if (hwloc_topology_load(raw) != 0) {
+      return absl::InternalError(absl::StrCat("hwloc_topology_load: ", std::strerror(errno)));
+    }
   }
   Topology t;
   t.hwloc_version = hwlocVersion();
