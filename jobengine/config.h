@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "jobengine/naming.h"
 #include "jobengine/slurm/cluster_config.h"
 #include "proto/config_reader.h"
 
@@ -18,7 +19,7 @@ namespace muster::jobengine {
 
 struct JobEngineConfig {
   bool enabled = true;
-  std::string cluster_domain = "cluster.local";
+  std::string cluster_domain = kDefaultClusterDomain;
   slurm::SlurmConfig slurm;  // the key `slurm` (jobengine/slurm/cluster_config.h)
 };
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "jobengine/attempt_objects.h"
 #include "jobengine/naming.h"
+#include "jobengine/ssh_attempt.h"
 #include "proto/codec.h"
 #include "proto/coroutine.h"
 #include "proto/log.h"
@@ -60,38 +62,12 @@ std::string statusPatchWithPrecondition(const proto::ParallelJobStatus& status,
   return meta + "," + patch.substr(1);
 }
 
-// Runs every task concurrently on `strand` and waits for all; returns the first error.
-asio::awaitable<absl::Status> runAll(asio::strand<asio::any_io_executor> strand,
-                                     std::vector<std::function<asio::awaitable<absl::Status>()>> tasks) {
-  struct State {
-    explicit State(asio::strand<asio::any_io_executor> s) : timer(s) {}
-    asio::steady_timer timer;
-    size_t remaining = 0;
-    absl::Status first_error;
-  };
-  auto state = std::make_shared<State>(strand);
-  state->timer.expires_at(asio::steady_timer::time_point::max());
-  state->remaining = tasks.size();
-  for (auto& task : tasks) {
-    asio::co_spawn(strand, [state, task = std::move(task)]() -> asio::awaitable<void> {
-      absl::Status s = co_await task();
-      if (!s.ok() && state->first_error.ok()) state->first_error = s;
-      if (--state->remaining == 0) state->timer.cancel();
-    }, proto::dieOnException("job engine"));
-  }
-  while (state->remaining > 0) {
-    boost::system::error_code ec;
-    co_await state->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  }
-  co_return state->first_error;
-}
-
 }  // namespace
 
 Controller::Controller(std::shared_ptr<proto::Client> client, proto::InformerFactory& informers,
                        proto::EventRecorder& events, asio::any_io_executor executor,
                        ControllerOptions options)
-    : client_(std::move(client)),
+    : api_(makeClientJobApi(std::move(client))),
       executor_(executor),
       strand_(asio::make_strand(executor)),
       options_(std::move(options)),
@@ -122,7 +98,7 @@ Controller::Controller(std::shared_ptr<proto::Client> client, proto::InformerFac
                        asio::post(strand_, [this, key = proto::objectKey(*job), uid = job->meta.uid] {
                          deleted_.erase(uid);
                          for (auto it = support_created_.lower_bound(uid + "/");
-                              it != support_created_.end() && it->rfind(uid + "/", 0) == 0;)
+                              it != support_created_.end() && it->first.rfind(uid + "/", 0) == 0;)
                            it = support_created_.erase(it);
                          if (auto k = keys_.find(key); k != keys_.end() && k->second.timer)
                            k->second.timer->cancel();
@@ -320,9 +296,9 @@ asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string&
                   "why", plan.why);
 
   if (plan.status) {
-    auto written = co_await client_->patch(
-        proto::resources::kParallelJobs, ns, name, proto::PatchType::kMerge,
-        statusPatchWithPrecondition(*plan.status, job->meta.resource_version), "status");
+    auto written = co_await api_->patchStatus(
+        proto::resources::kParallelJobs, ns, name,
+        statusPatchWithPrecondition(*plan.status, job->meta.resource_version));
     if (!written.ok()) {
       if (proto::isConflict(written.status())) {
         MUSTER_LOG_INFO(3, "ParallelJob status conflict, retrying", "paralleljob", key);
@@ -348,7 +324,7 @@ asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string&
   std::vector<std::function<asio::awaitable<absl::Status>()>> deletes;
   for (const PodRef& pod : plan.delete_pods) {
     deletes.push_back([this, ns = ns, pod]() -> asio::awaitable<absl::Status> {
-      auto r = co_await client_->remove(proto::resources::kPods, ns, pod.name, pod.uid);
+      auto r = co_await api_->remove(proto::resources::kPods, ns, pod.name, pod.uid);
       if (r.ok() || proto::isNotFound(r.status()) || proto::isConflict(r.status()))
         co_return absl::OkStatus();
       co_return r.status();
@@ -359,15 +335,13 @@ asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string&
                     "why", plan.why);
     result.Update(co_await runAll(strand_, std::move(deletes)));
   }
-  if (plan.delete_support) result.Update(co_await deleteSupport(*job, *plan.delete_support));
+  if (plan.delete_support)
+    result.Update(co_await deleteAttemptSupport(*job, *plan.delete_support, obs.pods));
 
   if (plan.create_pods_needed) {
     const Runtime* runtime = runtimes_.find(job->spec.runtime_ref_name);
-    if (runtime != nullptr) {
-      absl::Status s = co_await createSupport(*job, *runtime, plan.attempt);
-      if (s.ok()) s = co_await createPods(*job, *runtime, plan.attempt, plan.create_pods);
-      result.Update(s);
-    }
+    if (runtime != nullptr)
+      result.Update(co_await createAttempt(*job, *runtime, plan.attempt, obs.pods, plan.create_pods));
   }
   if (!result.ok()) {
     MUSTER_LOG_WARNING("ParallelJob reconcile incomplete", "paralleljob", key, "error",
@@ -377,82 +351,70 @@ asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string&
   co_return Outcome::kDone;
 }
 
-asio::awaitable<absl::Status> Controller::createSupport(const ParallelJob& job,
-                                                        const Runtime& runtime,
-                                                        const AttemptInfo& attempt) {
+namespace {
+
+bool ofAttempt(const Pod& pod, const AttemptInfo& attempt) {
+  auto it = pod.meta.labels.find(vocab::kJobSetNameLabel);
+  return it != pod.meta.labels.end() && it->second == attempt.group;
+}
+
+// The SSH Secret the attempt's pods mount: recorded on them, or, on pods an older Muster created,
+// the name it used. "" when the attempt has no pod.
+std::string secretOfPods(const ParallelJob& job, const AttemptInfo& attempt,
+                         const std::vector<std::shared_ptr<const Pod>>& pods) {
+  bool any = false;
+  for (const auto& pod : pods) {
+    if (!ofAttempt(*pod, attempt)) continue;
+    any = true;
+    auto it = pod->meta.annotations.find(kSshSecretAnnotation);
+    if (it != pod->meta.annotations.end() && !it->second.empty()) return it->second;
+  }
+  return any ? legacySecretName(attempt.group, job.meta.uid) : "";
+}
+
+}  // namespace
+
+asio::awaitable<absl::Status> Controller::createAttempt(
+    const ParallelJob& job, const Runtime& runtime, AttemptInfo attempt,
+    const std::vector<std::shared_ptr<const Pod>>& pods, const std::vector<int32_t>& indices) {
   const std::string memo = job.meta.uid + "/" + attempt.group;
-  if (support_created_.count(memo)) co_return absl::OkStatus();
-  auto objects = runtime.buildSupport(job, attempt);
-  if (!objects.ok()) co_return objects.status();
-  for (const ApiObject& obj : *objects) {
-    auto created = co_await client_->create(*obj.resource, job.meta.namespace_, obj.body);
-    if (created.ok()) {
-      MUSTER_LOG_INFO(3, "Created", "resource", obj.resource->plural, "object",
-                      proto::objectKey(job.meta.namespace_, obj.name));
-      continue;
-    }
-    if (!proto::isAlreadyExists(created.status())) co_return created.status();
-    // The Secret's name carries this job's UID, so an existing one is this attempt's (the engine
-    // restarted mid-attempt); the engine may not read Secrets, so it does not look.
-    if (obj.resource == &proto::resources::kSecrets) continue;
-    // Kept as it is (a restart of the engine mid-attempt), if it is this job's.
-    auto existing = co_await client_->get(*obj.resource, job.meta.namespace_, obj.name);
-    if (!existing.ok()) co_return existing.status();
-    proto::ObjectMeta meta;
-    auto doc = proto::parseJson(*existing);
-    if (!doc.ok()) co_return doc.status();
-    const rapidjson::Value* m = proto::findField(*doc, "metadata");
-    if (m == nullptr || !proto::decode(*m, &meta).ok())
-      co_return absl::InternalError("cannot read the metadata of " + obj.resource->plural + " " + obj.name);
-    const proto::OwnerReference* ref = meta.controllerRef();
-    if (ref == nullptr || ref->uid != job.meta.uid)
-      co_return absl::FailedPreconditionError(
-          obj.resource->plural + " " + obj.name +
-          " exists and belongs to something else (an earlier ParallelJob of the same name still "
-          "being deleted?)");
+  if (auto it = support_created_.find(memo); it != support_created_.end()) {
+    attempt.ssh_secret = it->second;
+  } else {
+    attempt.ssh_secret = secretOfPods(job, attempt, pods);
+    const bool has_pods = std::any_of(pods.begin(), pods.end(),
+                                      [&](const auto& pod) { return ofAttempt(*pod, attempt); });
+    SupportResult support = co_await ensureSupport(*api_, job, runtime, attempt, has_pods);
+    for (const EventSpec& e : support.events) events_.event(job, e.type, e.reason, e.message);
+    if (!support.status.ok()) co_return support.status;
+    attempt.ssh_secret = support.ssh_secret;
+    support_created_[memo] = support.ssh_secret;
   }
-  support_created_.insert(memo);
-  co_return absl::OkStatus();
+  MUSTER_LOG_INFO(2, "Creating ParallelJob pods", "paralleljob", proto::objectKey(job), "attempt",
+                  attempt.group, "count", indices.size());
+  BatchResult created =
+      co_await createPodsInBatches(*api_, strand_, job, runtime, attempt, indices);
+  if (!created.status.ok() && created.started < indices.size()) {
+    MUSTER_LOG_INFO(2, "Stopped creating ParallelJob pods after a batch with an error",
+                    "paralleljob", proto::objectKey(job), "started", created.started, "of",
+                    indices.size(), "error", created.status.ToString());
+  }
+  co_return created.status;
 }
 
-asio::awaitable<absl::Status> Controller::createPods(const ParallelJob& job,
-                                                     const Runtime& runtime,
-                                                     const AttemptInfo& attempt,
-                                                     const std::vector<int32_t>& indices) {
-  std::vector<std::function<asio::awaitable<absl::Status>()>> tasks;
-  for (int32_t index : indices) {
-    auto body = runtime.buildPod(job, attempt, index);
-    if (!body.ok()) co_return body.status();
-    tasks.push_back([this, ns = job.meta.namespace_, body = std::move(*body),
-                     pod = podName(attempt.group, index)]() -> asio::awaitable<absl::Status> {
-      auto created = co_await client_->create(proto::resources::kPods, ns, body);
-      if (created.ok()) {
-        MUSTER_LOG_INFO(3, "Created pod", "pod", proto::objectKey(ns, pod));
-        co_return absl::OkStatus();
-      }
-      // Already there: the informer has not shown it yet; it will.
-      if (proto::isAlreadyExists(created.status())) co_return absl::OkStatus();
-      co_return created.status();
-    });
+asio::awaitable<absl::Status> Controller::deleteAttemptSupport(
+    const ParallelJob& job, const AttemptInfo& attempt,
+    const std::vector<std::shared_ptr<const Pod>>& pods) {
+  const std::string memo = job.meta.uid + "/" + attempt.group;
+  std::vector<std::string> secrets;
+  if (auto it = support_created_.find(memo); it != support_created_.end()) {
+    if (!it->second.empty()) secrets.push_back(it->second);
+    support_created_.erase(it);
   }
-  MUSTER_LOG_INFO(2, "Creating ParallelJob pods", "paralleljob", proto::objectKey(job),
-                  "attempt", attempt.group, "count", tasks.size());
-  co_return co_await runAll(strand_, std::move(tasks));
-}
-
-asio::awaitable<absl::Status> Controller::deleteSupport(const ParallelJob& job,
-                                                        const AttemptInfo& attempt) {
-  support_created_.erase(job.meta.uid + "/" + attempt.group);
-  absl::Status result;
-  const std::pair<const proto::Resource*, std::string> objects[] = {
-      {&proto::resources::kServices, attempt.group},
-      {&proto::resources::kSecrets, secretName(attempt.group, job.meta.uid)},
-      {&proto::resources::kConfigMaps, configMapName(attempt.group)}};
-  for (const auto& [resource, name] : objects) {
-    auto r = co_await client_->remove(*resource, job.meta.namespace_, name);
-    if (!r.ok() && !proto::isNotFound(r.status())) result.Update(r.status());
-  }
-  co_return result;
+  if (std::string s = secretOfPods(job, attempt, pods);
+      !s.empty() && std::find(secrets.begin(), secrets.end(), s) == secrets.end())
+    secrets.push_back(s);
+  co_return co_await deleteSupport(*api_, job, attempt, secrets);
 }
 
 }  // namespace muster::jobengine

@@ -23,6 +23,7 @@
 #include <set>
 #include <string>
 
+#include "jobengine/api.h"
 #include "jobengine/reconcile.h"
 #include "jobengine/runtime.h"
 #include "proto/asio.h"
@@ -82,19 +83,19 @@ class Controller {
   void pump();
   proto::asio::awaitable<void> process(std::string key);
   proto::asio::awaitable<Outcome> reconcileKey(const std::string& key);
-  proto::asio::awaitable<absl::Status> createSupport(const proto::ParallelJob& job,
-                                                     const Runtime& runtime,
-                                                     const AttemptInfo& attempt);
-  proto::asio::awaitable<absl::Status> createPods(const proto::ParallelJob& job,
-                                                  const Runtime& runtime,
-                                                  const AttemptInfo& attempt,
-                                                  const std::vector<int32_t>& indices);
-  proto::asio::awaitable<absl::Status> deleteSupport(const proto::ParallelJob& job,
-                                                     const AttemptInfo& attempt);
+  // Support objects (if this process has not made them yet) and pods `indices` of the attempt;
+  // `pods` are the job's.
+  proto::asio::awaitable<absl::Status> createAttempt(
+      const proto::ParallelJob& job, const Runtime& runtime, AttemptInfo attempt,
+      const std::vector<std::shared_ptr<const proto::Pod>>& pods,
+      const std::vector<int32_t>& indices);
+  proto::asio::awaitable<absl::Status> deleteAttemptSupport(
+      const proto::ParallelJob& job, const AttemptInfo& attempt,
+      const std::vector<std::shared_ptr<const proto::Pod>>& pods);
   void onPodDeleted(const proto::Pod& pod);
   std::string ownerKey(const proto::Pod& pod) const;
 
-  std::shared_ptr<proto::Client> client_;
+  JobApiPtr api_;
   proto::asio::any_io_executor executor_;
   proto::asio::strand<proto::asio::any_io_executor> strand_;
   ControllerOptions options_;
@@ -112,8 +113,8 @@ class Controller {
   bool synced_ = false;
   // Pods of a job (by job uid) deleted while this process watched, by pod name.
   std::map<std::string, std::map<std::string, DeletedPod>> deleted_;
-  // Support objects created by this process: "<job uid>/<group>".
-  std::set<std::string> support_created_;
+  // Support objects created (or found) by this process: "<job uid>/<group>" -> the SSH Secret.
+  std::map<std::string, std::string> support_created_;
 
   std::atomic<bool> started_{false};
   std::atomic<bool> ready_{false};

@@ -34,9 +34,13 @@ void wireContainer(PodTemplate::Container& c, const proto::ParallelJob& job, int
   }
 }
 
-absl::Status checkSpec(const proto::ParallelJob& job) {
-  if (job.spec.num_pods < 1)
-    return absl::InvalidArgumentError("spec.numPods must be at least 1");
+size_t digits(int64_t n) { return std::to_string(n).size(); }
+
+}  // namespace
+
+absl::Status OpenMpiRuntime::checkSpec(const proto::ParallelJob& job,
+                                       const AttemptInfo& attempt) const {
+  if (absl::Status s = checkNumPods(job); !s.ok()) return s;
   if (job.spec.num_proc_per_pod < 1)
     return absl::InvalidArgumentError("spec.numProcPerPod must be at least 1");
   if (job.spec.launcher.empty())
@@ -46,10 +50,30 @@ absl::Status checkSpec(const proto::ParallelJob& job) {
                 "main") == job.spec.launcher_container_names.end())
     return absl::InvalidArgumentError(
         "spec.launcher.spec.containers must contain a container named \"main\"");
+  // Within kMaxNumPods the hostfile fits with cluster.local; a long clusterDomain can still make
+  // it too big, and the ConfigMap would then be refused on every try.
+  size_t config = hostfileSize(job, attempt);
+  for (const auto& [name, text] : sshConfigFiles({})) config += name.size() + text.size();
+  if (config > kMaxConfigMapBytes)
+    return absl::InvalidArgumentError(
+        "the hostfile of " + std::to_string(job.spec.num_pods) + " pods with cluster domain \"" +
+        options_.cluster_domain + "\" would take " + std::to_string(config) +
+        " bytes, more than a ConfigMap holds (" + std::to_string(kMaxConfigMapBytes) +
+        "); use fewer pods");
   return absl::OkStatus();
 }
 
-}  // namespace
+size_t OpenMpiRuntime::hostfileSize(const proto::ParallelJob& job,
+                                    const AttemptInfo& attempt) const {
+  // "<group>-<i>.<group>.<ns>.svc[.<domain>] slots=<n>\n" for each pod.
+  const size_t fixed = attempt.group.size() + 1 + 1 + attempt.group.size() + 1 +
+                       job.meta.namespace_.size() + 4 +
+                       (options_.cluster_domain.empty() ? 0 : 1 + options_.cluster_domain.size()) +
+                       7 + digits(job.spec.num_proc_per_pod) + 1;
+  size_t total = 0;
+  for (int32_t i = 0; i < job.spec.num_pods; ++i) total += fixed + digits(i);
+  return total;
+}
 
 std::string OpenMpiRuntime::hostfile(const proto::ParallelJob& job,
                                      const AttemptInfo& attempt) const {
@@ -74,14 +98,14 @@ absl::StatusOr<std::map<std::string, std::string>> OpenMpiRuntime::secretFiles(
 
 absl::StatusOr<std::vector<ApiObject>> OpenMpiRuntime::buildSupport(
     const proto::ParallelJob& job, const AttemptInfo& attempt) const {
-  if (absl::Status s = checkSpec(job); !s.ok()) return s;
+  if (absl::Status s = checkSpec(job, attempt); !s.ok()) return s;
   return sshSupportObjects(job, attempt, configFiles(job, attempt));
 }
 
 absl::StatusOr<std::string> OpenMpiRuntime::buildPod(const proto::ParallelJob& job,
                                                      const AttemptInfo& attempt,
                                                      int32_t index) const {
-  if (absl::Status s = checkSpec(job); !s.ok()) return s;
+  if (absl::Status s = checkSpec(job, attempt); !s.ok()) return s;
   if (index < 0 || index >= job.spec.num_pods)
     return absl::InvalidArgumentError("pod index out of range");
   const bool launcher = index == 0;

@@ -1,6 +1,5 @@
 #include "jobengine/naming.h"
 
-#include <cctype>
 
 #include <openssl/sha.h>
 
@@ -47,11 +46,13 @@ std::string groupName(std::string_view job_name, int32_t attempt) {
 std::string podName(std::string_view group, int32_t index) {
   return std::string(group) + "-" + std::to_string(index);
 }
-std::string secretName(std::string_view group, std::string_view job_uid) {
-  std::string out = std::string(group) + "-ssh-";
+std::string secretNamePrefix(std::string_view group) { return std::string(group) + "-ssh-"; }
+std::string legacySecretName(std::string_view group, std::string_view job_uid) {
+  std::string out = secretNamePrefix(group);
   for (char c : job_uid) {
-    if (out.size() == group.size() + 5 + 6) break;  // stays within 63 characters
-    if (std::isxdigit(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(c));
+    if (out.size() == group.size() + 5 + 6) break;
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) out += c;
+    else if (c >= 'A' && c <= 'F') out += static_cast<char>(c - 'A' + 'a');
   }
   return out;
 }

@@ -113,7 +113,7 @@ bool sameStatus(const proto::ParallelJobStatus& a, const proto::ParallelJobStatu
   if (a.phase != b.phase || a.restarts != b.restarts || a.job_group_name != b.job_group_name ||
       a.message != b.message || a.start_time != b.start_time ||
       a.completion_time != b.completion_time || a.pods_ready.value_or(0) != b.pods_ready.value_or(0) ||
-      a.conditions.size() != b.conditions.size())
+      a.pods != b.pods || a.conditions.size() != b.conditions.size())
     return false;
   for (size_t i = 0; i < a.conditions.size(); ++i) {
     const auto& x = a.conditions[i];
@@ -144,6 +144,9 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     return plan;
   };
   if (job.meta.deletion_timestamp) return finish("being deleted");
+  // The PODS column: the job's pods that exist, any attempt, terminating ones too (after success
+  // only the launcher is left).
+  desired.pods = static_cast<int32_t>(obs.pods.size());
 
   // Pods of the attempt in progress, by index; pods of earlier attempts.
   std::map<int32_t, std::shared_ptr<const Pod>> current;

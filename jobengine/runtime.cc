@@ -22,6 +22,16 @@ std::vector<std::string> RuntimeRegistry::names() const {
   return out;
 }
 
+absl::Status checkNumPods(const proto::ParallelJob& job) {
+  if (job.spec.num_pods < 1) return absl::InvalidArgumentError("spec.numPods must be at least 1");
+  if (job.spec.num_pods > kMaxNumPods)
+    return absl::InvalidArgumentError(
+        "spec.numPods is " + std::to_string(job.spec.num_pods) + ", more than the " +
+        std::to_string(kMaxNumPods) +
+        " pods a ParallelJob may have (its hostfile must fit into one ConfigMap)");
+  return absl::OkStatus();
+}
+
 RuntimeRegistry defaultRuntimes(const RuntimeOptions& options) {
   RuntimeRegistry registry;
   registry.add(std::make_unique<OpenMpiRuntime>(options));

@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "jobengine/naming.h"
 #include "jobengine/slurm/cluster_config.h"
 #include "proto/client.h"
 #include "proto/objects.h"
@@ -32,7 +33,7 @@ namespace vocab = proto::vocabulary;  // the names Muster uses on API objects
 
 struct RuntimeOptions {
   std::string scheduler_name = proto::vocabulary::kDefaultSchedulerName;  // unless the pod template sets one
-  std::string cluster_domain = "cluster.local";
+  std::string cluster_domain = kDefaultClusterDomain;  // jobEngine.clusterDomain
   // Muster's own image (it holds muster-topology). Pods asking for nvidia.com/gpu or
   // preferred.jp/rdma get a first init container from it that runs `muster-topology rdma-conf`.
   // Empty: no such init container is added (the NCCL/UCX files stay settings-free placeholders).
@@ -41,9 +42,25 @@ struct RuntimeOptions {
 };
 
 struct AttemptInfo {
+  AttemptInfo() = default;
+  AttemptInfo(int32_t attempt_in, std::string group_in, std::string ssh_secret_in = "")
+      : attempt(attempt_in), group(std::move(group_in)), ssh_secret(std::move(ssh_secret_in)) {}
+
   int32_t attempt = 0;  // == status.restarts while the attempt runs
   std::string group;    // groupName(job, attempt)
+  // The attempt's SSH Secret, named by the API server when it was created (generateName
+  // secretNamePrefix(group)); "" before that. Pods mount it and record it (kSshSecretAnnotation).
+  std::string ssh_secret;
 };
+
+// The most pods a ParallelJob may have (the CRD's spec.numPods maximum): every pod is one line of
+// the hostfile ConfigMap, which must stay under the 1 MiB the API server allows. With the longest
+// names Kubernetes allows and cluster.local a line is 216 bytes: 4096 lines are 864 KiB.
+inline constexpr int32_t kMaxNumPods = 4096;
+// What the API server accepts in one ConfigMap's data.
+inline constexpr size_t kMaxConfigMapBytes = 1024 * 1024;
+// InvalidArgument, written for the job's owner, when spec.numPods is outside 1..kMaxNumPods.
+absl::Status checkNumPods(const proto::ParallelJob& job);
 
 // One object to create: where, its name, and the JSON body.
 struct ApiObject {

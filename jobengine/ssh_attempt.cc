@@ -62,6 +62,7 @@ proto::ObjectMeta podMeta(const proto::ParallelJob& job, const AttemptInfo& atte
     if (auto it = job.meta.annotations.find(key); it != job.meta.annotations.end())
       meta.annotations[key] = it->second;
   }
+  if (!attempt.ssh_secret.empty()) meta.annotations[kSshSecretAnnotation] = attempt.ssh_secret;
   meta.annotations[vocab::kGangNameAnnotation] = attempt.group;
   meta.annotations[vocab::kGangSizeAnnotation] = std::to_string(job.spec.num_pods);
   return meta;
@@ -111,9 +112,10 @@ absl::StatusOr<std::vector<ApiObject>> sshSupportObjects(const proto::ParallelJo
     auto keys = sshSecretFiles(job, attempt);
     if (!keys.ok()) return keys.status();
     proto::Secret secret;
-    secret.meta = attemptMeta(job, attempt, secretName(attempt.group, job.meta.uid));
+    secret.meta = attemptMeta(job, attempt, "");
+    secret.meta.generate_name = secretNamePrefix(attempt.group);  // the server picks the name
     secret.string_data = *std::move(keys);
-    out.push_back({&proto::resources::kSecrets, secret.meta.name, proto::encode(secret)});
+    out.push_back({&proto::resources::kSecrets, "", proto::encode(secret)});
   }
   {
     proto::ConfigMap config;
@@ -124,14 +126,15 @@ absl::StatusOr<std::vector<ApiObject>> sshSupportObjects(const proto::ParallelJo
   return out;
 }
 
-void prepareSshPod(PodTemplate& pod, const proto::ParallelJob& job, const AttemptInfo& attempt,
+void prepareSshPod(PodTemplate& pod, const proto::ParallelJob& /*job*/, const AttemptInfo& attempt,
                    std::string_view name, std::string_view scheduler_name) {
   pod.setHostname(name);
   pod.setSubdomain(attempt.group);
   pod.setSchedulerNameIfUnset(scheduler_name);
   pod.setRestartPolicyIfUnset("Never");
-  // The keys are copied to 0600 files by setup.sh.
-  pod.addVolume(kSshVolume, {VolumeSource::Kind::kSecret, secretName(attempt.group, job.meta.uid), 0444});
+  // Owner-only (root; group read for the pod's fsGroup); setup.sh copies the keys to 0600 files
+  // of the container's user.
+  pod.addVolume(kSshVolume, {VolumeSource::Kind::kSecret, attempt.ssh_secret, kSshSecretMode});
   pod.addVolume(kConfigVolume, {VolumeSource::Kind::kConfigMap, configMapName(attempt.group), 0555});
   pod.addVolume(kRunVolume, {VolumeSource::Kind::kEmptyDir, "", -1});
 }
@@ -157,6 +160,9 @@ PodTemplate::Container addWaitForPeers(PodTemplate& pod, const PodTemplate::Cont
   PodTemplate::Container wait = pod.appendInitContainer(kWaitContainer);
   wait.copyFields(main, {"image", "imagePullPolicy", "securityContext"});
   wait.setCommand({"/bin/sh", "/etc/muster/mpi/wait-workers.sh"});
+  // How long to wait for the workers (wait-workers.sh's default otherwise): set on main, where the
+  // user's env lives.
+  wait.copyEnv(main, kWaitWorkersTimeoutEnv);
   return wait;
 }
 

@@ -5,7 +5,8 @@
 // - a headless Service <group> (publishNotReadyAddresses, so every pod's name resolves as soon as
 //   the pod has an IP) that gives pod i the name <group>-i.<group>.<ns>.svc.<cluster domain>;
 // - a Secret with a fresh Ed25519 client key, a host key shared by the attempt's sshd,
-//   authorized_keys and known_hosts (so host keys are verified, not ignored);
+//   authorized_keys and known_hosts (so host keys are verified, not ignored), named by the API
+//   server (generateName <group>-ssh-; attempt_objects.h says why) and mounted 0400;
 // - a ConfigMap <group>-mpi: ssh_config, sshd_config, the scripts of jobengine/scripts.h and
 //   whatever the runtime adds (the hostfile);
 // - on the pods: the three volumes (the Secret, the ConfigMap, the /muster emptyDir), the mounts,
@@ -32,6 +33,16 @@ inline constexpr char kRunMountPath[] = "/muster";
 inline constexpr char kNcclConfPath[] = "/muster/rdma/nccl.conf";
 inline constexpr char kUcxConfPath[] = "/muster/rdma/ucx.conf";
 inline constexpr char kRunVolume[] = "muster-run";
+// The SSH Secret's files: readable by the file's owner (root) only. The kubelet adds group read
+// for the pod's fsGroup (spec.securityContext.fsGroup), which is how a non-root container reads
+// them; setup.sh then copies them as that user with 0600, as OpenSSH requires.
+inline constexpr int kSshSecretMode = 0400;
+// On every pod of an attempt: the name of the attempt's SSH Secret (AttemptInfo::ssh_secret).
+inline constexpr char kSshSecretAnnotation[] = "muster.dev/ssh-secret";
+// Seconds the launcher's wait-for-peers init container waits for every worker's SSH before it
+// fails the pod (scripts::kWaitWorkers, default 600). Copied from the env of the launcher's main
+// container, where the user sets it.
+inline constexpr char kWaitWorkersTimeoutEnv[] = "MUSTER_WAIT_WORKERS_TIMEOUT";
 
 // The resources that make a pod get the muster-rdma-conf init container.
 const std::vector<std::string_view>& deviceResources();

@@ -39,12 +39,15 @@ metricsBindAddress: 127.0.0.1:10259
 leaderElection:
   enabled: false
 YAML
+log="$dir/logs/muster-scheduler.log"
+# The log exists before the first grep looks (the background process opens it only when it runs).
+: > "$log"
 "$build/scheduler/muster-scheduler" --kubeconfig "$kubeconfig" --config "$dir/muster.yaml" -v 2 \
-  >"$dir/logs/muster-scheduler.log" 2>&1 &
+  >"$log" 2>&1 &
 echo $! > "$dir/pids/muster-scheduler.pid"
 for _ in $(seq 1 100); do
-  grep -q "Caches synced" "$dir/logs/muster-scheduler.log" && break
-  kill -0 "$(cat "$dir/pids/muster-scheduler.pid")" 2>/dev/null || { tail "$dir/logs/muster-scheduler.log"; exit 1; }
+  grep -q "Caches synced" "$log" && break
+  kill -0 "$(cat "$dir/pids/muster-scheduler.pid")" 2>/dev/null || { tail "$log"; exit 1; }
   sleep 0.1
 done
 
@@ -70,7 +73,7 @@ for _ in $(seq 1 300); do
 done
 "$build/proto/musterctl" --kubeconfig "$kubeconfig" pods -n default
 echo
-grep -E '"Gang (placed|bound)"' "$dir/logs/muster-scheduler.log" | tail -n 1 | sed 's/^.*] /muster-scheduler: /'
+grep -E '"Gang (placed|bound)"' "$log" | tail -n 1 | sed 's/^.*] /muster-scheduler: /'
 echo
 echo "== Nodes: GPUs in use per node and rack"
 "$build/proto/musterctl" --kubeconfig "$kubeconfig" nodes | awk 'NR==1 || $3 != "0/8"'

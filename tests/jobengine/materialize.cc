@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   OpenMpiRuntime runtime(muster::jobengine::RuntimeOptions{});
-  AttemptInfo attempt{0, muster::jobengine::groupName(job.meta.name, 0)};
+  const std::string group = muster::jobengine::groupName(job.meta.name, 0);
+  AttemptInfo attempt{0, group, muster::jobengine::secretNamePrefix(group) + "x7k2p"};
 
   mkdir(out.c_str(), 0755);
   mkdir((out + "/secret").c_str(), 0755);
@@ -78,8 +79,10 @@ int main(int argc, char** argv) {
     std::cerr << secret.status() << "\n";
     return 1;
   }
-  // Modes as the pod's volumes give them (defaultMode 0444 / 0555).
-  for (const auto& [name, text] : *secret) write(out + "/secret/" + name, text, 0444);
+  // Modes as the pod's volumes give them (defaultMode 0400 / 0555; mpi_ssh_test.sh adds group
+  // read for a non-root "pod", as the kubelet does for the pod's fsGroup).
+  for (const auto& [name, text] : *secret)
+    write(out + "/secret/" + name, text, muster::jobengine::kSshSecretMode);
   for (const auto& [name, text] : runtime.configFiles(job, attempt))
     write(out + "/config/" + name, text, 0555);
 

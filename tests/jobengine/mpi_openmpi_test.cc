@@ -13,7 +13,7 @@ using testing::decodeJob;
 using testing::seedJob;
 using testing::seedJobJson;
 
-const AttemptInfo kAttempt0{0, "mpi-sample-job-0"};
+const AttemptInfo kAttempt0{0, "mpi-sample-job-0", "mpi-sample-job-0-ssh-x7k2p"};
 
 rapidjson::Document podJson(const proto::ParallelJob& job, int32_t index,
                             const AttemptInfo& attempt = kAttempt0,
@@ -106,7 +106,12 @@ TEST_CASE("the launcher is the user's main with mounts and env behind a wait-for
   CHECK(std::string(wait["command"][1].GetString()) == "/etc/muster/mpi/wait-workers.sh");
   CHECK(byName(spec["volumes"], "muster-ssh") != nullptr);
   CHECK(std::string(byName(spec["volumes"], "muster-ssh")->operator[]("secret")["secretName"].GetString()) ==
-        "mpi-sample-job-0-ssh-6c1f5a");
+        "mpi-sample-job-0-ssh-x7k2p");
+  // Owner-only: not readable by every user of the container (the kubelet adds group read for the
+  // pod's fsGroup).
+  CHECK(byName(spec["volumes"], "muster-ssh")->operator[]("secret")["defaultMode"].GetInt() == 0400);
+  CHECK(std::string(pod["metadata"]["annotations"]["muster.dev/ssh-secret"].GetString()) ==
+        "mpi-sample-job-0-ssh-x7k2p");
   CHECK(std::string(byName(spec["volumes"], "muster-mpi")->operator[]("configMap")["name"].GetString()) ==
         "mpi-sample-job-0-mpi");
 }
@@ -314,6 +319,10 @@ TEST_CASE("the support objects: headless Service publishing not-ready addresses,
         "mpi-sample-job-0");
   auto secret = proto::parseJson((*objects)[1].body);
   REQUIRE(secret.ok());
+  // Named by the API server: no name is asked for, only a prefix.
+  CHECK((*objects)[1].name.empty());
+  CHECK_FALSE((*secret)["metadata"].HasMember("name"));
+  CHECK(std::string((*secret)["metadata"]["generateName"].GetString()) == "mpi-sample-job-0-ssh-");
   const auto& data = (*secret)["stringData"];
   CHECK(std::string(data["id_ed25519"].GetString()).find("BEGIN OPENSSH PRIVATE KEY") != std::string::npos);
   CHECK(std::string(data["authorized_keys"].GetString()) == data["id_ed25519.pub"].GetString());
@@ -323,6 +332,62 @@ TEST_CASE("the support objects: headless Service publishing not-ready addresses,
   CHECK(std::string((*cm)["data"]["hostfile"].GetString()) == runtime.hostfile(seedJob(), kAttempt0));
   CHECK((*cm)["data"].HasMember("wait-workers.sh"));
   CHECK((*cm)["metadata"]["ownerReferences"][0]["blockOwnerDeletion"].GetBool());
+}
+
+TEST_CASE("numPods above 4096 is refused before anything is created, 4096 is accepted", "[mpi]") {
+  OpenMpiRuntime runtime(RuntimeOptions{});
+  auto big = runtime.buildPod(testing::decodeJob(testing::seedJobJson("big", 4097)), kAttempt0, 0);
+  CHECK(big.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(big.status().message() ==
+        "spec.numPods is 4097, more than the 4096 pods a ParallelJob may have (its hostfile must "
+        "fit into one ConfigMap)");
+  CHECK_FALSE(runtime.buildSupport(testing::decodeJob(testing::seedJobJson("big", 4097)), kAttempt0).ok());
+  // The largest job, with the longest names Kubernetes allows: its ConfigMap fits.
+  const std::string longest_ns(63, 'n');
+  std::string json = testing::seedJobJson(std::string(253, 'j'), 4096, 2147483647);
+  json.replace(json.find(R"("namespace":"default")"), 21, "\"namespace\":\"" + longest_ns + "\"");
+  proto::ParallelJob job = testing::decodeJob(json);
+  const AttemptInfo attempt{2147483647, groupName(job.meta.name, 2147483647), "x"};
+  auto objects = runtime.buildSupport(job, attempt);
+  INFO(objects.status().ToString());
+  REQUIRE(objects.ok());
+  const std::string& cm = (*objects)[2].body;
+  CHECK(cm.size() < kMaxConfigMapBytes);
+  CHECK(runtime.hostfileSize(job, attempt) == runtime.hostfile(job, attempt).size());
+  // A longer line would be longest-line x 4096 > 1 MiB only past 256 bytes a line.
+  CHECK(runtime.hostfile(job, attempt).size() / 4096 <= 216);
+}
+
+TEST_CASE("a cluster domain so long that the hostfile cannot fit is refused with the reason", "[mpi]") {
+  RuntimeOptions options;
+  options.cluster_domain = std::string(60, 'd') + "." + std::string(60, 'e') + "." +
+                           std::string(60, 'f') + "." + std::string(60, 'g');
+  OpenMpiRuntime runtime(options);
+  auto pod = runtime.buildPod(testing::decodeJob(testing::seedJobJson("big", 4096)), kAttempt0, 0);
+  CHECK(pod.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(pod.status().message()).find("the hostfile of 4096 pods with cluster domain") == 0);
+  CHECK(std::string(pod.status().message()).find("more than a ConfigMap holds (1048576); use fewer pods") !=
+        std::string::npos);
+  CHECK(runtime.buildPod(testing::decodeJob(testing::seedJobJson("small", 100)), kAttempt0, 0).ok());
+}
+
+TEST_CASE("hostfileSize is the hostfile's size", "[mpi]") {
+  OpenMpiRuntime runtime(RuntimeOptions{});
+  for (int n : {1, 9, 10, 11, 100, 1001}) {
+    proto::ParallelJob job = testing::decodeJob(testing::seedJobJson("j", n, 12));
+    CHECK(runtime.hostfileSize(job, kAttempt0) == runtime.hostfile(job, kAttempt0).size());
+  }
+}
+
+TEST_CASE("the launcher's MUSTER_WAIT_WORKERS_TIMEOUT reaches the wait-for-workers container",
+          "[mpi]") {
+  auto pod = podJson(decodeJob(seedWithMain(R"("env":[{"name":"MUSTER_WAIT_WORKERS_TIMEOUT","value":"1800"}])")), 0);
+  const auto* wait = byName(pod["spec"]["initContainers"], "muster-wait-workers");
+  REQUIRE(wait != nullptr);
+  CHECK(envOf(*wait, "MUSTER_WAIT_WORKERS_TIMEOUT") == "1800");
+  auto plain = podJson(seedJob(), 0);
+  CHECK(envOf(*byName(plain["spec"]["initContainers"], "muster-wait-workers"),
+              "MUSTER_WAIT_WORKERS_TIMEOUT") == "<unset>");  // wait-workers.sh's default: 600 s
 }
 
 TEST_CASE("a generated pod decodes as a Pod", "[mpi]") {

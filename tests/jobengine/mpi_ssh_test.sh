@@ -4,20 +4,26 @@
 # Each "pod" of a 3-pod mpi-sample-job is a network namespace with its own address on a bridge,
 # its own hostname (UTS namespace) and, in a private mount namespace, an /etc/hosts that maps the
 # pods' FQDNs as the headless Service would. Its volumes are directories: the Secret's files (mode
-# 0444, as the volume gives them), the ConfigMap's (0555) and an empty "emptyDir". The generated
+# 0400, as the volume gives them; for the unprivileged run group-owned and group-readable, as the
+# kubelet makes them for the pod's fsGroup), the ConfigMap's (0555) and an empty "emptyDir". The generated
 # paths (/etc/muster/ssh, /etc/muster/mpi, /muster) are rewritten to those directories, nothing
 # else. Workers run their generated main (sshd.sh); the launcher runs its generated init container
 # (wait-workers.sh), which must not finish before every worker accepts SSH, and then the seed's
 # own command, `mpirun --allow-run-as-root ./hello_mpi`, with the launcher env the engine sets.
 # Every one of the 6 ranks (3 pods x slots=2) must report in, 2 per pod.
 #
-# Run twice: as root, and as an unprivileged user (uid 4242, added to a bind-mounted passwd).
+# Run twice: as root, and as an unprivileged user (uid 4242, added to a bind-mounted passwd). An
+# unprivileged pod without fsGroup cannot read the keys, and is told so.
+#
+# Every "pod" runs in a session and process group of its own (setsid), so that killing the group
+# ends everything it started (sshd with its per-connection children, mpirun); at exit no process
+# of the test is left (checked with pgrep, the test fails otherwise).
 # Usage: mpi_ssh_test.sh MATERIALIZE_BINARY
 set -euo pipefail
 materialize=$1
 n=3
 [ "$(id -u)" = 0 ] || { echo "mpi_ssh_test: must run as root (it creates network namespaces)" >&2; exit 1; }
-for tool in ssh mpirun mpicc ip unshare setpriv; do
+for tool in ssh mpirun mpicc ip unshare setpriv setsid pgrep; do
   command -v "$tool" >/dev/null || { echo "mpi_ssh_test: $tool missing (tests/install-deps.sh)" >&2; exit 1; }
 done
 [ -x /usr/sbin/sshd ] || { echo "mpi_ssh_test: /usr/sbin/sshd missing (openssh-server)" >&2; exit 1; }
@@ -25,13 +31,37 @@ done
 work=$(mktemp -d /tmp/muster-mpi-ssh.XXXXXX)
 chmod 755 "$work"
 tag="mj$$"
-pids=()
+pids=()  # each the leader of a process group holding one "pod"
+# What this test started and is still running: every process whose command line names $work.
+leftovers() { pgrep -a -f -- "$work/" | grep -v "^$$ " || true; }
+# Ends each pod's whole process group (not only its first process: sshd forks a child per
+# connection, and a shell wrapper would leave the exec'd sshd behind).
+stop_pods() {
+  local p
+  for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do
+    local deadline=$((SECONDS + 10))
+    while kill -0 -- "-$p" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+    kill -KILL -- "-$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  pids=()
+}
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  local rc=$?
+  stop_pods
+  local left
+  left=$(leftovers)
+  if [ -n "$left" ]; then
+    echo "FAIL: processes of this test are still running:" >&2
+    echo "$left" >&2
+    pkill -KILL -f -- "$work/" 2>/dev/null || true
+    rc=1
+  fi
   for i in $(seq 0 $((n - 1))); do ip netns del "${tag}p$i" 2>/dev/null || true; done
   ip netns del "${tag}sw" 2>/dev/null || true
   rm -rf "$work"
+  exit $rc
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$work"/pod*/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 30 "$f"; }; done >&2; exit 1; }
@@ -83,12 +113,13 @@ cp /etc/passwd "$work/passwd"; echo "mpiuser:x:4242:4242:muster test:/nonexisten
 cp /etc/group "$work/group"; echo "mpiuser:x:4242:" >> "$work/group"
 chmod 644 "$work/hosts" "$work/passwd" "$work/group"
 
-# podrun INDEX UID COMMAND...: COMMAND in pod INDEX's namespaces, as UID, with the pod's paths.
+# podrun INDEX UID COMMAND...: COMMAND in pod INDEX's namespaces, as UID, with the pod's paths,
+# in a new session (its pid is its process group's id; run it in the background with &).
 podrun() {
   local i=$1 uid=$2
   shift 2
   local dir="$work/pod$i"
-  ip netns exec "${tag}p$i" unshare --mount --uts -- env \
+  exec setsid ip netns exec "${tag}p$i" unshare --mount --uts -- env \
     POD_HOSTNAME="${pods[$i]}" W="$work" UID_="$uid" \
     MUSTER_DIR="$dir/run" MUSTER_SECRET_DIR="$dir/secret" MUSTER_CONFIG_DIR="$dir/config" \
     bash -c 'hostname "$POD_HOSTNAME"
@@ -104,17 +135,25 @@ rewrite() {
   sed -e "s#/etc/muster/mpi#$dir/config#g" -e "s#/etc/muster/ssh#$dir/secret#g" -e "s#/muster/#$dir/run/#g"
 }
 
-run_job() {
-  local uid=$1
-  echo "=== as uid $uid"
-  for f in "${pids[@]}"; do kill "$f" 2>/dev/null || true; done
-  pids=()
+# prepare_pods UID [FSGROUP]: fresh volumes for every pod; with FSGROUP, the Secret's files are
+# group-owned by it and group-readable, as the kubelet makes them for the pod's fsGroup.
+prepare_pods() {
+  local uid=$1 fsgroup=${2:-}
   for i in $(seq 0 $((n - 1))); do
     rm -rf "$work/pod$i"
     mkdir -p "$work/pod$i/run"
     cp -a "$work/gen/secret" "$work/gen/config" "$work/pod$i/"
+    if [ -n "$fsgroup" ]; then chgrp -R "$fsgroup" "$work/pod$i/secret"; chmod -R g+r "$work/pod$i/secret"; fi
     chown "$uid:$uid" "$work/pod$i/run"
   done
+}
+
+run_job() {
+  local uid=$1
+  echo "=== as uid $uid"
+  stop_pods
+  [ -z "$(leftovers)" ] || fail "processes of the previous run are still running: $(leftovers)"
+  if [ "$uid" = 0 ]; then prepare_pods 0; else prepare_pods "$uid" "$uid"; fi
   local worker_cmd
   # Worker 1 first; the launcher's init container must still be waiting for worker 2.
   worker_cmd=$(rewrite 1 < "$work/gen/worker.command")
@@ -159,6 +198,20 @@ run_job() {
   echo "=== uid $uid: 6 of 6 ranks on 3 pods"
 }
 
+# The Secret as mounted (0400, root's) and an unprivileged pod without fsGroup: setup.sh says why.
+[ "$(stat -c %a "$work/gen/secret/id_ed25519")" = 400 ] || fail "the Secret's files are not 0400"
+prepare_pods 4242
+podrun 1 4242 sh "$work/pod1/config/setup.sh" > "$work/pod1/setup.log" 2>&1 &
+setup_pid=$!
+pids+=($setup_pid)
+rc=0; wait "$setup_pid" || rc=$?
+[ "$rc" != 0 ] || fail "an unprivileged pod without fsGroup read the 0400 keys"
+grep -q "cannot read the SSH keys in .* as uid 4242: the Secret is mounted 0400 (root only); a non-root container needs the pod's spec.securityContext.fsGroup" "$work/pod1/setup.log" ||
+  fail "no clear message without fsGroup: $(cat "$work/pod1/setup.log")"
+echo "=== uid 4242 without fsGroup: refused with a clear message"
+
 run_job 0
 run_job 4242
+stop_pods
+[ -z "$(leftovers)" ] || fail "processes left after the runs: $(leftovers)"
 echo PASS

@@ -12,7 +12,8 @@ TEST_CASE("a short job name gives <job>-<attempt> and pod names <group>-<index>"
   CHECK(groupName("mpi-sample-job", 0) == "mpi-sample-job-0");
   CHECK(groupName("mpi-sample-job", 12) == "mpi-sample-job-12");
   CHECK(podName("mpi-sample-job-0", 2) == "mpi-sample-job-0-2");
-  CHECK(secretName("mpi-sample-job-0", "5D1B0E2A-7c3f-4b1e-9a0d-2f6e8c4b1a77") ==
+  CHECK(secretNamePrefix("mpi-sample-job-0") == "mpi-sample-job-0-ssh-");
+  CHECK(legacySecretName("mpi-sample-job-0", "5D1B0E2A-7c3f-4b1e-9a0d-2f6e8c4b1a77") ==
         "mpi-sample-job-0-ssh-5d1b0e");
   CHECK(configMapName("mpi-sample-job-0") == "mpi-sample-job-0-mpi");
   CHECK(podFqdn("mpi-sample-job-0-1", "mpi-sample-job-0", "default", "cluster.local") ==
@@ -33,7 +34,9 @@ TEST_CASE("the longest name the API accepts still gives valid names for every ob
     CHECK(isDns1035Label(group));   // a Service name
     CHECK(isLabelValue(group));     // the jobset-name label
     CHECK(isDns1123Label(podName(group, 2147483647)));  // a hostname
-    CHECK(isDns1123Subdomain(secretName(group, "5d1b0e2a-7c3f-4b1e-9a0d-2f6e8c4b1a77")));
+    // The API server appends 5 characters to the generateName.
+    CHECK(isDns1123Subdomain(secretNamePrefix(group) + "x7k2p"));
+    CHECK(isDns1123Subdomain(legacySecretName(group, "5d1b0e2a-7c3f-4b1e-9a0d-2f6e8c4b1a77")));
     CHECK(isDns1123Subdomain(configMapName(group)));
     CHECK(group.substr(group.size() - std::to_string(attempt).size()) == std::to_string(attempt));
   }
@@ -44,7 +47,10 @@ TEST_CASE("long names that differ only at the end get different groups", "[namin
   a += "-one";
   b += "-two";
   CHECK(groupName(a, 0) != groupName(b, 0));
-  CHECK(groupName(a, 0) == groupName(a, 0));  // stable
+  // Stable across processes and versions (a restarted engine must find its attempt's objects):
+  // the same name always gives these exact groups (the first 8 hex digits of its SHA-256).
+  CHECK(groupName(a, 0) == "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx-a835d01e-0");
+  CHECK(groupName(b, 7) == "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx-9c256b83-7");
 }
 
 TEST_CASE("names with dots or a leading digit are made valid labels without colliding", "[naming]") {

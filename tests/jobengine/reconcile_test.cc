@@ -300,6 +300,45 @@ TEST_CASE("a job whose launcher template the runtime cannot use fails before cre
   CHECK(plan.create_pods.empty());
 }
 
+TEST_CASE("numPods above the maximum fails the job with InvalidSpec before any pod", "[reconcile]") {
+  Scenario s(decodeJob(seedJobJson("huge", 20000)));  // a CRD without the maximum let it through
+  Plan plan = s.run();
+  REQUIRE(plan.status);
+  CHECK(plan.status->phase == "Failed");
+  const auto* failed = findCondition(plan.status->conditions, vocab::kConditionFailed);
+  REQUIRE(failed != nullptr);
+  CHECK(failed->reason == "InvalidSpec");
+  CHECK(failed->message ==
+        "the job cannot run: spec.numPods is 20000, more than the 4096 pods a ParallelJob may have "
+        "(its hostfile must fit into one ConfigMap). No pods were created");
+  CHECK(hasEvent(plan, "InvalidSpec"));
+  CHECK(plan.create_pods.empty());
+  CHECK_FALSE(plan.create_pods_needed);
+}
+
+TEST_CASE("status.pods counts the job's pods that exist: after success it drops to the launcher",
+          "[reconcile]") {
+  Scenario s(started(seedJob(), 0, true, "Running"));
+  s.pods = {pod(s.job, 0, 0).running().succeeded(), pod(s.job, 0, 1).running(),
+            pod(s.job, 0, 2).running()};
+  Plan plan = s.run();
+  REQUIRE(plan.status);
+  CHECK(plan.status->phase == "Succeeded");
+  CHECK(plan.status->pods == 3);  // the workers are still there when Succeeded is written
+  s.job.status = *plan.status;
+  // The workers are gone: only the count changed, and it is written (also by a process that
+  // did not write the 3: it is read back from the job).
+  s.pods = {pod(s.job, 0, 0).running().succeeded()};
+  Plan after = s.run();
+  REQUIRE(after.status);
+  CHECK(after.status->phase == "Succeeded");
+  CHECK(after.status->pods == 1);
+  CHECK(after.status->pods_ready == 0);
+  // Written already: nothing to write.
+  s.job.status = *after.status;
+  CHECK_FALSE(s.run().status);
+}
+
 TEST_CASE("a job being deleted is left to the garbage collector", "[reconcile]") {
   Scenario s(started(seedJob(), 0, true, "Running"));
   s.job.meta.deletion_timestamp = kNow;

@@ -20,6 +20,7 @@
 #include "jobengine/slurm/runtime.h"
 #include "jobengine/slurm/script.h"
 #include "jobengine/slurm/submit.h"
+#include "jobengine/ssh_attempt.h"
 #include "proto/codec.h"
 #include "proto/json.h"
 
@@ -106,7 +107,8 @@ slurm:
   muster::jobengine::RuntimeOptions options_rt;
   options_rt.slurm = *config;
   slurm::SlurmRuntime runtime(options_rt);
-  muster::jobengine::AttemptInfo attempt{0, muster::jobengine::groupName(job.meta.name, 0)};
+  const std::string group = muster::jobengine::groupName(job.meta.name, 0);
+  muster::jobengine::AttemptInfo attempt{0, group, muster::jobengine::secretNamePrefix(group) + "x7k2p"};
 
   mkdir(out.c_str(), 0755);
   for (const char* d : {"/secret", "/config", "/batch"}) mkdir((out + d).c_str(), 0755);
@@ -115,10 +117,12 @@ slurm:
   for (const auto& obj : *support) {
     auto doc = muster::proto::parseJson(obj.body);
     if (!doc.ok()) return fail(doc.status());
-    // Modes as the pod's volumes give them (defaultMode 0444 / 0555).
+    // Modes as the pod's volumes give them (SSH Secret 0400, ConfigMap 0555; slurm_ssh_test.sh
+    // adds group read, as the kubelet does for the pod's fsGroup).
     if (doc->HasMember("stringData"))
       for (const auto& kv : (*doc)["stringData"].GetObject())
-        write(out + "/secret/" + kv.name.GetString(), kv.value.GetString(), 0444);
+        write(out + "/secret/" + kv.name.GetString(), kv.value.GetString(),
+              muster::jobengine::kSshSecretMode);
     if (doc->HasMember("data"))
       for (const auto& kv : (*doc)["data"].GetObject())
         write(out + "/config/" + kv.name.GetString(), kv.value.GetString(), 0555);

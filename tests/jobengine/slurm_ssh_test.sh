@@ -6,8 +6,9 @@
 # Each pod is a network namespace with its own address on a bridge, its own host name (UTS
 # namespace, = its Slurm node name) and, in a private mount namespace, an /etc/hosts that maps the
 # node names as the headless Service and the pods' DNS search path do. Its volumes are
-# directories: the SSH Secret's files (mode 0444), the ConfigMap's (0555), the batch Secret
-# (0444) and an empty "emptyDir"; muster-slurm is installed into a tools directory by its own
+# directories: the SSH Secret's files (mode 0400, group-readable by the pod's fsGroup), the
+# ConfigMap's (0555), the batch Secret (0444) and an empty "emptyDir"; muster-slurm is installed
+# into a tools directory by its own
 # `install-tools` (what the tools init container does). The generated paths are rewritten to
 # those directories, nothing else. Nodes 1 and 2 run their generated main (sshd.sh); the batch
 # pod runs its wait-for-peers init container, then its main, `muster-slurm batch-step`, as an
@@ -132,6 +133,10 @@ rewrite() {
 for i in $(seq 0 $((n - 1))); do
   mkdir -p "$work/pod$i/run"
   cp -a "$work/gen/secret" "$work/gen/config" "$work/gen/batch" "$work/pod$i/"
+  # The SSH Secret is mounted 0400; a non-root pod reads it through its fsGroup (4242 here), for
+  # which the kubelet makes the files group-owned and group-readable.
+  chgrp -R 4242 "$work/pod$i/secret"
+  chmod -R g+r "$work/pod$i/secret"
   touch "$work/pod$i/termination-log"
   chown 4242:4242 "$work/pod$i/run" "$work/pod$i/termination-log"
 done

@@ -1,9 +1,14 @@
 // muster-topology agent against the real kube-apiserver + kwok nodes (tests/cluster): the live
-// machine's honest topology (here: no GPU, no RDMA) and fixture-backed ones, published as
-// NodeTopology objects and node labels, read back through Muster's client and the model.
+// machine's honest topology (what this machine has, read independently of hwloc: its NVIDIA GPUs
+// from sysfs, cross-checked with nvidia-smi -L and /proc/driver/nvidia/gpus when present, its RDMA
+// devices from /sys/class/infiniband) and fixture-backed ones, published as NodeTopology objects
+// and node labels, read back through Muster's client and the model.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -80,6 +85,51 @@ struct Api {
   }
 };
 
+namespace fs = std::filesystem;
+
+std::string readTrimmed(const fs::path& p) {
+  std::ifstream in(p);
+  std::string s;
+  std::getline(in, s);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
+size_t entries(const fs::path& dir) {
+  std::error_code ec;
+  size_t n = 0;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) ++n;
+  return n;
+}
+
+// This machine's NVIDIA GPUs as the agent defines them (PCI vendor 0x10de, class VGA or 3D
+// controller), counted from /sys/bus/pci/devices, not through hwloc. Where the driver is loaded,
+// nvidia-smi -L and /proc/driver/nvidia/gpus must agree with it.
+size_t machineGpus() {
+  size_t n = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it("/sys/bus/pci/devices", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string cls = readTrimmed(it->path() / "class");  // 0x030200
+    if (readTrimmed(it->path() / "vendor") == "0x10de" &&
+        (cls.rfind("0x0300", 0) == 0 || cls.rfind("0x0302", 0) == 0))
+      ++n;
+  }
+  if (fs::is_directory("/proc/driver/nvidia/gpus")) CHECK(entries("/proc/driver/nvidia/gpus") == n);
+  auto smi = testing::run({"sh", "-c", "command -v nvidia-smi >/dev/null && nvidia-smi -L"});
+  if (smi.exit_code == 0) {
+    size_t listed = 0;
+    std::istringstream lines(smi.out);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("GPU ", 0) == 0) ++listed;
+    CHECK(listed == n);
+  }
+  return n;
+}
+
+// RDMA devices the kernel shows (what libibverbs and the sysfs provider enumerate).
+size_t machineRdmaDevices() { return entries("/sys/class/infiniband"); }
+
 void cleanup(const std::vector<std::string>& nodes) {
   for (const std::string& n : nodes) {
     (void)TestCluster::get().kubectl({"delete", "nodetopology", n, "--ignore-not-found"});
@@ -89,7 +139,7 @@ void cleanup(const std::vector<std::string>& nodes) {
   }
 }
 
-TEST_CASE("agent --once publishes this machine's honest empty topology and exits 0") {
+TEST_CASE("agent --once publishes what this machine has, no more and no less, and exits 0") {
   applyCrd();
   const std::string node = lastNodes(1)[0];
   cleanup({node});
@@ -99,10 +149,13 @@ TEST_CASE("agent --once publishes this machine's honest empty topology and exits
   Api api;
   proto::NodeTopology t = api.topology(node);
   CHECK(t.spec.node_name == node);
-  CHECK(t.spec.gpus.empty());  // no GPU and no RDMA NIC on this machine
-  CHECK(t.spec.rdma_nics.empty());
-  CHECK(t.spec.summary.gpus == 0);
-  CHECK(t.spec.summary.rdma_nics == 0);
+  const size_t gpus = machineGpus();
+  const size_t rdma = machineRdmaDevices();
+  INFO("this machine: " << gpus << " NVIDIA GPU(s), " << rdma << " RDMA device(s)");
+  CHECK(t.spec.gpus.size() == gpus);
+  CHECK(t.spec.summary.gpus == static_cast<int32_t>(gpus));
+  CHECK(t.spec.rdma_nics.size() == rdma);
+  CHECK(t.spec.summary.rdma_nics == static_cast<int32_t>(rdma));
   CHECK_FALSE(t.spec.numa_nodes.empty());
   CHECK(t.spec.source.agent_version == "muster-topology v0.1.0");
   REQUIRE(t.status.conditions.size() == 1);
@@ -110,10 +163,10 @@ TEST_CASE("agent --once publishes this machine's honest empty topology and exits
   CHECK(t.status.conditions[0].status == "True");
   CHECK(t.status.observed_generation == t.meta.generation);
   auto labels = api.labels(node);
-  CHECK(labels["muster.dev/gpu.count"] == "0");
-  CHECK(labels["muster.dev/rdma.count"] == "0");
-  CHECK_FALSE(labels.contains("muster.dev/gpu.model"));
-  CHECK_FALSE(labels.contains("muster.dev/rdma.link-layer"));
+  CHECK(labels["muster.dev/gpu.count"] == std::to_string(gpus));
+  CHECK(labels["muster.dev/rdma.count"] == std::to_string(rdma));
+  CHECK(labels.contains("muster.dev/gpu.model") == (gpus > 0));
+  CHECK(labels.contains("muster.dev/rdma.link-layer") == (rdma > 0));
 
   // Nothing changed: a second run writes nothing.
   auto again = agentOnce(node);

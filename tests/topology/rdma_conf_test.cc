@@ -234,6 +234,65 @@ TEST_CASE("values are single-quoted so any text survives sourcing") {
   CHECK(sourced("bash", file, "NCCL_SOCKET_IFNAME") == "it's $HOME `x`");
 }
 
+TEST_CASE("a comment line escapes control characters and backslashes") {
+  CHECK(shellComment("plain text") == "# plain text\n");
+  CHECK(shellComment("a\nb\\c\x7f\r\td") == "# a\\x0ab\\\\c\\x7f\\x0d\\x09d\n");
+}
+
+// What a user may put into main's env (the init container copies MUSTER_RDMA_DEVICES as written;
+// the GPU variables come from the device plugin or the user): newlines, command substitutions,
+// backticks and quotes of both kinds.
+TEST_CASE("hostile text in the pod's env runs nothing when the files are sourced") {
+  TempDir dir;
+  const std::string mark = dir.path() + "/ran";
+  const std::string hostile = "mlx5_0\ntouch " + mark + "-newline\n$(touch " + mark +
+                              "-dollar)`touch " + mark + "-backtick`'\"; touch " + mark +
+                              "-quote\r\ntouch " + mark + "-cr";
+  RdmaConf conf = build(load("cts1-pascal.xml"),
+                        {{"NVIDIA_VISIBLE_DEVICES", "GPU-x\ntouch " + mark + "-gpu"},
+                         {"MUSTER_RDMA_DEVICES", hostile}});
+  // The hostile text is quoted in the notes, escaped: each note is one comment line.
+  CHECK(has(conf.nccl, "# note: MUSTER_RDMA_DEVICES: mlx5_0\\x0atouch "));
+  CHECK(has(conf.nccl, "# note: NVIDIA_VISIBLE_DEVICES: GPU \"GPU-x\\x0atouch "));
+  for (const std::string* text : {&conf.nccl, &conf.ucx}) {
+    size_t start = 0;
+    while (start < text->size()) {
+      const size_t end = text->find('\n', start);
+      const std::string line = text->substr(start, end - start);
+      INFO(line);
+      // Only comments, `[ -n "${X:-}" ] || X='...'` and `export X`.
+      CHECK((line.rfind("# ", 0) == 0 || line.rfind("[ -n \"${", 0) == 0 ||
+             line.rfind("export ", 0) == 0));
+      CHECK(line.find('\r') == std::string::npos);
+      start = end == std::string::npos ? text->size() : end + 1;
+    }
+  }
+  const std::string nccl = write(dir, "nccl.conf", conf.nccl);
+  const std::string ucx = write(dir, "ucx.conf", conf.ucx);
+  for (const std::string shell : {"sh", "bash"}) {
+    INFO(shell);
+    CHECK(sourced(shell, nccl, "NCCL_IB_DISABLE") == "1");  // the only NIC was not the pod's
+    CHECK(sourced(shell, ucx, "UCX_TLS") == "tcp,sm,self");
+  }
+  for (const std::string suffix : {"-newline", "-dollar", "-backtick", "-quote", "-cr", "-gpu"}) {
+    INFO(suffix);
+    CHECK_FALSE(fs::exists(mark + suffix));
+  }
+}
+
+TEST_CASE("any value, newlines and quotes included, round-trips through a sourced assignment") {
+  TempDir dir;
+  const std::string mark = dir.path() + "/ran";
+  const std::string value = "a\nb $(touch " + mark + ") `touch " + mark + "` 'single' \"double\" \\ "
+                            "\t\r\x01 ${HOME} ; exit 3\n";
+  const std::string file = write(dir, "v.conf", shellDefault("NCCL_SOCKET_IFNAME", value));
+  for (const std::string shell : {"sh", "bash"}) {
+    INFO(shell);
+    CHECK(sourced(shell, file, "NCCL_SOCKET_IFNAME") == value);
+  }
+  CHECK_FALSE(fs::exists(mark));
+}
+
 TEST_CASE("the pod's primary interface comes from the default route") {
   TempDir proc;
   fs::create_directories(proc.path() + "/net");

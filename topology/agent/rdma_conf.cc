@@ -183,6 +183,25 @@ std::string shellQuote(std::string_view value) {
   return out;
 }
 
+std::string shellComment(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "# ";
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else {
+      out += ch;
+    }
+  }
+  out += "\n";
+  return out;
+}
+
 std::string shellDefault(std::string_view name, std::string_view value) {
   return absl::StrCat("[ -n \"${", std::string(name), ":-}\" ] || ", std::string(name), "=",
                       shellQuote(value), "\nexport ", std::string(name), "\n");
@@ -277,11 +296,12 @@ absl::StatusOr<RdmaConf> buildRdmaConf(const RdmaConfInput& in) {
     if (!gpus_text.empty()) gpus_text += ", ";
     gpus_text += absl::StrCat(i, g != nullptr ? absl::StrCat(" (", g->bus_id, ")") : "");
   }
-  std::string header = absl::StrCat(
-      "# Written by muster-topology rdma-conf for this pod's devices. Values already set in the\n"
-      "# environment are kept. GPUs: ", gpus_text, ".\n");
-  for (const std::string& w : why) absl::StrAppend(&header, "# ", w, "\n");
-  for (const std::string& n : conf.notes) absl::StrAppend(&header, "# note: ", n, "\n");
+  // Every comment line goes through shellComment: the notes quote the pod's env as written.
+  std::string header =
+      "# Written by muster-topology rdma-conf for this pod's devices. Values already set in the\n";
+  header += shellComment(absl::StrCat("environment are kept. GPUs: ", gpus_text, "."));
+  for (const std::string& w : why) header += shellComment(w);
+  for (const std::string& n : conf.notes) header += shellComment(absl::StrCat("note: ", n));
   const std::string hca_list = absl::StrJoin(conf.hcas, ",");
   const std::string ifname = in.socket_ifname.empty() ? "^lo,docker" : in.socket_ifname;
 

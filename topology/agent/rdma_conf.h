@@ -8,6 +8,12 @@
 //   export NCCL_IB_HCA
 //
 // (POSIX sh and bash alike, also under `set -eu`; values single-quoted.)
+//
+// Nothing from the pod's environment can run when the files are sourced: values are single-quoted
+// (every byte is data inside single quotes; the sources are C strings, so there is no NUL), and
+// the comment lines, which quote the env as written ("# note: MUSTER_RDMA_DEVICES: x not found"),
+// have every control character escaped (\n as \x0a, a backslash as \\), so no newline ends a
+// comment early.
 
 #include <map>
 #include <optional>
@@ -52,6 +58,8 @@ absl::StatusOr<RdmaConf> buildRdmaConf(const RdmaConfInput& input);
 
 // 'value' with embedded single quotes as '\''.
 std::string shellQuote(std::string_view value);
+// One comment line, "# <text>\n", with control characters written as \xNN and '\' as "\\".
+std::string shellComment(std::string_view text);
 // The two lines that set NAME unless the environment already has a non-empty value.
 std::string shellDefault(std::string_view name, std::string_view value);
 
