@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -474,7 +476,15 @@ std::string compressHostlistSorted(const std::vector<std::string>& hosts) {
 }
 
 std::string compressHostlistUnique(const std::vector<std::string>& hosts) {
-  std::vector<HostRange> list = rangesOf(hosts);
+  // Equal names go first: hostrange_cmp is no strict order when zero-padded and plain numbers mix
+  // ("f1-93", "f00", "f93" sort in that order, and 93 is inside the first range but not next to
+  // it), so dropping duplicates only between neighbours could keep a host twice.
+  std::vector<std::string> distinct;
+  distinct.reserve(hosts.size());
+  std::set<std::string_view> seen;
+  for (const std::string& h : hosts)
+    if (seen.insert(h).second) distinct.push_back(h);
+  std::vector<HostRange> list = rangesOf(distinct);
   if (list.size() > 1) {
     std::stable_sort(list.begin(), list.end(), rangeLess);
     size_t i = 1;

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include <string>
 #include <vector>
 
@@ -178,6 +180,13 @@ TEST_CASE("the unique form sorts and drops duplicates like squeue's node list", 
   CHECK(compressHostlistUnique({"a", "a"}) == "a");
   // Equal numbers of incompatible widths sort by width (hostrange_cmp).
   CHECK(compressHostlistUnique({"n02", "n01", "n1"}) == "n[1,01-02]");
+  // Found by fuzz_hostlist (corpus regress-unique-mixed-widths): f93 twice with f00 sorting
+  // between its two copies was printed twice.
+  std::vector<std::string> hosts = *expandHostlist("f[1-93,93,553,00-]");
+  absl::StatusOr<std::vector<std::string>> back = expandHostlist(compressHostlistUnique(hosts));
+  REQUIRE(back.ok());
+  CHECK(std::set<std::string>(back->begin(), back->end()).size() == back->size());
+  CHECK(back->size() == 95);  // f1..f93, f553, f00
 }
 
 TEST_CASE("natural compare orders digit runs by value", "[hostlist]") {
