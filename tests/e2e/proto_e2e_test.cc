@@ -164,9 +164,9 @@ TEST_CASE("a list of 1,000 kwok nodes arrives whole through pagination") {
                        io.executor(), options);
   nodes.start();
   REQUIRE(nodes.waitForSync(std::chrono::seconds(60)));
-  CHECK(nodes.size() == names.size());
+  CHECK(io.call([&] { return nodes.size(); }) == names.size());
   int ready_gpu_nodes = 0;
-  for (const auto& n : nodes.list()) {
+  for (const auto& n : io.call([&] { return nodes.list(); })) {
     auto gpus = n->status.allocatable.find("nvidia.com/gpu");
     if (n->isReady() && gpus != n->status.allocatable.end() && gpus->second.value() == 8 &&
         n->meta.labels.count("muster.dev/rack"))
@@ -187,7 +187,7 @@ TEST_CASE("an informer sees pods created, patched and deleted") {
   REQUIRE(inf->waitForSync(std::chrono::seconds(30)));
 
   for (int i = 0; i < 5; ++i) createPod(*client, absl::StrCat(run, "-", i), run);
-  REQUIRE(waitFor([&] { return inf->size() == 5; }));
+  REQUIRE(waitFor([&] { return io.call([&] { return inf->size(); }) == 5; }));
 
   proto::Request patch;
   patch.verb = proto::Verb::kPatch;
@@ -196,13 +196,13 @@ TEST_CASE("an informer sees pods created, patched and deleted") {
   patch.body = R"({"metadata":{"annotations":{"muster.dev/e2e":"patched"}}})";
   REQUIRE(client->callSync(patch).ok());
   REQUIRE(waitFor([&] {
-    auto p = inf->get("default", run + "-2");
+    auto p = io.call([&] { return inf->get("default", run + "-2"); });
     return p && p->meta.annotations.count("muster.dev/e2e") &&
            p->meta.annotations.at("muster.dev/e2e") == "patched";
   }));
 
   deletePod(*client, run + "-4");
-  REQUIRE(waitFor([&] { return inf->get("default", run + "-4") == nullptr; }));
+  REQUIRE(waitFor([&] { return io.call([&] { return inf->get("default", run + "-4"); }) == nullptr; }));
   CHECK(ledger.deletesOf(run + "-4") == 1);
   for (int i = 0; i < 5; ++i) CHECK(ledger.addsOf(absl::StrCat(run, "-", i)) == 1);
   inf->stop();
@@ -217,8 +217,8 @@ TEST_CASE("a pod bound through the binding subresource is run by kwok") {
   inf->start();
   REQUIRE(inf->waitForSync(std::chrono::seconds(30)));
   createPod(*client, run, run);
-  REQUIRE(waitFor([&] { return inf->get("default", run) != nullptr; }));
-  auto pod = inf->get("default", run);
+  REQUIRE(waitFor([&] { return io.call([&] { return inf->get("default", run); }) != nullptr; }));
+  auto pod = io.call([&] { return inf->get("default", run); });
   CHECK(pod->spec.node_name.empty());
   CHECK(pod->status.phase == "Pending");
 
@@ -229,7 +229,7 @@ TEST_CASE("a pod bound through the binding subresource is run by kwok") {
   absl::Status status = bound.get_future().get();
   REQUIRE(status.ok());
   REQUIRE(waitFor([&] {
-    auto p = inf->get("default", run);
+    auto p = io.call([&] { return inf->get("default", run); });
     return p && p->spec.node_name == "node-00000" && p->status.phase == "Running";
   }));
 
@@ -260,7 +260,7 @@ TEST_CASE("every change made while the API server restarts reaches the cache exa
   inf->addHandlers(ledger.handlers());
   inf->start();
   REQUIRE(inf->waitForSync(std::chrono::seconds(30)));
-  REQUIRE(inf->size() == 4);
+  REQUIRE(io.call([&] { return inf->size(); }) == 4);
 
   // Cut the informer off, restart the API server, and change things while it cannot see.
   proxy.partition();
@@ -272,14 +272,15 @@ TEST_CASE("every change made while the API server restarts reaches the cache exa
 
   auto expected = serverPodNames(*direct, run);
   REQUIRE(expected.size() == 8);
-  REQUIRE(waitFor([&] { return cachedPodNames(*inf) == expected; }, std::chrono::seconds(90)));
+  REQUIRE(waitFor([&] { return io.call([&] { return cachedPodNames(*inf); }) == expected; },
+                  std::chrono::seconds(90)));
   for (int i = 0; i < 4; ++i) CHECK(ledger.addsOf(absl::StrCat(run, "-old-", i)) == 1);
   for (int i = 0; i < 5; ++i) CHECK(ledger.addsOf(absl::StrCat(run, "-new-", i)) == 1);
   CHECK(ledger.deletesOf(run + "-old-0") == 1);
   // Created and deleted while unseen: either never delivered or added then deleted once.
   CHECK(ledger.addsOf(run + "-new-5") == ledger.deletesOf(run + "-new-5"));
   CHECK(ledger.addsOf(run + "-new-5") <= 1);
-  auto stats = inf->stats();
+  auto stats = io.call([&] { return inf->stats(); });
   std::cout << "e2e: restart: lists=" << stats.lists << " relists_gone=" << stats.relists_gone
             << " watches=" << stats.watches << " watch_errors=" << stats.watch_errors << std::endl;
   CHECK(stats.watches >= 2);
@@ -303,7 +304,7 @@ TEST_CASE("a watch older than etcd's compacted history gets 410 Gone and relists
   inf->addHandlers(ledger.handlers());
   inf->start();
   REQUIRE(inf->waitForSync(std::chrono::seconds(30)));
-  std::string old_rv = inf->lastResourceVersion();
+  std::string old_rv = io.call([&] { return inf->lastResourceVersion(); });
 
   proxy.partition();
   deletePod(*direct, run + "-0");
@@ -329,8 +330,9 @@ TEST_CASE("a watch older than etcd's compacted history gets 410 Gone and relists
 
   proxy.heal();
   auto expected = serverPodNames(*direct, run);
-  REQUIRE(waitFor([&] { return cachedPodNames(*inf) == expected; }, std::chrono::seconds(90)));
-  CHECK(inf->stats().relists_gone >= 1);
+  REQUIRE(waitFor([&] { return io.call([&] { return cachedPodNames(*inf); }) == expected; },
+                  std::chrono::seconds(90)));
+  CHECK(io.call([&] { return inf->stats(); }).relists_gone >= 1);
   CHECK(ledger.deletesOf(run + "-0") == 1);
   CHECK(ledger.addsOf(run + "-3") == 1);
   inf->stop();

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -51,6 +52,15 @@ class IoThread {
   ~IoThread();
   proto::asio::io_context& io() { return io_; }
   proto::asio::any_io_executor executor() { return io_.get_executor(); }
+  // f() run on the io thread, its result handed back: what reads an informer (or anything else
+  // that lives on that executor) from the test's thread must go through here.
+  template <typename F>
+  auto call(F f) -> decltype(f()) {
+    std::packaged_task<decltype(f())()> task(std::move(f));
+    auto result = task.get_future();
+    proto::asio::post(io_, [&task] { task(); });
+    return result.get();
+  }
 
  private:
   proto::asio::io_context io_;
