@@ -175,8 +175,11 @@ CASES = [
      [("message", ["claim"]), ("unbound", None)]),
     ("refused-bind", [pod("refused-bind-single")],
      [("message", [POLICY_MESSAGE]), ("unbound", None), ("bind-rate", 20)]),
-    ("refused-bind-gang", [pod("refused-bind-gang-1", annotations=gang_ann("g-refused", "2")),
-                           pod("rb-gang-0", annotations=gang_ann("g-refused", "2"))],
+    # The partner never finishes by itself: one that Succeeded 3 s after its bind (before the
+    # third refused bind and the rollback) would leave nothing to report, and the case would
+    # depend on that race.
+    ("refused-bind-gang", [pod("refused-bind-gang-1", annotations=gang_ann("g-refused", "2"), succeed=None),
+                           pod("rb-gang-0", annotations=gang_ann("g-refused", "2"), succeed=None)],
      [("message", [POLICY_MESSAGE]), ("unbound", None), ("bind-rate", 20), ("partner", "rb-gang-0")]),
     ("podgroup-min-negative", [podgroup("pg-negative", -1)], [("refused", ["minMember"])]),
     ("podgroup-min-100000", [podgroup("pg-huge", 100000), pod("pg-huge-0", labels={"scheduling.x-k8s.io/pod-group": "pg-huge"})],

@@ -464,7 +464,7 @@ class Muster:
     def start(self):
         logf = open(self.log_path, "ab")
         self.proc = subprocess.Popen([self.binary, "--kubeconfig", self.kubeconfig, "--config", self.config_path,
-                                      "--identity", self.identity, "-v", "2", *self.extra],
+                                      "--identity", self.identity, "-v", os.environ.get("MUSTER_CHAOS_V", "2"), *self.extra],
                                      stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True)
         logf.close()

@@ -186,6 +186,9 @@ class Checker:
         self.hit_log = []
         self.restarts_seen = {}       # job uid -> max restarts seen
         self.restart_suspect = {}     # job uid -> (since, restarts)
+        # Jobs the self-test fails behind the injector's back: no injected fault may reach them,
+        # or it would count for the failure the self-test means to go unexplained.
+        self.protected_jobs = set()
         self.terminal_jobs = {}       # job uid -> (time, phase, restarts)
         self.lease = None
         self.lease_history = []       # (time seen, holder, acquireTime, renewTime)
@@ -729,6 +732,8 @@ class Injector:
             ju = lab.get(JOB_UID)
             if not ju or not self.checker.live(p) or (ju, lab.get(ATTEMPT)) in guarded:
                 continue
+            if ju in self.checker.protected_jobs:
+                continue
             if any(c.get("type") == ROLLBACK for c in (p.get("status") or {}).get("conditions") or []):
                 continue
             cur = self.checker.current_attempt(ju)
@@ -817,7 +822,8 @@ class Injector:
         out = set()
         for p in self.checker.pods.values():
             lab = p["metadata"].get("labels") or {}
-            if (lab.get(JOB_UID), lab.get(ATTEMPT)) in guarded and p["spec"].get("nodeName"):
+            if p["spec"].get("nodeName") and ((lab.get(JOB_UID), lab.get(ATTEMPT)) in guarded
+                                              or lab.get(JOB_UID) in self.checker.protected_jobs):
                 out.add(p["spec"]["nodeName"])
         return out
 
@@ -1010,6 +1016,8 @@ class SelfTest:
             if not cands:
                 raise RuntimeError("no running ParallelJob pod")
             p = sorted(cands, key=lambda x: x["metadata"]["name"])[0]
+            with self.checker.lock:
+                self.checker.protected_jobs.add(p["metadata"]["labels"][JOB_UID])
             api.patch(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}",
                       {"metadata": {"annotations": {"muster.dev/sim-exit-code": "1"}}})
             lab = p["metadata"]["labels"]

@@ -575,5 +575,42 @@ TEST_CASE("a pod naming a PodGroup that does not exist says so at once", "[sched
   REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("orphan").empty(); }));
 }
 
+TEST_CASE("a gang recreated under the same names after its rollback is retried as a new one",
+          "[scheduler]") {
+  // As tests/chaos/bad_input.py does it: each round creates the same two pods, one of which is
+  // always refused, and deletes them after the rollback. Nothing of a round's gang (failures,
+  // binds in a row) may carry over into the next.
+  Fixture f;
+  racks(f);
+  SchedulerConfig c = config();
+  c.queue_initial_backoff_seconds = 1;
+  c.queue_max_backoff_seconds = 60;
+  f.api->on_bind = [](const testing::BindCall& call, int) {
+    return call.pod == "ml/r1" ? absl::PermissionDeniedError("admission webhook denied the request")
+                               : absl::OkStatus();
+  };
+  auto r1Binds = [&] {
+    return std::count_if(f.api->binds.begin(), f.api->binds.end(),
+                         [](const testing::BindCall& b) { return b.pod == "ml/r1"; });
+  };
+  auto step = [&] {
+    f.clock.advance(absl::Milliseconds(250));
+    f.scheduler->wake();
+    for (int i = 0; i < 3; ++i) f.cluster.settle();
+  };
+  f.start(c);
+  for (int round = 0; round < 3; ++round) {
+    const long before = r1Binds();
+    f.cluster.put("pods", podJson("r0").gpus(4).gang("g-refused", 2));
+    f.cluster.put("pods", podJson("r1").gpus(4).gang("g-refused", 2));
+    for (int i = 0; i < 120 && r1Binds() < before + 3; ++i) step();  // 30 s
+    INFO("round " << round);
+    CHECK(r1Binds() >= before + 3);  // 1 + 2 s of backoff: three tries, then the rollback
+    f.cluster.remove("pods", "ml", "r0");
+    f.cluster.remove("pods", "ml", "r1");
+    for (int i = 0; i < 8; ++i) step();
+  }
+}
+
 }  // namespace
 }  // namespace muster::scheduler
