@@ -62,6 +62,23 @@ struct Fixture {
     informers.reset();
     cluster.settle();
   }
+  // Every bind of `pod` ("ml/w1") refused, as an admission webhook would; the others succeed.
+  void refuseBindsOf(const std::string& pod) {
+    api->on_bind = [pod](const testing::BindCall& call, int) {
+      return call.pod == pod ? absl::PermissionDeniedError("admission webhook denied the request")
+                             : absl::OkStatus();
+    };
+  }
+  long bindsOf(const std::string& pod) const {
+    return std::count_if(api->binds.begin(), api->binds.end(),
+                         [&](const testing::BindCall& b) { return b.pod == pod; });
+  }
+  // A quarter second of the fake clock, and the loop and the cluster given time to act on it.
+  void tick() {
+    clock.advance(absl::Milliseconds(250));
+    scheduler->wake();
+    for (int i = 0; i < 3; ++i) cluster.settle();
+  }
   // Lets the queue's backoff pass and the loop notice.
   void afterBackoff() {
     clock.advance(absl::Seconds(2));
@@ -530,23 +547,15 @@ TEST_CASE("a gang whose binds keep failing backs off longer each time, also afte
   c.queue_initial_backoff_seconds = 1;
   c.queue_max_backoff_seconds = 60;
   for (const auto& p : {"w0", "w1"}) f.cluster.put("pods", podJson(p).gpus(4).gang("g", 2).controlledBy("j"));
-  f.api->on_bind = [](const testing::BindCall& call, int) {
-    return call.pod == "ml/w1" ? absl::PermissionDeniedError("admission webhook denied the request")
-                               : absl::OkStatus();
-  };
-  auto w1Binds = [&] {
-    return std::count_if(f.api->binds.begin(), f.api->binds.end(),
-                         [](const testing::BindCall& b) { return b.pod == "ml/w1"; });
-  };
+  f.refuseBindsOf("ml/w1");
+  auto w1Binds = [&] { return f.bindsOf("ml/w1"); };
   f.start(c);
   REQUIRE(f.cluster.runUntil([&] { return w1Binds() == 1; }));
   // 40 s in steps of 0.25 s; the job engine's part: an evicted member is created again.
   std::vector<double> at = {0};
   int replacements = 0;
   for (int step = 1; step <= 160; ++step) {
-    f.clock.advance(absl::Milliseconds(250));
-    f.scheduler->wake();
-    for (int i = 0; i < 3; ++i) f.cluster.settle();
+    f.tick();
     if (!f.exists("w0") && replacements == 0) {
       f.cluster.put("pods", podJson("w0b").gpus(4).gang("g", 2).controlledBy("j"));
       ++replacements;
@@ -585,30 +594,19 @@ TEST_CASE("a gang recreated under the same names after its rollback is retried a
   SchedulerConfig c = config();
   c.queue_initial_backoff_seconds = 1;
   c.queue_max_backoff_seconds = 60;
-  f.api->on_bind = [](const testing::BindCall& call, int) {
-    return call.pod == "ml/r1" ? absl::PermissionDeniedError("admission webhook denied the request")
-                               : absl::OkStatus();
-  };
-  auto r1Binds = [&] {
-    return std::count_if(f.api->binds.begin(), f.api->binds.end(),
-                         [](const testing::BindCall& b) { return b.pod == "ml/r1"; });
-  };
-  auto step = [&] {
-    f.clock.advance(absl::Milliseconds(250));
-    f.scheduler->wake();
-    for (int i = 0; i < 3; ++i) f.cluster.settle();
-  };
+  f.refuseBindsOf("ml/r1");
+  auto r1Binds = [&] { return f.bindsOf("ml/r1"); };
   f.start(c);
   for (int round = 0; round < 3; ++round) {
     const long before = r1Binds();
     f.cluster.put("pods", podJson("r0").gpus(4).gang("g-refused", 2));
     f.cluster.put("pods", podJson("r1").gpus(4).gang("g-refused", 2));
-    for (int i = 0; i < 120 && r1Binds() < before + 3; ++i) step();  // 30 s
+    for (int i = 0; i < 120 && r1Binds() < before + 3; ++i) f.tick();  // 30 s
     INFO("round " << round);
     CHECK(r1Binds() >= before + 3);  // 1 + 2 s of backoff: three tries, then the rollback
     f.cluster.remove("pods", "ml", "r0");
     f.cluster.remove("pods", "ml", "r1");
-    for (int i = 0; i < 8; ++i) step();
+    for (int i = 0; i < 8; ++i) f.tick();
   }
 }
 
