@@ -975,15 +975,22 @@ class SelfTest:
         api = self.api
         with self.checker.lock:
             nodes = sorted(self.checker.nodes)
-        # A third scheduler without leader election, with replica b's certificate: writes by "b"
-        # while b does not hold the Lease (or while a does).
+        # A third scheduler without leader election, with the certificate of the replica that does
+        # not hold the Lease: writes under that identity while it is not the leader. (Whichever
+        # replica won the first election: with b's certificate always, a run where b led had
+        # nothing to report.)
         def rogue():
+            with self.checker.lock:
+                holder = ((self.checker.lease or {}).get("spec") or {}).get("holderIdentity")
+            standby = [slot for slot, m in self.replicas.slots.items() if m.identity != holder]
+            if not standby:
+                raise RuntimeError("no replica without the lease")
             cfg = os.path.join(self.out, "muster-rogue.yaml")
             with open(cfg, "w") as f:
                 f.write(f"metricsBindAddress: 127.0.0.1:{cl.free_port()}\nleaderElection: {{enabled: false}}\n")
-            self.rogue = cl.Muster(self.binary, self.replicas.kubeconfigs["b"], cfg, "rogue",
+            self.rogue = cl.Muster(self.binary, self.replicas.kubeconfigs[standby[0]], cfg, "rogue",
                                    os.path.join(self.out, "muster-rogue.log"), 0, extra=["--leader-elect=false"]).start()
-        self.step("rogue scheduler without leader election (replica b's identity)", rogue)
+        self.step("rogue scheduler without leader election (the standby replica's identity)", rogue)
         # 9 GPUs on an 8-GPU node, bound at creation.
         self.step("pod with 9 GPUs created bound to one 8-GPU node",
                   lambda: api.create(f"/api/v1/namespaces/{NS}/pods", self.nobody_pod("st-overcommit", node=nodes[-1], gpus=9)))
@@ -1008,23 +1015,41 @@ class SelfTest:
         self.step("gang of 3 with 2 pods, one bound by hand", incomplete)
         # A ParallelJob pod made to fail without the injector counting it; a pod posing as another
         # attempt of a running job; a job that can never be scheduled.
+        def failable_launchers():
+            # Launchers of current attempts that run and are not due to succeed within 20 s: failing
+            # one fails its attempt for sure (a failed worker could lose the race with its launcher's
+            # success, and the job would then never restart).
+            now = time.time()
+            out = []
+            for p in list(self.checker.pods.values()):
+                lab = p["metadata"].get("labels") or {}
+                if not lab.get(JOB_UID) or lab.get(INDEX) != "0" or p.get("status", {}).get("phase") != "Running":
+                    continue
+                cur = self.checker.current_attempt(lab[JOB_UID])
+                if cur is None or str(cur) != lab.get(ATTEMPT):
+                    continue
+                start = parse_ts((p.get("status") or {}).get("startTime"))
+                after = (p["metadata"].get("annotations") or {}).get(SUCCEED_AFTER)
+                if start and after and now < start + go_duration(after) - 20:
+                    out.append(p)
+            return out
+
         def unrecorded_failure():
             with self.checker.lock:
-                cands = [p for p in self.checker.pods.values()
-                         if (p["metadata"].get("labels") or {}).get(JOB_UID) and p.get("status", {}).get("phase") == "Running"
-                         and self.checker.current_attempt(p["metadata"]["labels"][JOB_UID]) is not None]
-            if not cands:
-                raise RuntimeError("no running ParallelJob pod")
-            p = sorted(cands, key=lambda x: x["metadata"]["name"])[0]
-            with self.checker.lock:
+                cands = failable_launchers()
+                if not cands:
+                    raise RuntimeError("no running ParallelJob launcher far from its end")
+                p = sorted(cands, key=lambda x: x["metadata"]["name"])[0]
                 self.checker.protected_jobs.add(p["metadata"]["labels"][JOB_UID])
             api.patch(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}",
                       {"metadata": {"annotations": {"muster.dev/sim-exit-code": "1"}}})
             lab = p["metadata"]["labels"]
             api.create(f"/api/v1/namespaces/{NS}/pods", self.nobody_pod(
                 "st-fake-attempt", labels={JOB_UID: lab[JOB_UID], ATTEMPT: "99"}))
-        cl.wait_for(lambda: any((p["metadata"].get("labels") or {}).get(JOB_UID) and p.get("status", {}).get("phase") == "Running"
-                                for p in list(self.checker.pods.values())), 60)
+        def have_failable():
+            with self.checker.lock:
+                return bool(failable_launchers())
+        cl.wait_for(have_failable, 60)
         self.step("ParallelJob pod failed behind the checker's back, and a pod of a fake attempt", unrecorded_failure)
         self.step("ParallelJob that can never be scheduled", lambda: api.create(
             f"/apis/preferred.jp/v1alpha1/namespaces/{NS}/paralleljobs",
