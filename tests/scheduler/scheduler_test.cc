@@ -34,6 +34,14 @@ SchedulerConfig config() {
   return c;
 }
 
+// Backoff that doubles from 1 s up to 60 s, as configured by default (config() caps it at 1 s).
+SchedulerConfig growingBackoff() {
+  SchedulerConfig c = config();
+  c.queue_initial_backoff_seconds = 1;
+  c.queue_max_backoff_seconds = 60;
+  return c;
+}
+
 struct Fixture {
   Fixture() : api(std::make_shared<FakeSchedulerApi>(cluster)) {}
   ~Fixture() { crash(); }
@@ -543,9 +551,7 @@ TEST_CASE("a gang whose binds keep failing backs off longer each time, also afte
   // be bound (its launcher rolled back and recreated by the job engine) was retried every second.
   Fixture f;
   racks(f);
-  SchedulerConfig c = config();
-  c.queue_initial_backoff_seconds = 1;
-  c.queue_max_backoff_seconds = 60;
+  SchedulerConfig c = growingBackoff();
   for (const auto& p : {"w0", "w1"}) f.cluster.put("pods", podJson(p).gpus(4).gang("g", 2).controlledBy("j"));
   f.refuseBindsOf("ml/w1");
   auto w1Binds = [&] { return f.bindsOf("ml/w1"); };
@@ -591,9 +597,7 @@ TEST_CASE("a gang recreated under the same names after its rollback is retried a
   // binds in a row) may carry over into the next.
   Fixture f;
   racks(f);
-  SchedulerConfig c = config();
-  c.queue_initial_backoff_seconds = 1;
-  c.queue_max_backoff_seconds = 60;
+  SchedulerConfig c = growingBackoff();
   f.refuseBindsOf("ml/r1");
   auto r1Binds = [&] { return f.bindsOf("ml/r1"); };
   f.start(c);
