@@ -350,9 +350,24 @@ TEST_CASE("a stream of 1-pod jobs does not starve a waiting 32-pod gang past the
   std::cout << "e2e: the 32-pod gang " << (reservation ? "with" : "without")
             << " a reservation waited " << waited << "s behind a stream of " << created
             << " single-pod jobs, placed: " << placed << std::endl;
+  // A scheduler that crashed places nothing: the control would pass for the wrong reason.
+  CHECK(sched.alive());
   if (!reservation) {
     CHECK_FALSE(placed);
     return;
+  }
+  if (!placed) {
+    // What holds the gang back, from the API: the pods still on its nodes, its own members.
+    std::string on_nodes;
+    int gang_bound = 0;
+    for (const auto& [name, p] : listPods(*env.client, env.run)) {
+      if (name.rfind("gang", 0) == 0) gang_bound += !p.spec.node_name.empty();
+      if (name.rfind("s", 0) == 0 && !p.spec.node_name.empty() && p.status.phase != "Succeeded")
+        absl::StrAppend(&on_nodes, " ", name, "@", p.spec.node_name, ":", p.status.phase);
+    }
+    UNSCOPED_INFO("gang members bound: " << gang_bound << "; unfinished single pods on nodes:"
+                                         << on_nodes);
+    UNSCOPED_INFO("the scheduler's log about the gang:\n" << sched.logLines("default/wide"));
   }
   REQUIRE(placed);
   // Small jobs kept running meanwhile: the gang did not block them while it could not fit.

@@ -14,6 +14,7 @@
 #include <future>
 #include <array>
 #include <cstring>
+#include <deque>
 
 #include <catch2/catch.hpp>
 
@@ -364,6 +365,19 @@ std::string SchedulerProcess::logTail(size_t bytes) const {
   std::ifstream in(log_path_, std::ios::binary);
   std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return s.size() > bytes ? s.substr(s.size() - bytes) : s;
+}
+
+std::string SchedulerProcess::logLines(std::string_view needle, size_t max_lines) const {
+  std::ifstream in(log_path_);
+  std::deque<std::string> kept;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(needle) == std::string::npos) continue;
+    kept.push_back(std::move(line));
+    if (kept.size() > max_lines) kept.pop_front();
+  }
+  std::string out;
+  for (const auto& l : kept) absl::StrAppend(&out, l, "\n");
+  return out;
 }
 
 bool SchedulerProcess::waitReady(std::chrono::milliseconds timeout) {

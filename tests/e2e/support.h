@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -120,6 +121,8 @@ class SchedulerProcess {
   bool waitReady(std::chrono::milliseconds timeout = std::chrono::seconds(60));
   const std::string& logPath() const { return log_path_; }
   std::string logTail(size_t bytes = 4000) const;
+  // The last `max_lines` lines of the log that contain `needle`, for a failure's context.
+  std::string logLines(std::string_view needle, size_t max_lines = 30) const;
 
  private:
   std::string config_path_, log_path_;
