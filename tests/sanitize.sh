@@ -1,26 +1,30 @@
 #!/usr/bin/env bash
-# Muster's sanitizer suites, each from a clang-16 build directory of its own (CMakeLists.txt):
+# Muster's sanitizer suites, each from a build directory of its own (CMakeLists.txt):
 #
-#   asan   build-asan/ (MUSTER_FUZZ=ON: ASan + UBSan, -fno-sanitize-recover, assertions on): every
-#          target, then the unit tests (ctest -L unit) and the end-to-end suites (ctest -L e2e)
-#          against the real control plane, the muster-scheduler they start included
-#   fuzz   every libFuzzer target of tests/fuzz for MUSTER_FUZZ_SECONDS each (default 20), from the
-#          same build directory (tests/fuzz/run.sh)
-#   tsan   build-tsan/ (MUSTER_SANITIZE=thread): the concurrency-heavy suites - the proto tests
-#          (client pool, retries, rate limiter, streaming, reflector, informer, event recorder)
-#          and the scheduler's (loop, queue, binder, rollback), and the proto end-to-end tests
-#          (informers, watches and leader election against the real API server)
+#   asan   build-asan/ (GCC, MUSTER_SANITIZE=address: ASan + UBSan, -fno-sanitize-recover,
+#          assertions on): every target, then the unit tests (ctest -L unit) and the end-to-end
+#          suites (ctest -L e2e) against the real control plane, the muster-scheduler they start
+#          included. GCC, the product's compiler: clang 16 may touch a coroutine's frame after it
+#          suspends (llvm-project #56301, #72006), which made its ASan muster-scheduler report
+#          heap-buffer-overflows inside Boost.Asio's use_awaitable now and then.
+#   fuzz   build-fuzz/ (clang-16, MUSTER_FUZZ=ON): every libFuzzer target of tests/fuzz for
+#          MUSTER_FUZZ_SECONDS each (default 20) (tests/fuzz/run.sh)
+#   tsan   build-tsan/ (clang-16, MUSTER_SANITIZE=thread): the concurrency-heavy suites - the proto
+#          tests (client pool, retries, rate limiter, streaming, reflector, informer, event
+#          recorder) and the scheduler's (loop, queue, binder, rollback), and the proto end-to-end
+#          tests (informers, watches and leader election against the real API server)
 #
 #   tests/sanitize.sh [asan] [fuzz] [tsan]      default: all three, in that order
 #
-# Environment: MUSTER_ASAN_BUILD_DIR, MUSTER_TSAN_BUILD_DIR (default <repo>/build-asan, build-tsan),
-# MUSTER_FUZZ_SECONDS (20), MUSTER_FUZZ_JOBS (2). Needs tests/install-deps.sh and the control plane
-# (tests/cluster/build.sh), as tests/run.sh has done before it calls this. A missing clang-16 is a
-# failure, never a skip. Any sanitizer report fails the test it happens in: ASan and UBSan stop
-# the process, TSan makes it exit with status 66.
+# Environment: MUSTER_ASAN_BUILD_DIR, MUSTER_FUZZ_BUILD_DIR, MUSTER_TSAN_BUILD_DIR (default
+# <repo>/build-asan, build-fuzz, build-tsan), MUSTER_FUZZ_SECONDS (20), MUSTER_FUZZ_JOBS (2). Needs
+# tests/install-deps.sh and the control plane (tests/cluster/build.sh), as tests/run.sh has done
+# before it calls this. A missing clang-16 is a failure, never a skip. Any sanitizer report fails
+# the test it happens in: ASan and UBSan stop the process, TSan makes it exit with status 66.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 asan_dir="${MUSTER_ASAN_BUILD_DIR:-$root/build-asan}"
+fuzz_dir="${MUSTER_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 tsan_dir="${MUSTER_TSAN_BUILD_DIR:-$root/build-tsan}"
 fuzz_seconds="${MUSTER_FUZZ_SECONDS:-20}"
 fuzz_jobs="${MUSTER_FUZZ_JOBS:-2}"
@@ -31,7 +35,7 @@ suites=("$@")
 for s in "${suites[@]}"; do
   case "$s" in asan|fuzz|tsan) ;; *) echo "sanitize.sh: unknown suite '$s' (asan, fuzz, tsan)" >&2; exit 2 ;; esac
 done
-for tool in clang-16 clang++-16 cmake ninja; do
+for tool in gcc g++ clang-16 clang++-16 cmake ninja; do
   command -v "$tool" >/dev/null || { echo "sanitize.sh: FAIL: $tool is missing (tests/install-deps.sh)" >&2; exit 1; }
 done
 
@@ -42,15 +46,21 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:second_deadlock
 export ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer-16 || command -v llvm-symbolizer || true)}"
 export TSAN_SYMBOLIZER_PATH="$ASAN_SYMBOLIZER_PATH"
 
-# configure DIR LABEL CMAKE_ARGS...: a clang-16 build directory, configured once.
+# configure DIR LABEL CC CXX MARKER CMAKE_ARGS...: a build directory, configured once; one
+# configured otherwise (its CMakeCache.txt lacks the line MARKER) is refused, not reused.
 configure() {
-  local dir=$1 label=$2
-  shift 2
+  local dir=$1 label=$2 cc=$3 cxx=$4 marker=$5
+  shift 5
   if [ ! -f "$dir/CMakeCache.txt" ]; then
     echo "sanitize.sh: configuring $dir ($label)" >&2
-    CC=clang-16 CXX=clang++-16 cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log" >&2; exit 1; }
+    mkdir -p "$dir"
+    CC=$cc CXX=$cxx cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      "$@" >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log" >&2; exit 1; }
   fi
+  grep -q "^$marker\$" "$dir/CMakeCache.txt" || {
+    echo "sanitize.sh: FAIL: $dir is not a $label build directory ($marker); remove it" >&2
+    exit 1
+  }
 }
 
 # timed NAME COMMAND...: runs it, prints how long it took.
@@ -65,17 +75,19 @@ timed() {
 for s in "${suites[@]}"; do
   case "$s" in
     asan)
-      configure "$asan_dir" "ASan + UBSan" -DMUSTER_FUZZ=ON
+      configure "$asan_dir" "ASan + UBSan" gcc g++ "MUSTER_SANITIZE:STRING=address" \
+        -DMUSTER_SANITIZE=address
       timed "asan build" cmake --build "$asan_dir" -j "$jobs"
       (cd "$asan_dir" && timed "asan unit tests" ctest --output-on-failure --no-tests=error -L unit -j "$jobs")
       (cd "$asan_dir" && timed "asan end-to-end tests" ctest --output-on-failure --no-tests=error -L e2e)
       ;;
     fuzz)
-      configure "$asan_dir" "ASan + UBSan" -DMUSTER_FUZZ=ON
-      timed "fuzz" bash "$root/tests/fuzz/run.sh" --build-dir "$asan_dir" --jobs "$fuzz_jobs" "$fuzz_seconds"
+      configure "$fuzz_dir" "libFuzzer" clang-16 clang++-16 "MUSTER_FUZZ:BOOL=ON" -DMUSTER_FUZZ=ON
+      timed "fuzz" bash "$root/tests/fuzz/run.sh" --build-dir "$fuzz_dir" --jobs "$fuzz_jobs" "$fuzz_seconds"
       ;;
     tsan)
-      configure "$tsan_dir" "TSan" -DMUSTER_SANITIZE=thread
+      configure "$tsan_dir" "TSan" clang-16 clang++-16 "MUSTER_SANITIZE:STRING=thread" \
+        -DMUSTER_SANITIZE=thread
       timed "tsan build" cmake --build "$tsan_dir" -j "$jobs" --target muster_proto_tests \
         muster_scheduler_tests muster_proto_e2e_tests muster-scheduler
       (cd "$tsan_dir" && timed "tsan tests" ctest --output-on-failure --no-tests=error \

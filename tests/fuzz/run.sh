@@ -63,9 +63,10 @@ generator=()
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   command -v ninja >/dev/null && generator=(-G Ninja)
   echo "run.sh: configuring $build_dir (clang-16, -DMUSTER_FUZZ=ON)" >&2
+  mkdir -p "$build_dir"
   CC=clang-16 CXX=clang++-16 cmake -S "$root" -B "$build_dir" "${generator[@]}" \
-    -DMUSTER_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build_dir.configure.log" 2>&1 || {
-    cat "$build_dir.configure.log" >&2
+    -DMUSTER_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build_dir/configure.log" 2>&1 || {
+    cat "$build_dir/configure.log" >&2
     echo "run.sh: FAIL: configuring the fuzz build failed" >&2
     exit 1
   }

@@ -11,11 +11,16 @@
 #include <set>
 #include <utility>
 
-#if defined(__has_feature)
+#if defined(__SANITIZE_ADDRESS__)  // GCC (the ASan build) and recent clang
+#define MUSTER_ASAN 1
+#elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
+#define MUSTER_ASAN 1
+#endif
+#endif
+#ifdef MUSTER_ASAN
 #include <sanitizer/lsan_interface.h>
 #define MUSTER_LSAN_SCOPE() __lsan::ScopedDisabler lsan_disabled_
-#endif
 #endif
 #ifndef MUSTER_LSAN_SCOPE
 #define MUSTER_LSAN_SCOPE() \
