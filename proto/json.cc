@@ -102,10 +102,7 @@ absl::StatusOr<rapidjson::Document> parseJson(std::string_view text, size_t max_
     rapidjson::MemoryStream stream(text.data(), text.size());
     rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> input(stream);
     rapidjson::Reader reader;
-    // Full precision: RapidJSON's default reads a long number to a nearby double, so a value a
-    // user wrote (kept verbatim in a pod template) changed each time it was decoded and encoded.
-    result = reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseFullPrecisionFlag>(
-        input, handler);
+    result = reader.Parse<rapidjson::kParseIterativeFlag>(input, handler);
     too_deep = handler.tooDeep();
     return !result.IsError();
   };
