@@ -441,12 +441,17 @@ int strToNodes(std::string_view s, std::string_view* leftover) {
     return -1;
   }
   std::string_view rest = s.substr(consumed);
+  // Only counts in [0, INT_MAX] are scaled: the rest are refused below, and scaling them could
+  // overflow (strtol saturates "-999...9" at INT64_MIN).
+  const auto scale = [&num](int64_t factor) {
+    if (num >= 0 && num <= INT_MAX) num *= factor;
+  };
   if (!rest.empty() && (rest[0] == 'k' || rest[0] == 'K')) {
-    num = num > INT_MAX ? num : num * 1024;
+    scale(1024);
     rest.remove_prefix(1);
   }
   if (!rest.empty() && (rest[0] == 'm' || rest[0] == 'M')) {
-    num = num > INT_MAX ? num : num * 1024 * 1024;
+    scale(1024 * 1024);
     rest.remove_prefix(1);
   }
   *leftover = rest;

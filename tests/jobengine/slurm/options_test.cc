@@ -171,6 +171,10 @@ TEST_CASE("node counts follow verify_node_count", "[options]") {
   CHECK(open.nodes_min == 1);
   CHECK(open.nodes_max == 4);
   CHECK(sbatch({"-N", "1k"}).nodes_min == 1024);
+  // strtol saturates a long negative count; the suffixes must not scale it (signed overflow,
+  // found by fuzz_srun_args), and it reads as an invalid -1 like any negative count.
+  CHECK(sbatchError({"-N", "2--99999999999999999999999m"}) ==
+        "sbatch: error: Maximum node count -1 is less than minimum node count 2");
   CHECK(sbatchError({"-N", "1,4"}).find("not supported by Muster") != std::string::npos);
 }
 
