@@ -147,10 +147,14 @@ std::vector<HostRange> rangesOf(const std::vector<std::string>& hosts) {
   return list;
 }
 
-// hostrange_intersect (both ranges numbered, a sorted before b).
+// hostrange_intersect (both ranges numbered): the overlap of a and b when b starts inside a.
+// Slurm asserts that a sorts before b, but hostrange_cmp orders by first number only where the
+// widths can be made one and by width elsewhere, which is no strict weak order once padded and
+// plain numbers mix: sorting f[1-53],f00,... left [53] right before [00], and taking that for an
+// overlap turned f00 into f[00-53]. Only a b that starts at or after a's start overlaps here.
 std::optional<HostRange> intersect(HostRange& a, HostRange& b) {
   if (a.single || b.single) return std::nullopt;
-  if (a.hi > b.lo && prefixCompare(a, b) == 0 && widthCombine(a, b)) {
+  if (a.lo <= b.lo && a.hi > b.lo && prefixCompare(a, b) == 0 && widthCombine(a, b)) {
     HostRange r = a;
     r.lo = b.lo;
     r.hi = std::min(a.hi, b.hi);

@@ -174,6 +174,20 @@ TEST_CASE("hostlistsorted splits overlapping ranges as hostlist_coalesce does", 
   CHECK(compressHostlistSorted({"n1", "n2", "n3", "n2", "n3", "n4"}) == "n[1-2,2-3,3-4]");
 }
 
+TEST_CASE("hostlistsorted keeps every host when padded and plain numbers mix", "[hostlist]") {
+  // Found by fuzz_hostlist (corpus regress-sorted-mixed-widths): [53] sorted right before [00],
+  // was taken for an overlap, and f00 came out as f[00-53].
+  const std::vector<std::string> hosts = *expandHostlist("f[1-53,9,4-53,9,495953,00-]");
+  REQUIRE(hosts.size() == 53 + 1 + 50 + 1 + 1 + 1);
+  const std::string sorted = compressHostlistSorted(hosts);
+  absl::StatusOr<std::vector<std::string>> back = expandHostlist(sorted);
+  INFO(sorted);
+  REQUIRE(back.ok());
+  CHECK(std::multiset<std::string>(back->begin(), back->end()) ==
+        std::multiset<std::string>(hosts.begin(), hosts.end()));
+  CHECK(compressHostlistSorted({"f53", "f00"}) == "f[00,53]");
+}
+
 TEST_CASE("the unique form sorts and drops duplicates like squeue's node list", "[hostlist]") {
   CHECK(compressHostlistUnique({"n2", "n1", "n2"}) == "n[1-2]");
   CHECK(compressHostlistUnique({"n1", "n2", "n3", "n2", "n3", "n4"}) == "n[1-4]");
