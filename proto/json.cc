@@ -1,6 +1,11 @@
 #include "proto/json.h"
 
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <initializer_list>
+#include <limits>
+#include <system_error>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -42,13 +47,55 @@ absl::Status integerError(const rapidjson::Value& v, const JsonPath& path, std::
   return typeError(path, strCat(type, ", got ", toJson(v)));
 }
 
+// The power of ten just above a number's first significant digit: 1 for "5.5", 309 for
+// "1e308", -323 for "5e-324", 0 for "0.5" (RapidJSON has checked the grammar; the exponent
+// saturates).
+int64_t decimalMagnitude(std::string_view t) {
+  size_t i = !t.empty() && t[0] == '-' ? 1 : 0;
+  const auto digit = [&t](size_t at) { return at < t.size() && t[at] >= '0' && t[at] <= '9'; };
+  int64_t magnitude = 0;
+  bool significant = false;
+  for (; digit(i); ++i) {
+    if (significant || t[i] != '0') {
+      significant = true;
+      ++magnitude;
+    }
+  }
+  if (i < t.size() && t[i] == '.') {
+    for (++i; digit(i); ++i) {
+      if (significant) continue;
+      if (t[i] == '0') {
+        --magnitude;
+      } else {
+        significant = true;
+      }
+    }
+  }
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    const bool negative = i < t.size() && t[i] == '-';
+    if (i < t.size() && (t[i] == '-' || t[i] == '+')) ++i;
+    int64_t exponent = 0;
+    for (; digit(i); ++i) exponent = std::min<int64_t>(exponent * 10 + (t[i] - '0'), 1'000'000'000);
+    magnitude += negative ? -exponent : exponent;
+  }
+  return magnitude;
+}
+
 // RapidJSON's SAX handler for a Document, refusing to nest deeper than kMaxJsonDepth. With the
 // iterative parser (kParseIterativeFlag) parsing itself never recurses; the depth bound protects
 // what recurses later (encoding, copying, decoders).
+//
+// Numbers arrive as their text (kParseNumbersAsStringsFlag) and are read here: integers exactly,
+// the rest to the nearest double (std::from_chars), so that a number Muster writes back (RapidJSON
+// writes the shortest digits that read back to the same double) is read back unchanged. RapidJSON
+// 1.1's own reading is only nearly right past 17 digits (a decode-encode of a pod template changed
+// a user's number), and its precise path has undefined behaviour (diyfp.h, on "0e40").
 class DepthLimitedHandler {
  public:
   explicit DepthLimitedHandler(rapidjson::Document& doc) : doc_(doc) {}
   bool tooDeep() const { return too_deep_; }
+  bool tooBig() const { return too_big_; }
 
   bool Null() { return doc_.Null(); }
   bool Bool(bool b) { return doc_.Bool(b); }
@@ -57,8 +104,38 @@ class DepthLimitedHandler {
   bool Int64(int64_t i) { return doc_.Int64(i); }
   bool Uint64(uint64_t i) { return doc_.Uint64(i); }
   bool Double(double d) { return doc_.Double(d); }
-  bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) {
-    return doc_.RawNumber(s, n, copy);
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool /*copy*/) {
+    const std::string_view text(s, n);
+    const char* end = s + n;
+    if (text.find_first_of(".eE") == std::string_view::npos) {
+      if (text[0] == '-') {
+        int64_t v = 0;
+        if (auto [p, ec] = std::from_chars(s, end, v); ec == std::errc() && p == end) {
+          return v >= std::numeric_limits<int32_t>::min() ? doc_.Int(static_cast<int>(v))
+                                                          : doc_.Int64(v);
+        }
+      } else {
+        uint64_t v = 0;
+        if (auto [p, ec] = std::from_chars(s, end, v); ec == std::errc() && p == end) {
+          return v <= std::numeric_limits<uint32_t>::max() ? doc_.Uint(static_cast<unsigned>(v))
+                                                           : doc_.Uint64(v);
+        }
+      }
+    }
+    double d = 0;
+    auto [p, ec] = std::from_chars(s, end, d);
+    if (ec == std::errc::result_out_of_range) {
+      // Past the largest double, or closer to zero than the smallest (which reads as zero).
+      if (decimalMagnitude(text) > 0) {
+        too_big_ = true;
+        return false;
+      }
+      d = text[0] == '-' ? -0.0 : 0.0;
+    } else if (ec != std::errc() || p != end) {
+      too_big_ = true;  // not reached: RapidJSON has checked the grammar
+      return false;
+    }
+    return doc_.Double(d);
   }
   bool String(const char* s, rapidjson::SizeType n, bool copy) { return doc_.String(s, n, copy); }
   bool Key(const char* s, rapidjson::SizeType n, bool copy) { return doc_.Key(s, n, copy); }
@@ -82,6 +159,7 @@ class DepthLimitedHandler {
   rapidjson::Document& doc_;
   int depth_ = 0;
   bool too_deep_ = false;
+  bool too_big_ = false;
 };
 
 }  // namespace
@@ -95,6 +173,7 @@ absl::StatusOr<rapidjson::Document> parseJson(std::string_view text, size_t max_
   rapidjson::Document doc;
   rapidjson::ParseResult result;
   bool too_deep = false;
+  bool too_big = false;
   // Document::Populate runs the parser into the document's own value stack and takes the root
   // value from it when the generator succeeds.
   auto generate = [&](rapidjson::Document& d) {
@@ -102,8 +181,10 @@ absl::StatusOr<rapidjson::Document> parseJson(std::string_view text, size_t max_
     rapidjson::MemoryStream stream(text.data(), text.size());
     rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> input(stream);
     rapidjson::Reader reader;
-    result = reader.Parse<rapidjson::kParseIterativeFlag>(input, handler);
+    result = reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag>(
+        input, handler);
     too_deep = handler.tooDeep();
+    too_big = handler.tooBig();
     return !result.IsError();
   };
   doc.Populate(generate);
@@ -112,6 +193,11 @@ absl::StatusOr<rapidjson::Document> parseJson(std::string_view text, size_t max_
                                              std::to_string(result.Offset()),
                                              ": nested deeper than ", std::to_string(kMaxJsonDepth),
                                              " levels"));
+  }
+  if (too_big) {
+    return absl::InvalidArgumentError(
+        strCat("invalid JSON at offset ", std::to_string(result.Offset()), ": ",
+               rapidjson::GetParseError_En(rapidjson::kParseErrorNumberTooBig)));
   }
   if (result.IsError()) {
     return absl::InvalidArgumentError(strCat("invalid JSON at offset ",

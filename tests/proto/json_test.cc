@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -49,6 +51,60 @@ TEST_CASE("parse errors still name the offset and RapidJSON's reason", "[json]")
         "invalid JSON at offset 5: Missing a colon after a name of object member.");
   CHECK_FALSE(parseJson("{} x").ok());
   CHECK_FALSE(parseJson("").ok());
+}
+
+TEST_CASE("a number is read to the nearest double, so decoding what was encoded changes nothing",
+          "[json]") {
+  // Found by the paralleljob fuzzer: a 59-digit number in a launcher template was read to a
+  // nearby double, written as 4.0967777777777797e58, and read back as another one.
+  for (const char* text : {"40967777777777777777777777777777777777777777777777777777777",
+                           "4.0967777777777797e58", "0.30000000000000004", "1.7976931348623157e308",
+                           "5e-324", "123456789012345678901234567890.5", "-2.2250738585072011e-308",
+                           "0e40", "9007199254740993"}) {
+    INFO(text);
+    absl::StatusOr<rapidjson::Document> once = parseJson(text);
+    REQUIRE(once.ok());
+    const std::string written = toJson(*once);
+    absl::StatusOr<rapidjson::Document> twice = parseJson(written);
+    REQUIRE(twice.ok());
+    CHECK(toJson(*twice) == written);
+    CHECK(twice->GetDouble() == once->GetDouble());
+  }
+  CHECK(toJson(*parseJson("4.0967777777777797e58")) == "4.0967777777777797e58");
+  CHECK(parseJson("40967777777777777777777777777777777777777777777777777777777")->GetDouble() ==
+        4.0967777777777777e58);
+  CHECK(parseJson("0.1")->GetDouble() == 0.1);
+}
+
+TEST_CASE("integers keep their exact value and type, and doubles out of range are refused",
+          "[json]") {
+  CHECK(parseJson("0")->IsUint());
+  CHECK(parseJson("-0")->GetInt() == 0);
+  CHECK(parseJson("-2147483648")->IsInt());
+  CHECK(parseJson("-2147483649")->GetInt64() == -2147483649LL);
+  CHECK(parseJson("4294967295")->GetUint() == 4294967295U);
+  CHECK(parseJson("9223372036854775807")->GetInt64() == INT64_MAX);
+  CHECK(parseJson("-9223372036854775808")->GetInt64() == INT64_MIN);
+  CHECK(parseJson("18446744073709551615")->GetUint64() == UINT64_MAX);
+  CHECK(parseJson("18446744073709551616")->GetDouble() == 18446744073709551616.0);
+  CHECK(parseJson("-9223372036854775809")->GetDouble() == -9223372036854775808.0);
+  CHECK(toJson(*parseJson(R"({"a":[1,-1,2.5,1e2]})")) == R"({"a":[1,-1,2.5,100.0]})");
+  // Closer to zero than the smallest double reads as zero, with its sign; past the largest is an
+  // error, as RapidJSON reports it.
+  CHECK(parseJson("1e-400")->GetDouble() == 0.0);
+  CHECK(std::signbit(parseJson("-1e-400")->GetDouble()));
+  CHECK(parseJson("0.0000000000000000000000000000000000000000000000000000000000000000000000000000000"
+                  "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+                  "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+                  "00000000000000000000000000000000000000000000000000000000000000000000000000000000"
+                  "00000000000000000000000000000000000000000000000000000000000000000000000000000001")
+            ->GetDouble() == 0.0);
+  absl::StatusOr<rapidjson::Document> big = parseJson(R"({"a":1.8e308})");
+  REQUIRE_FALSE(big.ok());
+  CHECK(messageOf(big.status()) ==
+        "invalid JSON at offset 5: Number too big to be stored in double.");
+  CHECK_FALSE(parseJson("1e309").ok());
+  CHECK_FALSE(parseJson("-1.8e308").ok());
 }
 
 TEST_CASE("a string longer than the limit is refused, naming its field", "[json][limits]") {
