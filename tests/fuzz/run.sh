@@ -4,7 +4,13 @@
 # crashes, leaks, times out, runs out of memory or breaks an invariant, and when clang-16 or its
 # fuzzer runtime is missing (tests/install-deps.sh installs them): it never skips.
 #
-#   tests/fuzz/run.sh [options] [SECONDS]      SECONDS per target, default 20 (the CI run)
+#   tests/fuzz/run.sh [options] [SECONDS]      SECONDS per target, default 20
+#     --ci               the CI form: each target runs its fixed number of inputs (CI_RUNS in
+#                        CMakeLists.txt, about 20 s each on a CI machine) from seed 1 with address
+#                        randomisation and corpus reloading off, so a commit is checked on (nearly)
+#                        the same inputs each time; new findings come from runs of SECONDS (a new
+#                        random seed each time)
+#     --seed N           libFuzzer's -seed (default: a random one per run)
 #     --build-dir DIR    the clang build directory (default: <repo>/build-fuzz)
 #     --work-dir DIR     where corpora, logs and artifacts go (default: a new temporary directory)
 #     --jobs N           targets run at once (default 1)
@@ -25,6 +31,8 @@ jobs=1
 only=""
 corpus_from=""
 seconds=20
+ci=0
+seed=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) build_dir=$2; shift 2 ;;
@@ -32,12 +40,28 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --corpus-from) corpus_from=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --ci) ci=1; shift ;;
+    --seed) seed=$2; shift 2 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) seconds=$1; shift ;;
   esac
 done
 case "$seconds" in ''|*[!0-9]*) echo "run.sh: SECONDS must be a whole number, got '$seconds'" >&2; exit 2 ;; esac
+[ "$ci" = 1 ] && seed=${seed:-1}
+if [ -n "$seed" ] && { [[ "$seed" == *[!0-9]* ]] || [ "$seed" -eq 0 ]; }; then
+  echo "run.sh: --seed must be a positive whole number, got '$seed'" >&2; exit 2
+fi
+# The CI form turns address randomisation off: absl's hash tables seed themselves from addresses,
+# and their iteration order decides which paths a run covers.
+no_aslr=()
+if [ "$ci" = 1 ]; then
+  setarch "$(uname -m)" -R true 2>/dev/null || {
+    echo "run.sh: FAIL: --ci needs setarch -R (util-linux) to turn address randomisation off" >&2
+    exit 1
+  }
+  no_aslr=(setarch "$(uname -m)" -R)
+fi
 nice_level=${FUZZ_NICE:-19}
 build_jobs=${FUZZ_BUILD_JOBS:-2}
 rss_limit=${FUZZ_RSS_LIMIT_MB:-2048}
@@ -91,10 +115,16 @@ list="$build_dir/fuzz_targets.txt"
 mkdir -p "$work_dir"
 corpus_root="$root/tests/fuzz/corpus"
 
-# run_target NAME BINARY MAX_LEN [FLAGS...]: one libFuzzer run; writes $work_dir/NAME/{log,result,times}.
+# run_target NAME BINARY MAX_LEN CI_RUNS [FLAGS...]: one libFuzzer run; writes
+# $work_dir/NAME/{log,result,times}.
 run_target() {
-  local name=$1 bin=$2 max_len=$3
-  shift 3
+  local name=$1 bin=$2 max_len=$3 ci_runs=$4
+  shift 4
+  local bound=(-max_total_time="$seconds")
+  # -reload=0: libFuzzer re-reads the corpus directory every second by default, which makes what a
+  # run explores depend on timing.
+  [ "$ci" = 1 ] && bound=(-runs="$ci_runs" -reload=0)
+  [ -n "$seed" ] && bound+=(-seed="$seed")
   local dir="$work_dir/$name"
   rm -rf "$dir/artifacts" "$dir/result"
   mkdir -p "$dir/corpus" "$dir/artifacts"
@@ -103,10 +133,13 @@ run_target() {
   chmod -R u+w "$dir/corpus"
   local rc=0
   local TIMEFORMAT='%U %S'
-  { time (cd "$dir" && nice -n "$nice_level" "$bin" -max_total_time="$seconds" -max_len="$max_len" \
+  local started
+  started=$(date +%s)
+  { time (cd "$dir" && nice -n "$nice_level" "${no_aslr[@]}" "$bin" "${bound[@]}" -max_len="$max_len" \
       -rss_limit_mb="$rss_limit" -malloc_limit_mb="$rss_limit" -timeout="$input_timeout" \
       -print_final_stats=1 -detect_leaks=1 -artifact_prefix="$dir/artifacts/" "$@" \
       "$dir/corpus" >"$dir/log" 2>&1) ; } 2>"$dir/times" || rc=$?
+  echo $(( $(date +%s) - started )) >"$dir/wall"
   local artifacts
   artifacts=$(find "$dir/artifacts" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
     -o -name 'oom-*' \) | wc -l)
@@ -118,20 +151,24 @@ run_target() {
 }
 
 targets=()
-while read -r name bin max_len flags; do
+while read -r name bin max_len ci_runs flags; do
   [ -n "$name" ] || continue
   if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then continue; fi
-  targets+=("$name|$bin|$max_len|$flags")
+  targets+=("$name|$bin|$max_len|$ci_runs|$flags")
 done <"$list"
 [ ${#targets[@]} -gt 0 ] || { echo "run.sh: FAIL: no target matches --only $only" >&2; exit 1; }
 
-echo "run.sh: ${#targets[@]} targets, $seconds s each, $jobs at a time; work dir $work_dir" >&2
+if [ "$ci" = 1 ]; then
+  echo "run.sh: ${#targets[@]} targets, CI form (fixed inputs per target, seed $seed), $jobs at a time; work dir $work_dir" >&2
+else
+  echo "run.sh: ${#targets[@]} targets, $seconds s each${seed:+, seed $seed}, $jobs at a time; work dir $work_dir" >&2
+fi
 run_start=$(date +%s)
 running=0
 for t in "${targets[@]}"; do
-  IFS='|' read -r name bin max_len flags <<<"$t"
+  IFS='|' read -r name bin max_len ci_runs flags <<<"$t"
   # shellcheck disable=SC2086
-  run_target "$name" "$bin" "$max_len" $flags &
+  run_target "$name" "$bin" "$max_len" "$ci_runs" $flags &
   running=$((running + 1))
   if [ "$running" -ge "$jobs" ]; then
     wait -n || true
@@ -149,7 +186,7 @@ failed=()
 printf '%-16s %6s %8s %12s %9s %7s %7s %7s %6s  %s\n' target secs cpu_s execs execs/s cov ft corpus rss_mb result
 total_execs=0
 for t in "${targets[@]}"; do
-  IFS='|' read -r name _ _ _ <<<"$t"
+  IFS='|' read -r name _ _ _ _ <<<"$t"
   dir="$work_dir/$name"
   log="$dir/log"
   result=$(cat "$dir/result" 2>/dev/null || echo FAIL)
@@ -160,8 +197,9 @@ for t in "${targets[@]}"; do
   ft=$(last_field "$log" ft)
   corp=$(grep -o 'corp: [0-9]*' "$log" | tail -n1 | grep -o '[0-9]*$' || echo "-")
   cpu=$(awk '{printf "%.0f", $1 + $2}' "$dir/times" 2>/dev/null || echo "-")
+  wall=$(cat "$dir/wall" 2>/dev/null || echo "-")
   [ "$execs" != "-" ] && total_execs=$((total_execs + execs))
-  printf '%-16s %6s %8s %12s %9s %7s %7s %7s %6s  %s\n' "$name" "$seconds" "$cpu" "$execs" "$rate" \
+  printf '%-16s %6s %8s %12s %9s %7s %7s %7s %6s  %s\n' "$name" "$wall" "$cpu" "$execs" "$rate" \
     "$cov" "$ft" "$corp" "$rss" "$result"
   if [ "$result" != ok ]; then
     failed+=("$name")
