@@ -33,7 +33,9 @@ cfg::Keys schedulerConfigKeys(SchedulerConfig* c) {
                          {"initialBackoffSeconds", cfg::intInto(&c->queue_initial_backoff_seconds)},
                          {"maxBackoffSeconds", cfg::intInto(&c->queue_max_backoff_seconds)},
                          {"waitingEventAfterSeconds",
-                          cfg::intInto(&c->queue_waiting_event_after_seconds)}})},
+                          cfg::intInto(&c->queue_waiting_event_after_seconds)},
+                         {"waitingConditionAfterSeconds",
+                          cfg::intInto(&c->queue_waiting_condition_after_seconds)}})},
   };
 }
 
@@ -99,6 +101,11 @@ absl::Status validateConfig(const SchedulerConfig& c) {
   }
   if (absl::Status s = cfg::positive("queue.waitingEventAfterSeconds",
                                      c.queue_waiting_event_after_seconds);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = cfg::nonNegative("queue.waitingConditionAfterSeconds",
+                                        c.queue_waiting_condition_after_seconds);
       !s.ok()) {
     return s;
   }

@@ -17,6 +17,9 @@
 //     maxBackoffSeconds: 60                # ... up to this
 //     waitingEventAfterSeconds: 60         # a gang still short of members this long gets a
 //                                          #   Warning Event saying how many exist
+//     waitingConditionAfterSeconds: 5      # ... and, this long, a PodScheduled condition on its
+//                                          #   pods (0: at once); members still arriving cost
+//                                          #   no status writes before that
 
 #include <cstdint>
 #include <string>
@@ -46,6 +49,7 @@ struct SchedulerConfig {
   int64_t queue_initial_backoff_seconds = 1;
   int64_t queue_max_backoff_seconds = 60;
   int64_t queue_waiting_event_after_seconds = 60;
+  int64_t queue_waiting_condition_after_seconds = 5;
 
   // The index of a topology level key: 0..topology_levels.size()-1 for configured levels,
   // topology_levels.size() for kubernetes.io/hostname, -1 for anything else.

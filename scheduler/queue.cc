@@ -71,7 +71,7 @@ void SchedulingQueue::leaveState(Gang& gang) {
       timeout_due_.erase({gang.timeout_due_at, gang.key});
       break;
     case State::kWaiting:
-      waiting_event_due_.erase({waitingEventDue(gang), gang.key});
+      waiting_due_.erase({gang.waiting_due_at, gang.key});
       break;
     default:
       break;
@@ -87,6 +87,17 @@ absl::Time SchedulingQueue::timeoutDue(const Gang& gang) const {
 
 absl::Time SchedulingQueue::waitingEventDue(const Gang& gang) const {
   return gang.first_seen + absl::Seconds(config_.queue_waiting_event_after_seconds);
+}
+
+absl::Time SchedulingQueue::waitingConditionDue(const Gang& gang) const {
+  return gang.first_seen + absl::Seconds(config_.queue_waiting_condition_after_seconds);
+}
+
+absl::Time SchedulingQueue::waitingDue(const Gang& gang) const {
+  absl::Time due = absl::InfiniteFuture();
+  if (!gang.waiting_condition) due = waitingConditionDue(gang);
+  if (!gang.waiting_reported) due = std::min(due, waitingEventDue(gang));
+  return due;
 }
 
 void SchedulingQueue::setState(Gang& gang, State state) {
@@ -107,7 +118,10 @@ void SchedulingQueue::setState(Gang& gang, State state) {
       }
       break;
     case State::kWaiting:
-      if (!gang.waiting_reported) waiting_event_due_.insert({waitingEventDue(gang), gang.key});
+      gang.waiting_due_at = waitingDue(gang);
+      if (gang.waiting_due_at != absl::InfiniteFuture()) {
+        waiting_due_.insert({gang.waiting_due_at, gang.key});
+      }
       break;
     default:
       break;
@@ -291,10 +305,13 @@ void SchedulingQueue::flush(absl::Time now) {
   while (!timeout_due_.empty() && timeout_due_.begin()->first <= now) {
     activateOrBackoff(gangs_.at(timeout_due_.begin()->second), now);
   }
-  while (!waiting_event_due_.empty() && waiting_event_due_.begin()->first <= now) {
-    Gang& gang = gangs_.at(waiting_event_due_.begin()->second);
-    gang.waiting_reported = true;
-    gang.report_waiting = true;
+  while (!waiting_due_.empty() && waiting_due_.begin()->first <= now) {
+    Gang& gang = gangs_.at(waiting_due_.begin()->second);
+    if (now >= waitingConditionDue(gang)) gang.waiting_condition = true;
+    if (!gang.waiting_reported && now >= waitingEventDue(gang)) {
+      gang.waiting_reported = true;
+      gang.report_waiting = true;
+    }
     setState(gang, State::kActive);
   }
 }
@@ -328,6 +345,8 @@ std::optional<GangAttempt> SchedulingQueue::pop() {
     gang.waiting_reported = true;
     a.report_waiting = true;
   }
+  if (now >= waitingConditionDue(gang)) gang.waiting_condition = true;
+  a.report_waiting_condition = gang.waiting_condition || a.report_waiting;
   return a;
 }
 
@@ -339,8 +358,8 @@ std::optional<absl::Time> SchedulingQueue::nextWakeup() const {
     absl::Time u = unschedulable_.begin()->first + kMaxInUnschedulable;
     if (!t || u < *t) t = u;
   }
-  if (!waiting_event_due_.empty()) {
-    absl::Time w = waiting_event_due_.begin()->first;
+  if (!waiting_due_.empty()) {
+    absl::Time w = waiting_due_.begin()->first;
     if (!t || w < *t) t = w;
   }
   if (!timeout_due_.empty()) {

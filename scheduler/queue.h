@@ -76,6 +76,10 @@ struct GangAttempt {
   // Still short of members queue.waitingEventAfterSeconds after it was first seen, and not told
   // yet: the caller says so in a Warning Event (once per gang).
   bool report_waiting = false;
+  // First seen at least queue.waitingConditionAfterSeconds ago: a gang still short of members
+  // now tells its pods so in their PodScheduled condition. Before that its members are most
+  // likely still being created, and a gang that completes in time costs no status write.
+  bool report_waiting_condition = false;
 };
 
 // A pending pod that must not be placed yet: it is being deleted (deletionTimestamp) or carries
@@ -160,6 +164,8 @@ class SchedulingQueue {
     int bind_failures = 0;          // attempts in a row whose binds failed
     bool waiting_reported = false;  // the waiting-for-members Event went out
     bool report_waiting = false;    // ... and is due at the next attempt
+    bool waiting_condition = false;  // queue.waitingConditionAfterSeconds has passed
+    absl::Time waiting_due_at;       // its key in waiting_due_ (the next of the two, while waiting)
     bool timeout_reported = false;  // the GangScheduleTimeout attempt happened
     absl::Time timeout_due_at;      // its key in timeout_due_ (the spec may change meanwhile)
     // Position key in active_ while active.
@@ -182,6 +188,9 @@ class SchedulingQueue {
   void requeueChanged(Gang& gang);
   absl::Duration backoffFor(int failures) const;
   absl::Time waitingEventDue(const Gang& gang) const;
+  absl::Time waitingConditionDue(const Gang& gang) const;
+  // The next of the waiting gang's two reports not yet due (condition, Event), or InfiniteFuture.
+  absl::Time waitingDue(const Gang& gang) const;
   // When the gang's schedule timeout passes; InfiniteFuture without one or once reported.
   absl::Time timeoutDue(const Gang& gang) const;
 
@@ -194,8 +203,8 @@ class SchedulingQueue {
   std::set<std::tuple<int32_t, absl::Time, GangKey>> active_;
   std::set<std::pair<absl::Time, GangKey>> backoff_;
   std::set<std::pair<absl::Time, GangKey>> unschedulable_;
-  // Waiting gangs by when their waiting-for-members Event is due.
-  std::set<std::pair<absl::Time, GangKey>> waiting_event_due_;
+  // Waiting gangs by when their next waiting-for-members report (condition, Event) is due.
+  std::set<std::pair<absl::Time, GangKey>> waiting_due_;
   // Unschedulable gangs with a schedule timeout not yet reported, by when it passes.
   std::set<std::pair<absl::Time, GangKey>> timeout_due_;
   absl::flat_hash_map<GangKey, Reservation> reservations_;

@@ -403,8 +403,10 @@ void Scheduler::reportUnschedulable(const GangAttempt& attempt, const Unschedula
   MUSTER_LOG_INFO(3, "Gang unschedulable", "gang", attempt.key.toString(), "reason",
                   verdict.message);
   if (verdict.waiting_for_members) {
-    // Members are still being created: one stable condition per pod, no Events, so a gang of
-    // n pods costs n writes rather than n per arriving member.
+    // Members are still being created. For queue.waitingConditionAfterSeconds nothing is written
+    // (a gang that completes meanwhile costs no status write at all, as kube-scheduler's gang
+    // plugin holds such pods in PreEnqueue); then one stable condition per pod, no Events, so a
+    // gang of n pods costs n writes rather than n per arriving member.
     // A missing PodGroup is said at once: nothing will arrive to make it less true.
     std::string message =
         attempt.spec.pod_group_missing
@@ -412,7 +414,9 @@ void Scheduler::reportUnschedulable(const GangAttempt& attempt, const Unschedula
             : absl::StrCat("gang ", attempt.key.toString(),
                            " is waiting for its members: it is placed once ", attempt.spec.min_member,
                            attempt.spec.min_member == 1 ? " pod exists" : " pods exist");
-    for (const auto& member : attempt.members) status_.unschedulable(member->pod, message);
+    if (attempt.spec.pod_group_missing || attempt.report_waiting_condition) {
+      for (const auto& member : attempt.members) status_.unschedulable(member->pod, message);
+    }
     if (attempt.report_waiting) {
       // Long enough that it is not just members still being created: say what is missing.
       std::string warning = absl::StrCat(

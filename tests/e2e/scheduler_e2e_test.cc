@@ -8,9 +8,11 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "proto/codec.h"
 #include "proto/kubeconfig.h"
 #include "rapidjson/document.h"
@@ -699,6 +701,65 @@ TEST_CASE("a pending pod that is being deleted is never bound") {
 }  // namespace muster::e2e
 
 namespace muster::e2e {
+
+// The managers that wrote the pod through its status subresource (metadata.managedFields).
+std::set<std::string> statusWriters(proto::Client& client, const std::string& pod) {
+  proto::Request req;
+  req.path = proto::resources::kPods.objectPath("default", pod);
+  auto body = client.callSync(req);
+  REQUIRE(body.ok());
+  rapidjson::Document doc;
+  doc.Parse(body->c_str());
+  std::set<std::string> managers;
+  const auto& meta = doc["metadata"];
+  if (!meta.HasMember("managedFields")) return managers;
+  for (const auto& f : meta["managedFields"].GetArray()) {
+    if (f.HasMember("subresource") && std::string(f["subresource"].GetString()) == "status")
+      managers.insert(f["manager"].GetString());
+  }
+  return managers;
+}
+
+TEST_CASE("a gang whose members arrive within the grace costs no status write, and one still short after it is told") {
+  Env env("grace");
+  for (int i = 0; i < 3; ++i) createNode(*env.client, absl::StrCat(env.run, "-n", i), env.run, {});
+  waitNodesReady(*env.client, env.run, 3);
+  SchedulerProcess sched(kTestSchedulerConfig);  // queue.waitingConditionAfterSeconds: 5 (default)
+  sched.start();
+  REQUIRE(sched.waitReady());
+  INFO(sched.logTail());
+  // Three members one second apart, as a controller creating them one by one would (the spacing
+  // is the scenario, not a wait for something to happen).
+  const auto first = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_until(first + std::chrono::seconds(i));
+    create(*env.client, PodBuilder(absl::StrCat("w", i), env.run).withGpus(1).gang("g", 3));
+  }
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "w") == 3; }));
+  for (int i = 0; i < 3; ++i) {
+    const std::string pod = absl::StrCat("w", i);
+    INFO(pod);
+    CHECK(statusWriters(*env.client, pod).count("muster-scheduler") == 0);
+  }
+  // The control: a gang that stays short is told after the grace, and that write is seen.
+  create(*env.client, PodBuilder("lone", env.run).withGpus(1).gang("short", 2));
+  REQUIRE(waitFor([&] {
+    return conditionMessage(listPods(*env.client, env.run).at("lone")).find("waiting for its members") !=
+           std::string::npos;
+  }));
+  const std::set<std::string> lone_writers = statusWriters(*env.client, "lone");
+  INFO("status writers of lone: " << absl::StrJoin(lone_writers, ", "));
+  CHECK(lone_writers.count("muster-scheduler") == 1);
+  const proto::Pod lone = listPods(*env.client, env.run).at("lone");
+  const auto* condition = lone.findCondition("PodScheduled");
+  REQUIRE(condition != nullptr);
+  INFO("created " << lone.meta.creation_timestamp << ", condition " << condition->last_transition_time);
+  absl::Time created, told;
+  REQUIRE(absl::ParseTime(absl::RFC3339_full, lone.meta.creation_timestamp, &created, nullptr));
+  REQUIRE(absl::ParseTime(absl::RFC3339_full, condition->last_transition_time, &told, nullptr));
+  CHECK(told - created >= absl::Seconds(4));  // 5 s, at the API's one-second resolution
+  CHECK(sched.alive());
+}
 
 TEST_CASE("a PodGroup gang is placed whole, its status follows its pods, and /metrics shows the work") {
   Env env("pg");

@@ -19,9 +19,15 @@ schedulerNames: [muster-scheduler, gpu-scheduler]
 topologyLevels: [muster.dev/block, muster.dev/rack]
 singlePodStrategy: spread
 gang: {defaultScheduleTimeoutSeconds: 600}
-queue: {reservationAfterSeconds: 120, initialBackoffSeconds: 2, maxBackoffSeconds: 30}
+queue: {reservationAfterSeconds: 120, initialBackoffSeconds: 2, maxBackoffSeconds: 30,
+        waitingEventAfterSeconds: 90, waitingConditionAfterSeconds: 0}
 )");
   REQUIRE(c.ok());
+  CHECK(c->queue_waiting_event_after_seconds == 90);
+  CHECK(c->queue_waiting_condition_after_seconds == 0);
+  CHECK(SchedulerConfig{}.queue_waiting_condition_after_seconds == 5);
+  CHECK(errorOf("queue: {waitingConditionAfterSeconds: -1}") ==
+        "queue.waitingConditionAfterSeconds: must not be negative, got -1");
   CHECK(c->levelIndex("muster.dev/rack") == 1);
   CHECK(c->levelKey(2) == "kubernetes.io/hostname");
   CHECK(c->gang_default_schedule_timeout_seconds == 600);

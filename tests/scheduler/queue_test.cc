@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "tests/scheduler/builders.h"
 
 namespace muster::scheduler {
@@ -172,22 +173,33 @@ TEST_CASE("a gang still short of members after the grace is reported once, then 
   SchedulerConfig c = config();
   c.queue_waiting_event_after_seconds = 60;
   SchedulingQueue q(c, clock.clock(), kNoGroups);
+  const absl::Time first_seen = clock.now;
   REQUIRE(q.addOrUpdatePod(pod("w0").gang("g", 100000)).ok());
   std::optional<GangAttempt> next = q.pop();
   REQUIRE(next.has_value());
   GangAttempt a = *next;
   CHECK_FALSE(a.report_waiting);
+  CHECK_FALSE(a.report_waiting_condition);  // members are most likely still being created
   q.reportUnschedulable(a, *precheck(a), cache);
   CHECK_FALSE(q.pop().has_value());
-  // The queue wakes the caller when the Event is due, not before.
-  CHECK(*q.nextWakeup() == clock.now + absl::Seconds(60));
-  clock.advance(absl::Seconds(59));
+  // The queue wakes the caller when the condition is due (5 s), then when the Event is (60 s).
+  CHECK(*q.nextWakeup() == first_seen + absl::Seconds(5));
+  clock.advance(absl::Seconds(5));
+  next = q.pop();
+  REQUIRE(next.has_value());
+  a = *next;
+  CHECK(a.report_waiting_condition);
+  CHECK_FALSE(a.report_waiting);
+  q.reportUnschedulable(a, *precheck(a), cache);
+  CHECK(*q.nextWakeup() == first_seen + absl::Seconds(60));
+  clock.advance(absl::Seconds(54));
   CHECK_FALSE(q.pop().has_value());
   clock.advance(absl::Seconds(1));
   next = q.pop();
   REQUIRE(next.has_value());
   a = *next;
   CHECK(a.report_waiting);
+  CHECK(a.report_waiting_condition);
   q.reportUnschedulable(a, *precheck(a), cache);
   CHECK_FALSE(q.nextWakeup().has_value());
   // A new member makes it try again, but the Event is not repeated.
@@ -196,7 +208,34 @@ TEST_CASE("a gang still short of members after the grace is reported once, then 
   REQUIRE(next.has_value());
   a = *next;
   CHECK_FALSE(a.report_waiting);
+  CHECK(a.report_waiting_condition);  // the new member is told at once: the grace has passed
   CHECK(precheck(a)->message == "gang ml/g is waiting for members: 2 of 100000 exist");
+}
+
+TEST_CASE("a gang whose members arrive within the condition grace is never told it waits",
+          "[queue]") {
+  FakeClock clock;
+  ClusterCache cache({});
+  SchedulerConfig c = config();
+  c.queue_waiting_condition_after_seconds = 5;
+  SchedulingQueue q(c, clock.clock(), kNoGroups);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(q.addOrUpdatePod(pod(absl::StrCat("w", i)).gang("g", 4)).ok());
+    GangAttempt a = *q.pop();
+    CHECK_FALSE(a.report_waiting_condition);
+    q.reportUnschedulable(a, *precheck(a), cache);
+    clock.advance(absl::Seconds(1));
+  }
+  REQUIRE(q.addOrUpdatePod(pod("w3").gang("g", 4)).ok());
+  GangAttempt complete = *q.pop();
+  CHECK_FALSE(precheck(complete).has_value());
+  CHECK(complete.members.size() == 4);
+
+  // 0 keeps the old behaviour: told at the first attempt.
+  c.queue_waiting_condition_after_seconds = 0;
+  SchedulingQueue at_once(c, clock.clock(), kNoGroups);
+  REQUIRE(at_once.addOrUpdatePod(pod("v0").gang("h", 2)).ok());
+  CHECK(at_once.pop()->report_waiting_condition);
 }
 
 TEST_CASE("a missing PodGroup makes its gang wait until the PodGroup appears", "[queue]") {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/str_join.h"
 #include "proto/clock.h"
 #include "proto/event_recorder.h"
 #include "proto/informer_factory.h"
@@ -360,8 +361,13 @@ TEST_CASE("a gated member is marked SchedulingGated and never bound, and without
   f.start();
   REQUIRE(f.cluster.runUntil([&] {
     return f.scheduledCondition("w1") ==
-               "SchedulingGated: Scheduling is blocked due to non-empty scheduling gates" &&
-           f.scheduledCondition("w0") ==
+           "SchedulingGated: Scheduling is blocked due to non-empty scheduling gates";
+  }));
+  // w0 is told that its gang waits once queue.waitingConditionAfterSeconds (5 s) have passed.
+  f.clock.advance(absl::Seconds(5));
+  f.scheduler->wake();
+  REQUIRE(f.cluster.runUntil([&] {
+    return f.scheduledCondition("w0") ==
                "Unschedulable: gang ml/g is waiting for its members: it is placed once 2 pods exist";
   }));
   f.cluster.settle();
@@ -418,10 +424,17 @@ TEST_CASE("a gang short of members gets a Warning Event once it has waited past 
   c.queue_waiting_event_after_seconds = 60;
   f.cluster.put("pods", podJson("w0").gpus(1).gang("huge", 100000));
   f.start(c);
+  for (int i = 0; i < 5; ++i) f.cluster.settle();
+  CHECK(f.api->conditions.empty());  // members may still be on their way: nothing written
+  f.clock.advance(absl::Seconds(5));
+  f.scheduler->wake();
   REQUIRE(f.cluster.runUntil([&] { return !f.scheduledCondition("w0").empty(); }));
+  CHECK(f.scheduledCondition("w0") ==
+        "Unschedulable: gang ml/huge is waiting for its members: it is placed once 100000 pods "
+        "exist");
   f.cluster.settle();
-  CHECK(f.sink->count("FailedScheduling") == 0);  // members may still be on their way
-  f.clock.advance(absl::Seconds(60));
+  CHECK(f.sink->count("FailedScheduling") == 0);  // the Event comes later
+  f.clock.advance(absl::Seconds(55));
   f.scheduler->wake();
   REQUIRE(f.cluster.runUntil([&] { return f.sink->count("FailedScheduling", "ml/w0") == 1; }));
   CHECK(f.sink->created.back().message ==
@@ -431,6 +444,23 @@ TEST_CASE("a gang short of members gets a Warning Event once it has waited past 
   f.scheduler->wake();
   for (int i = 0; i < 5; ++i) f.cluster.settle();
   CHECK(f.sink->count("FailedScheduling", "ml/w0") == 1);
+}
+
+TEST_CASE("a gang whose members arrive within the grace is bound without a status write",
+          "[scheduler]") {
+  Fixture f;
+  racks(f);
+  f.start();
+  for (const std::string& p : kGang4) {
+    f.cluster.put("pods", podJson(p).gpus(1).gang("g", 4));
+    for (int i = 0; i < 3; ++i) f.cluster.settle();
+    f.clock.advance(absl::Seconds(1));  // 4 members over 3 s, inside the 5 s grace
+    f.scheduler->wake();
+  }
+  REQUIRE(f.cluster.runUntil([&] { return f.bound(kGang4) == 4; }));
+  INFO(absl::StrJoin(f.api->conditions, "; "));
+  CHECK(f.api->conditions.empty());
+  CHECK(f.sink->count("FailedScheduling") == 0);
 }
 
 TEST_CASE("a pod whose claim is bound is placed, and one whose claim is pending waits until it binds",
