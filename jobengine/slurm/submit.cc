@@ -314,7 +314,7 @@ absl::StatusOr<Submission> buildSubmission(const BatchOptions& o, const SlurmCon
 
   proto::SlurmJobSpec& j = job.spec.slurm.emplace();
   j.job_id = job_id;
-  j.job_name = defaultJobName(o);
+  j.job_name = o.job_name.value_or(defaultJobName(o));
   j.partition = s.partition->name;
   j.user = ctx.user;
   j.account = o.account.value_or("");

@@ -1,6 +1,6 @@
 // Writes what sbatch and the slurm runtime generate for a batch script (job 101 in namespace
-// "default", partition "batch") to a directory, for slurm_ssh_test.sh to run with real sshd,
-// srun and mpirun on network namespaces:
+// "default") to a directory, for slurm_ssh_test.sh to run with real sshd, srun and mpirun on
+// network namespaces:
 //   secret/<file>      the attempt's SSH Secret (keys, authorized_keys, known_hosts)
 //   config/<file>      the attempt's ConfigMap (hostfile, ssh_config, sshd_config, scripts)
 //   batch/<file>       the job's batch Secret (script, environment, args)
@@ -8,7 +8,9 @@
 //   pod<i>.env         pod i's main container env, as `export NAME='value'` lines
 //   pod<i>.command     pod i's main container command
 //   batch.init         the batch pod's wait-for-peers init container command
-// Usage: muster_slurm_materialize OUT_DIR SCRIPT SUBMIT_DIR
+// Usage: muster_slurm_materialize OUT_DIR SCRIPT SUBMIT_DIR [PARTITION]
+// PARTITION names the one (default) partition, "batch" unless given: a script that asks for its
+// site's partition by name runs unchanged.
 #include <sys/stat.h>
 
 #include <fstream>
@@ -61,11 +63,12 @@ int fail(const absl::Status& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::cerr << "usage: muster_slurm_materialize OUT_DIR SCRIPT SUBMIT_DIR\n";
+  if (argc != 4 && argc != 5) {
+    std::cerr << "usage: muster_slurm_materialize OUT_DIR SCRIPT SUBMIT_DIR [PARTITION]\n";
     return 2;
   }
   const std::string out = argv[1], script_path = argv[2], submit_dir = argv[3];
+  const std::string partition = argc == 5 ? argv[4] : "batch";
   std::ifstream in(script_path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
@@ -74,7 +77,7 @@ int main(int argc, char** argv) {
 slurm:
   clusterName: netns
   partitions:
-  - name: batch
+  - name: )" + partition + R"(
     template:
       spec:
         containers: [{name: main, image: "debian:12"}]
@@ -97,6 +100,7 @@ slurm:
   if (!from_script.ok()) return fail(from_script.status());
   auto options = slurm::resolveBatchOptions(*from_script, {}, {});
   if (!options.ok()) return fail(options.status());
+  options->positional = {script_path};  // as `sbatch SCRIPT` (the default job name)
   auto submission = slurm::buildSubmission(*options, *config, ctx, 101);
   if (!submission.ok()) return fail(submission.status());
   muster::proto::ParallelJob job;

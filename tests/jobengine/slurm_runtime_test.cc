@@ -174,6 +174,30 @@ TEST_CASE("a 4-node GPU batch job becomes one gang of 4 pods that ask for what t
         "jail-pvc");
 }
 
+TEST_CASE("the job name is -J's, else the script's base name, in the job and SLURM_JOB_NAME",
+          "[slurm]") {
+  SlurmRuntime runtime(runtimeOptions());
+  auto named = buildSubmission(options({"-J", "train"}), config(), context(), 7);
+  REQUIRE(named.ok());
+  proto::ParallelJob job = submitted(*named);
+  CHECK(job.spec.slurm->job_name == "train");
+  CHECK(envOf(podOf(runtime, job, 0, 0)["spec"]["containers"][0], "SLURM_JOB_NAME") == "train");
+  // From the script's #SBATCH lines, as sbatch reads them.
+  auto directives = parseBatchScript(context().script, "train.sh");
+  REQUIRE(directives.ok());
+  auto from_script = parseScriptOptions(*directives);
+  REQUIRE(from_script.ok());
+  auto resolved = resolveBatchOptions(*from_script, {}, options({"/home/alice/proj/run.sh"}));
+  REQUIRE(resolved.ok());
+  auto scripted = buildSubmission(*resolved, config(), context(), 8);
+  REQUIRE(scripted.ok());
+  CHECK(submitted(*scripted).spec.slurm->job_name == "train");
+  // Without -J: the script's base name.
+  auto unnamed = buildSubmission(options({"/home/alice/proj/run.sh"}), config(), context(), 9);
+  REQUIRE(unnamed.ok());
+  CHECK(submitted(*unnamed).spec.slurm->job_name == "run.sh");
+}
+
 TEST_CASE("the batch Secret holds the script and the environment after --export, not the pods",
           "[slurm]") {
   auto s = buildSubmission(options({"--export=PATH,EXTRA=1"}), config(), context(), 7);

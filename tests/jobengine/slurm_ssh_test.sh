@@ -15,10 +15,18 @@
 # unprivileged user (uid 4242). The batch script's output file lands in the shared directory.
 #
 # Usage: slurm_ssh_test.sh MUSTER_SLURM MATERIALIZE
+#        slurm_ssh_test.sh MUSTER_SLURM MATERIALIZE SCRIPT [PARTITION]
+# The first form runs its own 3-node script and checks each of its steps. The second runs SCRIPT
+# unchanged (e.g. a public sbatch script), submitted from the shared directory, which holds a
+# hello_mpi.c and its binary hello_mpi; the only partition is PARTITION (default "batch"). It
+# prints every file the job left in the shared directory (or the batch pod's log when the output
+# path's directory does not exist) and passes when the batch script exits 0, as COMPLETED.
 set -euo pipefail
 bin=$(realpath "$1")
 materialize=$(realpath "$2")
-n=3
+user_script=${3:+$(realpath "$3")}
+partition=${4:-batch}
+n=0
 [ "$(id -u)" = 0 ] || { echo "slurm_ssh_test: must run as root (it creates network namespaces)" >&2; exit 1; }
 for tool in ssh mpirun mpicc ip unshare setpriv; do
   command -v "$tool" >/dev/null || { echo "slurm_ssh_test: $tool missing (tests/install-deps.sh)" >&2; exit 1; }
@@ -46,6 +54,11 @@ fail() {
 }
 
 mkdir -p "$work/shared" "$work/tools"
+script="$work/shared/job.sh"
+if [ -n "$user_script" ]; then
+  script="$work/shared/$(basename "$user_script")"
+  cp "$user_script" "$script"
+fi
 cat > "$work/shared/job.sh" <<'SCRIPT'
 #!/bin/bash
 #SBATCH --job-name=netns-check
@@ -82,10 +95,11 @@ C
 mpicc -o "$work/shared/hello_mpi" "$work/shared/hello_mpi.c"
 chown -R 4242:4242 "$work/shared"
 
-"$materialize" "$work/gen" "$work/shared/job.sh" "$work/shared"
+"$materialize" "$work/gen" "$script" "$work/shared" "$partition"
 "$bin" install-tools "$work/tools" >/dev/null
 mapfile -t pods < "$work/gen/pods"
-[ "${#pods[@]}" = "$n" ] || fail "materialize wrote ${#pods[@]} pods"
+n=${#pods[@]}
+[ -n "$user_script" ] || [ "$n" = 3 ] || fail "materialize wrote $n pods"
 
 # The network: one bridge, one namespace per pod; the names resolve to the pods.
 ip netns add "${tag}sw"
@@ -140,14 +154,15 @@ for i in $(seq 0 $((n - 1))); do
   touch "$work/pod$i/termination-log"
   chown 4242:4242 "$work/pod$i/run" "$work/pod$i/termination-log"
 done
-for i in 1 2; do
+for i in $(seq 1 $((n - 1))); do
   env_lines=$(rewrite "$i" < "$work/gen/pod$i.env")
   cmd=$(rewrite "$i" < "$work/gen/pod$i.command")
   podrun "$i" sh -c "$env_lines
     exec $cmd" > "$work/pod$i/sshd.log" 2>&1 &
   pids+=($!)
 done
-init=$(rewrite 0 < "$work/gen/batch.init")
+init=true
+[ "$n" = 1 ] || init=$(rewrite 0 < "$work/gen/batch.init")
 env_lines=$(rewrite 0 < "$work/gen/pod0.env")
 cmd=$(rewrite 0 < "$work/gen/pod0.command")
 podrun 0 sh -c "$env_lines
@@ -158,6 +173,19 @@ pids+=($batch)
 rc=0
 timeout 180 tail --pid="$batch" -f /dev/null || fail "the batch job did not finish in 180 s"
 wait "$batch" || rc=$?
+if [ -n "$user_script" ]; then
+  echo "=== $(basename "$user_script") (partition $partition), $n nodes: batch-step exited $rc," \
+       "termination log $(cat "$work/pod0/termination-log")"
+  for f in "$work"/shared/*; do
+    case "$(basename "$f")" in job.sh|hello_mpi|hello_mpi.c|"$(basename "$script")") continue ;; esac
+    [ -f "$f" ] && { echo "--- $(basename "$f")"; cat "$f"; }
+  done
+  echo "--- the batch pod's log"
+  cat "$work/pod0/batch.log"
+  [ "$rc" = 0 ] || fail "batch-step exited with $rc"
+  echo PASS
+  exit 0
+fi
 out="$work/shared/slurm-101.out"
 [ -f "$out" ] || fail "no slurm-101.out in the shared directory"
 cat "$out"
