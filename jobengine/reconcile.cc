@@ -113,7 +113,13 @@ bool sameStatus(const proto::ParallelJobStatus& a, const proto::ParallelJobStatu
   if (a.phase != b.phase || a.restarts != b.restarts || a.job_group_name != b.job_group_name ||
       a.message != b.message || a.start_time != b.start_time ||
       a.completion_time != b.completion_time || a.pods_ready.value_or(0) != b.pods_ready.value_or(0) ||
-      a.pods != b.pods || a.conditions.size() != b.conditions.size())
+      a.pods != b.pods || a.conditions.size() != b.conditions.size() ||
+      a.slurm.has_value() != b.slurm.has_value())
+    return false;
+  if (a.slurm && (a.slurm->state != b.slurm->state || a.slurm->reason != b.slurm->reason ||
+                  a.slurm->exit_code != b.slurm->exit_code ||
+                  a.slurm->start_time != b.slurm->start_time ||
+                  a.slurm->end_time != b.slurm->end_time))
     return false;
   for (size_t i = 0; i < a.conditions.size(); ++i) {
     const auto& x = a.conditions[i];
@@ -181,8 +187,17 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
         plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
     }
   };
+  // A cancelled job keeps no pod; these deletions repeat until every pod is gone.
+  auto deleteAll = [&] {
+    for (const auto& pod : obs.pods)
+      if (!pod->meta.deletion_timestamp &&
+          std::none_of(plan.delete_pods.begin(), plan.delete_pods.end(),
+                       [&](const PodRef& r) { return r.uid == pod->meta.uid; }))
+        plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
+  };
   if (job.status.phase == "Failed") {
-    releaseAfterFailure();
+    if (runtime != nullptr && runtime->cancelled(job)) deleteAll();
+    else releaseAfterFailure();
     return finish("failed");
   }
 
@@ -198,6 +213,15 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     releaseAfterFailure();
     return finish(message);
   };
+
+  // scancel: the job ends now, every pod of it goes (the batch step gets SIGTERM, as from Slurm).
+  if (runtime != nullptr) {
+    if (std::optional<std::string> why = runtime->cancelled(job)) {
+      deleteAll();
+      desired.pods_ready = 0;
+      return fail(kReasonCancelled, *why);
+    }
+  }
 
   if (runtime == nullptr) {
     return fail("UnknownRuntime", "unknown runtime \"" + spec.runtime_ref_name +
@@ -243,10 +267,18 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     return finish("waiting for pods of earlier attempts to be deleted: " + joinNames(names));
   }
 
-  // An attempt that has not started may have to wait (a hold, a begin time).
-  if (current.empty()) {
+  // An attempt that has not started may have to wait (a hold, a begin time). A hold that comes
+  // while the gang still waits for room takes its pods back, as long as none is bound: the job
+  // has not been given nodes yet, as a pending Slurm job has not.
+  const bool none_bound = std::none_of(current.begin(), current.end(), [](const auto& entry) {
+    return !entry.second->spec.node_name.empty();
+  });
+  if (none_bound && job.status.phase != "Running") {
     StartGate gate = runtime->startGate(job, now);
     if (!gate.open) {
+      for (const auto& [i, pod] : current)
+        if (!pod->meta.deletion_timestamp) plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
+      desired.pods_ready = 0;
       desired.message = gate.message;
       if (gate.recheck_after)
         plan.requeue_after = std::max(std::chrono::milliseconds(1),

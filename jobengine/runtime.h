@@ -82,6 +82,9 @@ struct FailureVerdict {
   std::string reason = "MaxRestartsExceeded";
 };
 
+// The Failed condition's reason of a cancelled job (Runtime::cancelled).
+inline constexpr char kReasonCancelled[] = "Cancelled";
+
 // Whether an attempt may create its pods now (Runtime::startGate).
 struct StartGate {
   bool open = true;
@@ -109,6 +112,11 @@ class Runtime {
   // Whether the attempt's pods may be created now (default: always).
   virtual StartGate startGate(const proto::ParallelJob& /*job*/, absl::Time /*now*/) const {
     return {};
+  }
+  // Whether the job was cancelled (scancel): a message for the Failed condition (reason
+  // Cancelled); the job ends at once and every pod of it is deleted. nullopt: not cancelled.
+  virtual std::optional<std::string> cancelled(const proto::ParallelJob& /*job*/) const {
+    return std::nullopt;
   }
   // How long an attempt may run once all its pods run; nullopt: no limit. Past it the job ends
   // with reason TimeLimitExceeded and its pods are deleted.

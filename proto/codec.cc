@@ -469,7 +469,8 @@ absl::Status decodeSlurmSpec(const rapidjson::Value& v, const JsonPath& p, Slurm
   MUSTER_RETURN_IF_ERROR(readBool(v, p, "requeue", &s->requeue));
   MUSTER_RETURN_IF_ERROR(readBool(v, p, "hold", &s->hold));
   MUSTER_RETURN_IF_ERROR(readString(v, p, "beginTime", &s->begin_time));
-  return readBool(v, p, "exclusive", &s->exclusive);
+  MUSTER_RETURN_IF_ERROR(readBool(v, p, "exclusive", &s->exclusive));
+  return readBool(v, p, "cancel", &s->cancel);
 }
 }  // namespace
 
@@ -529,6 +530,8 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob
           SlurmJobStatus& slurm = s.slurm.emplace();
           MUSTER_RETURN_IF_ERROR(readString(v, q, "state", &slurm.state));
           MUSTER_RETURN_IF_ERROR(readString(v, q, "reason", &slurm.reason));
+          MUSTER_RETURN_IF_ERROR(readString(v, q, "startTime", &slurm.start_time));
+          MUSTER_RETURN_IF_ERROR(readString(v, q, "endTime", &slurm.end_time));
           return readString(v, q, "exitCode", &slurm.exit_code);
         }));
     return decodeList(status, p, "conditions", &s.conditions);
@@ -699,6 +702,8 @@ std::string statusPatch(const ParallelJobStatus& status) {
     w.stringField("state", status.slurm->state);
     w.stringOrNullField("reason", status.slurm->reason);
     w.stringOrNullField("exitCode", status.slurm->exit_code);
+    w.stringOrNullField("startTime", status.slurm->start_time);
+    w.stringOrNullField("endTime", status.slurm->end_time);
     w.endObject();
   }
   w.key("conditions").beginArray();
@@ -754,6 +759,7 @@ std::string encode(const ParallelJob& job) {
     if (j.hold) w.booleanField("hold", true);
     w.stringFieldIfSet("beginTime", j.begin_time);
     if (j.exclusive) w.booleanField("exclusive", true);
+    if (j.cancel) w.booleanField("cancel", true);
     w.endObject();
   }
   w.endObject().endObject();

@@ -317,6 +317,7 @@ struct SlurmJobSpec {
   bool hold = false;                          // -H: not started until released
   std::string begin_time;                     // --begin, RFC 3339; empty: at once
   bool exclusive = false;
+  bool cancel = false;  // scancel: the job ends CANCELLED, its pods are deleted
 };
 
 // status.slurm: the job as Slurm's tools show it.
@@ -324,6 +325,8 @@ struct SlurmJobStatus {
   std::string state;      // PENDING RUNNING COMPLETED FAILED TIMEOUT NODE_FAIL CANCELLED ...
   std::string reason;     // squeue's REASON for a pending job (JobHeldUser, BeginTime, ...)
   std::string exit_code;  // "code:signal" of the batch script, once it ended
+  std::string start_time;  // when the current (or last) run began, RFC 3339; empty: not yet
+  std::string end_time;    // when the job ended, RFC 3339; empty: not yet
 };
 
 // preferred.jp/v1alpha1 ParallelJob.

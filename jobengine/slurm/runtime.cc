@@ -6,6 +6,7 @@
 #include "jobengine/slurm/env.h"
 #include "jobengine/slurm/hostlist.h"
 #include "jobengine/ssh_attempt.h"
+#include "proto/codec.h"
 #include "proto/strings.h"
 #include "proto/vocabulary.h"
 
@@ -257,6 +258,11 @@ StartGate SlurmRuntime::startGate(const proto::ParallelJob& job, absl::Time now)
   return {};
 }
 
+std::optional<std::string> SlurmRuntime::cancelled(const proto::ParallelJob& job) const {
+  if (!job.spec.slurm || !job.spec.slurm->cancel) return std::nullopt;
+  return strCat("job ", job.spec.slurm->job_id, " was cancelled (scancel)");
+}
+
 std::optional<absl::Duration> SlurmRuntime::timeLimit(const proto::ParallelJob& job) const {
   if (!job.spec.slurm || !job.spec.slurm->time_limit_seconds ||
       *job.spec.slurm->time_limit_seconds <= 0)
@@ -268,6 +274,8 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
                                   absl::Time now, proto::ParallelJobStatus* status) const {
   if (!job.spec.slurm) return;
   proto::SlurmJobStatus out;
+  const proto::SlurmJobStatus before = job.status.slurm.value_or(proto::SlurmJobStatus{});
+  const std::string now_text = proto::rfc3339(now);
   const auto* failed = [&]() -> const proto::Condition* {
     for (const auto& c : status->conditions)
       if (c.type == proto::vocabulary::kConditionFailed && c.status == "True") return &c;
@@ -279,11 +287,15 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
     if (out.exit_code.empty()) out.exit_code = "0:0";
   } else if (status->phase == "Failed") {
     const std::string reason = failed != nullptr ? failed->reason : "";
-    if (reason == kTimeLimit) out.state = "TIMEOUT";
+    if (reason == kReasonCancelled) out.state = "CANCELLED";
+    else if (reason == kTimeLimit) out.state = "TIMEOUT";
     else if (reason == kNodeFail || reason == "MaxRestartsExceeded") out.state = "NODE_FAIL";
     else out.state = "FAILED";
     out.reason = reason;
     if (launcher != nullptr) out.exit_code = exitCodeOf(*launcher);
+    // A job cancelled before it ran has no batch exit; one cancelled while running got SIGTERM.
+    if (out.state == "CANCELLED" && out.exit_code.empty())
+      out.exit_code = before.start_time.empty() ? "0:0" : "0:15";
     if (out.exit_code.empty()) out.exit_code = out.state == "TIMEOUT" ? "0:15" : "1:0";
   } else if (status->phase == "Running") {
     out.state = "RUNNING";
@@ -294,6 +306,13 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
     else if (status->phase == "Restarting" || status->restarts > 0) out.reason = "Requeued";
     else out.reason = "Resources";
   }
+  // StartTime: when this run began (a requeued job starts again); EndTime: when it ended.
+  if (out.state == "RUNNING") out.start_time = before.start_time.empty() ? now_text : before.start_time;
+  else if (out.state != "PENDING") out.start_time = before.start_time;
+  if (out.state != "RUNNING" && out.state != "PENDING")
+    out.end_time = !before.end_time.empty()         ? before.end_time
+                   : !status->completion_time.empty() ? status->completion_time
+                                                      : now_text;
   status->slurm = std::move(out);
 }
 

@@ -59,6 +59,7 @@ class SlurmRuntime final : public Runtime {
                            const proto::Pod* pod) const override;
   StartGate startGate(const proto::ParallelJob& job, absl::Time now) const override;
   std::optional<absl::Duration> timeLimit(const proto::ParallelJob& job) const override;
+  std::optional<std::string> cancelled(const proto::ParallelJob& job) const override;
   bool keepOnFailure(int32_t index) const override { return index == 0; }
   void decorateStatus(const proto::ParallelJob& job, const proto::Pod* launcher, absl::Time now,
                       proto::ParallelJobStatus* status) const override;

@@ -234,5 +234,84 @@ TEST_CASE("a refused submission creates nothing", "[slurm]") {
   CHECK_FALSE(TestCluster::get().kubectl({"get", "configmap", "-n", f.ns(), "job-ids"}).ok());
 }
 
+
+TEST_CASE("squeue, scontrol and scancel follow jobs through a hold, a wait for room and a cancel",
+          "[slurm]") {
+  SlurmFixture f;
+  std::string path = f.script("gang.sh", "#!/bin/bash\n#SBATCH -J gang\n#SBATCH -N 4\n"
+                                         "#SBATCH --gpus-per-node=8\nsrun hostname\n");
+  auto slurm = [&](const std::vector<std::string>& args) {
+    auto out = f.slurm(args);
+    INFO(absl::StrJoin(args, " ") << ": " << out.status().ToString());
+    REQUIRE(out.ok());
+    return *out;
+  };
+  auto refused = [&](const std::vector<std::string>& args) {
+    auto out = f.slurm(args);
+    INFO(absl::StrJoin(args, " ") << " printed " << out.value_or(""));
+    REQUIRE_FALSE(out.ok());
+    return std::string(out.status().message());
+  };
+  // Waits until `squeue ARGS` prints `want`; the last output otherwise.
+  auto squeueShows = [&](std::vector<std::string> args, const std::string& want) {
+    args.insert(args.begin(), "squeue");
+    std::string last;
+    bool ok = waitFor([&] {
+      auto out = f.slurm(args);
+      last = out.ok() ? *out : out.status().ToString();
+      return out.ok() && *out == want;
+    }, kTimeout, std::chrono::milliseconds(300));
+    INFO("squeue " << absl::StrJoin(args, " ") << " printed:\n" << last << "wanted:\n" << want);
+    INFO(f.scheduler().logTail());
+    CHECK(ok);
+    return ok;
+  };
+  const std::string sa = std::to_string(f.submittedId(slurm({"sbatch", "-H", path})));
+  // Held: pending for JobHeldUser, and no pod exists.
+  squeueShows({"-h", "-o", "%i %t %R", "-j", sa}, sa + " PD (JobHeldUser)\n");
+  CHECK(f.pods("muster.dev/slurm-job-id=" + sa).empty());
+  std::string shown = slurm({"scontrol", "show", "job", sa});
+  CHECK(shown.find("JobId=" + sa + " JobName=gang\n") == 0);
+  CHECK(shown.find("   JobState=PENDING Reason=JobHeldUser ") != std::string::npos);
+
+  // Two more jobs take both racks.
+  const std::string sb = std::to_string(f.submittedId(slurm({"sbatch", path})));
+  const std::string sc = std::to_string(f.submittedId(slurm({"sbatch", path})));
+  squeueShows({"-h", "-o", "%i %t"}, sa + " PD\n" + sb + " R\n" + sc + " R\n");
+  // The default layout: Slurm's header, pending jobs first, a running job's node list.
+  std::string table = slurm({"squeue"});
+  INFO("squeue printed:\n" << table);
+  CHECK(table.rfind("             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n", 0) == 0);
+  CHECK(table.find("      gpu     gang ") != std::string::npos);
+  CHECK(table.find("slurm-" + sb + "-0-[0-3]\n") != std::string::npos);
+
+  // Released, the first job waits for room: Resources.
+  slurm({"scontrol", "release", sa});
+  squeueShows({"-h", "-o", "%i %t %R", "-j", sa}, sa + " PD (Resources)\n");
+  CHECK(refused({"scontrol", "hold", sc}).find(
+            absl::StrCat("Job is no longer pending execution for job ", sc, "\n")) != std::string::npos);
+
+  // Cancelling the second gives its rack to the first; the cancelled job keeps no pod.
+  slurm({"scancel", sb});
+  squeueShows({"-h", "-t", "all", "-o", "%i %t"}, sb + " CA\n" + sa + " R\n" + sc + " R\n");
+  CHECK(waitFor([&] { return f.pods("muster.dev/slurm-job-id=" + sb).empty(); }, kTimeout));
+  shown = slurm({"scontrol", "show", "job", sb});
+  CHECK(shown.find("   JobState=CANCELLED Reason=None ") != std::string::npos);
+  CHECK(shown.find(" ExitCode=0:15\n") != std::string::npos);
+  // Without -t a finished job is not listed.
+  squeueShows({"-h", "-o", "%i"}, sa + "\n" + sc + "\n");
+
+  // Slurm's errors, and the other jobs of the call are still handled.
+  CHECK(refused({"scancel", sb}).find(absl::StrCat("scancel: error: Kill job error on job id ", sb,
+                                                   ": Job/step already completing or completed")) !=
+        std::string::npos);
+  CHECK(refused({"scancel", "99999", sc}).find(
+            "scancel: error: Kill job error on job id 99999: Invalid job id specified") !=
+        std::string::npos);
+  squeueShows({"-h", "-t", "CA", "-o", "%i"}, sb + "\n" + sc + "\n");
+  CHECK(refused({"squeue", "-j", "99999"}).find("slurm_load_jobs error: Invalid job id specified") !=
+        std::string::npos);
+}
+
 }  // namespace
 }  // namespace muster::e2e

@@ -398,5 +398,77 @@ TEST_CASE("a held job creates no pods and one with --begin waits until then", "[
   CHECK(r.create_pods_needed);
 }
 
+
+TEST_CASE("a running job has its start time, and an ended one keeps it with its end time", "[slurm]") {
+  Job j;
+  j.startRunning();
+  CHECK(j.job.status.slurm->start_time == "2026-01-01T00:00:00Z");
+  CHECK(j.job.status.slurm->end_time.empty());
+  j.pod(0).status.phase = "Succeeded";
+  j.pod(0).status.container_statuses = {{"main", false, 0, "terminated", 0, "Completed", {}, "0:0"}};
+  Plan p = j.run(absl::FromUnixSeconds(1767225600) + absl::Minutes(5));
+  REQUIRE(p.status);
+  CHECK(p.status->slurm->start_time == "2026-01-01T00:00:00Z");
+  CHECK(p.status->slurm->end_time == "2026-01-01T00:05:00Z");
+}
+
+TEST_CASE("scancel of a running job ends it CANCELLED and deletes every pod, the batch pod too",
+          "[slurm]") {
+  Job j;
+  j.startRunning();
+  j.job.spec.slurm->cancel = true;
+  Plan p = j.run(absl::FromUnixSeconds(1767225600) + absl::Minutes(1));
+  REQUIRE(p.status);
+  CHECK(p.status->phase == "Failed");
+  CHECK(p.status->slurm->state == "CANCELLED");
+  CHECK(p.status->slurm->exit_code == "0:15");
+  CHECK(p.status->slurm->end_time == "2026-01-01T00:01:00Z");
+  std::vector<std::string> deleted;
+  for (const auto& r : p.delete_pods) deleted.push_back(r.name);
+  std::sort(deleted.begin(), deleted.end());
+  CHECK(deleted == std::vector<std::string>{"slurm-55-0-0", "slurm-55-0-1", "slurm-55-0-2"});
+  // Later reconciles keep deleting what is left and change nothing else.
+  j.apply(p);
+  Plan again = j.run(absl::FromUnixSeconds(1767225600) + absl::Minutes(2));
+  CHECK_FALSE(again.status);
+  CHECK(again.delete_pods.size() == 3);
+}
+
+TEST_CASE("scancel of a pending job ends it CANCELLED before any pod exists", "[slurm]") {
+  Job j({"-H"});
+  j.apply(j.run());
+  j.job.spec.slurm->cancel = true;
+  Plan p = j.run();
+  REQUIRE(p.status);
+  CHECK_FALSE(p.create_pods_needed);
+  CHECK(p.status->slurm->state == "CANCELLED");
+  CHECK(p.status->slurm->exit_code == "0:0");
+  CHECK(p.status->slurm->start_time.empty());
+}
+
+TEST_CASE("a hold while the gang waits for room takes back its unbound pods, not bound ones",
+          "[slurm]") {
+  Job j;
+  j.startRunning();
+  // As if the pods were created but nothing was bound yet: the job is still PENDING.
+  j.job.status.phase = "Pending";
+  j.job.status.slurm->state = "PENDING";
+  j.job.status.conditions.clear();
+  for (int i = 0; i < 3; ++i) {
+    j.pod(i).spec.node_name.clear();
+    j.pod(i).status.phase = "Pending";
+  }
+  j.job.spec.slurm->hold = true;
+  Plan p = j.run();
+  CHECK(p.delete_pods.size() == 3);
+  REQUIRE(p.status);
+  CHECK(p.status->slurm->reason == "JobHeldUser");
+
+  // Once one pod is bound the job has its nodes: the hold no longer stops it.
+  j.pod(1).spec.node_name = "gpu-1";
+  Plan q = j.run();
+  CHECK(q.delete_pods.empty());
+}
+
 }  // namespace
 }  // namespace muster::jobengine::slurm

@@ -1,0 +1,415 @@
+#include "jobengine/slurm/job_view.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "jobengine/naming.h"
+#include "jobengine/slurm/filename.h"
+#include "jobengine/slurm/hostlist.h"
+#include "jobengine/slurm/squeue_format.h"
+#include "jobengine/slurm/time.h"
+#include "jobengine/slurm/util.h"
+
+namespace muster::jobengine::slurm {
+namespace {
+
+absl::Time parseRfc3339(const std::string& s) {
+  absl::Time t;
+  std::string err;
+  if (!s.empty() && absl::ParseTime(absl::RFC3339_full, s, &t, &err)) return t;
+  return absl::InfinitePast();
+}
+
+std::string orNull(const std::string& s) { return s.empty() ? "(null)" : s; }
+
+// TRES per node as squeue's %b prints it ("gres/gpu:8", "gres/gpu:a100:8"), N/A without GPUs.
+std::string gresOf(const JobView& j) {
+  if (!j.gpus_per_node || *j.gpus_per_node <= 0) return "N/A";
+  return j.gpu_type.empty() ? absl::StrCat("gres/gpu:", *j.gpus_per_node)
+                            : absl::StrCat("gres/gpu:", j.gpu_type, ":", *j.gpus_per_node);
+}
+
+// scontrol's TRES= (cpu=,mem=,node=,billing=,gres/gpu=).
+std::string tresOf(const JobView& j) {
+  std::string out = absl::StrCat("cpu=", j.num_cpus);
+  if (j.mem_per_node_mb) absl::StrAppend(&out, ",mem=", *j.mem_per_node_mb * j.num_nodes, "M");
+  absl::StrAppend(&out, ",node=", j.num_nodes, ",billing=", j.num_cpus);
+  if (j.gpus_per_node && *j.gpus_per_node > 0)
+    absl::StrAppend(&out, ",gres/gpu=", static_cast<int64_t>(*j.gpus_per_node) * j.num_nodes);
+  return out;
+}
+
+// The first line of squeue -l: "Wed Dec  2 15:50:00 2026".
+std::string formatTimestampLong(absl::Time t) {
+  return absl::FormatTime("%a %b %e %H:%M:%S %Y", t, absl::UTCTimeZone());
+}
+
+std::string timestampOrNa(absl::Time t) {
+  return t == absl::InfinitePast() ? "N/A" : formatTimestamp(t);
+}
+
+std::string timestampOrUnknown(absl::Time t) {
+  return t == absl::InfinitePast() ? "Unknown" : formatTimestamp(t);
+}
+
+std::vector<std::string> splitList(std::string_view text) {
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(av(text), ',', absl::SkipEmpty()))
+    out.emplace_back(part);
+  return out;
+}
+
+absl::Status unrecognized(std::string_view option) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("squeue: unrecognized option '", av(option), "'\nTry \"squeue --help\" for more information"));
+}
+
+absl::Status notSupported(std::string_view option, std::string_view why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("squeue: error: ", av(option), " is not supported by Muster's squeue (", av(why), ")"));
+}
+
+}  // namespace
+
+std::optional<JobView> viewOf(const proto::ParallelJob& job) {
+  if (!job.spec.slurm) return std::nullopt;
+  const proto::SlurmJobSpec& s = *job.spec.slurm;
+  JobView v;
+  v.job_id = s.job_id;
+  v.object_name = job.meta.name;
+  v.name = s.job_name;
+  v.partition = s.partition;
+  v.user = s.user;
+  v.account = s.account;
+  v.qos = s.qos;
+  v.comment = s.comment;
+  v.command = s.command;
+  v.work_dir = s.work_dir;
+  v.submit_host = s.submit_host;
+  v.num_nodes = job.spec.num_pods;
+  v.num_tasks = s.ntasks;
+  v.cpus_per_task = s.cpus_per_task.value_or(1);
+  v.num_cpus = std::max<int32_t>(v.num_tasks, 1) * std::max<int32_t>(v.cpus_per_task, 1);
+  v.gpus_per_node = s.gpus_per_node;
+  v.gpu_type = s.gpu_type;
+  v.mem_per_node_mb = s.mem_per_node_mb;
+  v.time_limit = s.time_limit_seconds;
+  v.requeue = s.requeue;
+  v.hold = s.hold;
+  v.cancel_requested = s.cancel;
+  v.submit_time = parseRfc3339(job.meta.creation_timestamp);
+  v.restarts = job.status.restarts;
+  v.message = job.status.message;
+  v.reason = "None";
+  std::string pending_reason;
+  if (job.status.slurm) {
+    const proto::SlurmJobStatus& st = *job.status.slurm;
+    if (auto parsed = parseJobState(st.state)) v.state = *parsed;
+    v.start_time = parseRfc3339(st.start_time);
+    v.end_time = parseRfc3339(st.end_time);
+    if (!st.exit_code.empty()) v.exit_code = st.exit_code;
+    pending_reason = st.reason;
+  }
+  if (v.state == JobState::kPending)
+    v.reason = !pending_reason.empty() ? pending_reason : s.hold ? "JobHeldUser" : "None";
+  // The nodes are the pods of the run in progress (or of the last one): their host names.
+  if (v.start_time != absl::InfinitePast() && !job.status.job_group_name.empty())
+    for (int32_t i = 0; i < job.spec.num_pods; ++i)
+      v.nodes.push_back(podName(job.status.job_group_name, i));
+  FilenameContext fc;
+  fc.job_id = static_cast<uint32_t>(s.job_id);
+  fc.node_name = v.nodes.empty() ? "" : v.nodes.front();
+  fc.restart_count = static_cast<uint32_t>(std::max<int32_t>(0, v.restarts));
+  fc.user = s.user;
+  fc.job_name = s.job_name;
+  fc.work_dir = s.work_dir;
+  const std::string out_pattern =
+      s.stdout_pattern.empty() ? std::string(defaultOutputPattern(false)) : s.stdout_pattern;
+  v.stdout_path = expandFilenamePattern(out_pattern, fc);
+  v.stderr_path = s.stderr_pattern.empty() ? v.stdout_path : expandFilenamePattern(s.stderr_pattern, fc);
+  v.stdin_path = s.stdin_path.empty() ? "/dev/null" : s.stdin_path;
+  return v;
+}
+
+int64_t runSeconds(const JobView& job, absl::Time now) {
+  if (job.start_time == absl::InfinitePast()) return 0;
+  const absl::Time end = job.end_time != absl::InfinitePast() ? job.end_time : now;
+  return std::max<int64_t>(0, absl::ToInt64Seconds(end - job.start_time));
+}
+
+absl::StatusOr<SqueueOptions> parseSqueueArgs(const std::vector<std::string>& args,
+                                              const std::map<std::string, std::string>& env) {
+  SqueueOptions o;
+  // Options that take a value: short letter, long name.
+  struct ValueOption {
+    char letter;
+    std::string_view name;
+  };
+  static constexpr ValueOption kValued[] = {
+      {'o', "format"}, {'O', "Format"},   {'u', "user"},    {'j', "jobs"},  {'t', "states"},
+      {'p', "partition"}, {'n', "name"},  {'A', "account"}, {'q', "qos"},   {'M', "clusters"},
+      {'w', "nodelist"}, {'S', "sort"},   {'i', "iterate"}, {'L', "licenses"}, {'R', "reservation"},
+  };
+  auto apply = [&](std::string_view name, std::optional<std::string> value,
+                   std::string_view shown) -> absl::Status {
+    auto needs = [&]() -> absl::Status {
+      if (!value) return absl::InvalidArgumentError(absl::StrCat(
+          "squeue: option '", av(shown), "' requires an argument\nTry \"squeue --help\" for more information"));
+      return absl::OkStatus();
+    };
+    auto list = [&](std::vector<std::string>* out) -> absl::Status {
+      if (absl::Status s = needs(); !s.ok()) return s;
+      std::vector<std::string> parts = splitList(*value);
+      out->insert(out->end(), parts.begin(), parts.end());
+      return absl::OkStatus();
+    };
+    if (name == "format") { if (auto s = needs(); !s.ok()) return s; o.format = *value; return absl::OkStatus(); }
+    if (name == "Format") { if (auto s = needs(); !s.ok()) return s; o.long_format_spec = *value; return absl::OkStatus(); }
+    if (name == "user") return list(&o.users);
+    if (name == "name") return list(&o.names);
+    if (name == "partition") return list(&o.partitions);
+    if (name == "account") return list(&o.accounts);
+    if (name == "qos") return list(&o.qos);
+    if (name == "jobs") {
+      std::vector<std::string> ids;
+      if (auto s = list(&ids); !s.ok()) return s;
+      for (const std::string& id : ids) {
+        int64_t n = 0;
+        if (id.find('_') != std::string::npos)
+          return notSupported(absl::StrCat("job id ", id), "job arrays are not written yet");
+        if (!absl::SimpleAtoi(id, &n) || n <= 0)
+          return absl::InvalidArgumentError(absl::StrCat("squeue: error: Invalid job id: ", id));
+        o.job_ids.push_back(n);
+      }
+      return absl::OkStatus();
+    }
+    if (name == "states") {
+      if (auto s = needs(); !s.ok()) return s;
+      for (const std::string& st : splitList(*value)) {
+        if (equalsIgnoreCase(st, "all")) { o.all_states = true; continue; }
+        auto parsed = parseJobState(st);
+        if (!parsed)
+          return absl::InvalidArgumentError(absl::StrCat("squeue: error: Invalid job state specified: ", st));
+        o.states.insert(*parsed);
+      }
+      return absl::OkStatus();
+    }
+    if (name == "noheader") { o.noheader = true; return absl::OkStatus(); }
+    if (name == "long") { o.long_format = true; return absl::OkStatus(); }
+    if (name == "me") { o.me = true; return absl::OkStatus(); }
+    if (name == "all" || name == "array" || name == "verbose" || name == "local" ||
+        name == "federation" || name == "sibling")
+      return absl::OkStatus();  // every partition is shown; arrays are not written yet
+    if (name == "help") { o.help = true; return absl::OkStatus(); }
+    if (name == "usage") { o.usage = true; return absl::OkStatus(); }
+    if (name == "version") { o.version = true; return absl::OkStatus(); }
+    if (name == "json" || name == "yaml") return notSupported(absl::StrCat("--", av(name)), "use -o, -O or kubectl get paralleljobs -o json");
+    if (name == "iterate") return notSupported("-i/--iterate", "run it under watch(1)");
+    if (name == "start") return notSupported("--start", "Muster does not predict start times");
+    if (name == "steps") return notSupported("-s/--steps", "steps are not recorded yet");
+    if (name == "sort") return notSupported("-S/--sort", "jobs are sorted by partition, state and job id");
+    if (name == "clusters" || name == "nodelist" || name == "licenses" || name == "reservation")
+      return notSupported(absl::StrCat("--", av(name)), "not written yet");
+    return unrecognized(shown);
+  };
+  static constexpr std::pair<char, std::string_view> kFlags[] = {
+      {'h', "noheader"}, {'l', "long"}, {'a', "all"}, {'r', "array"}, {'v', "verbose"},
+      {'V', "version"}, {'s', "steps"}};
+  static constexpr std::string_view kLongFlags[] = {
+      "noheader", "long", "me", "all", "array", "verbose", "help", "usage", "version", "json",
+      "yaml", "start", "steps", "local", "federation", "sibling"};
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) == 0 && a.size() > 2) {
+      std::string name = a.substr(2);
+      std::optional<std::string> value;
+      if (auto eq = name.find('='); eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+      }
+      const bool valued = std::any_of(std::begin(kValued), std::end(kValued),
+                                      [&](const ValueOption& v) { return v.name == name; });
+      const bool flag = std::find(std::begin(kLongFlags), std::end(kLongFlags), name) != std::end(kLongFlags);
+      if (!valued && !flag) return unrecognized(a);
+      if (valued && !value && i + 1 < args.size()) value = args[++i];
+      if (flag && value)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "squeue: option '--", name, "' doesn't allow an argument\nTry \"squeue --help\" for more information"));
+      if (absl::Status s = apply(name, value, "--" + name); !s.ok()) return s;
+      continue;
+    }
+    if (a.size() >= 2 && a[0] == '-') {
+      for (size_t k = 1; k < a.size(); ++k) {
+        const char c = a[k];
+        auto v = std::find_if(std::begin(kValued), std::end(kValued),
+                              [&](const ValueOption& x) { return x.letter == c; });
+        if (v != std::end(kValued)) {
+          std::optional<std::string> value;
+          if (k + 1 < a.size()) value = a.substr(k + 1);
+          else if (i + 1 < args.size()) value = args[++i];
+          if (absl::Status s = apply(v->name, value, std::string("-") + c); !s.ok()) return s;
+          break;
+        }
+        auto f = std::find_if(std::begin(kFlags), std::end(kFlags),
+                              [&](const auto& x) { return x.first == c; });
+        if (f == std::end(kFlags))
+          return absl::InvalidArgumentError(absl::StrCat(
+              "squeue: invalid option -- '", std::string(1, c), "'\nTry \"squeue --help\" for more information"));
+        if (absl::Status s = apply(f->second, std::nullopt, std::string("-") + c); !s.ok()) return s;
+      }
+      continue;
+    }
+    // squeue takes no operands.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "squeue: error: Unrecognized option: ", a, "\nUsage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]\n"
+        "              [-n name] [-o format] [--only-job-state] [-p partitions]\n"
+        "              [--qos qos] [--reservation reservation] [--sort fields] [--start]\n"
+        "              [--step step_id] [-t states] [-u user_name] [--usage]\n"
+        "              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]\n"
+        "              [--expand-patterns] [--json=data_parser] [--yaml=data_parser]\n"
+        "              [-ahjlrsv]"));
+  }
+  if (!o.format && !o.long_format_spec) {
+    if (auto it = env.find("SQUEUE_FORMAT"); it != env.end() && !it->second.empty()) o.format = it->second;
+    else if (auto it2 = env.find("SQUEUE_FORMAT2"); it2 != env.end() && !it2->second.empty())
+      o.long_format_spec = it2->second;
+  }
+  return o;
+}
+
+bool squeueSelects(const SqueueOptions& o, const JobView& j, const std::string& me) {
+  auto in = [](const std::vector<std::string>& list, const std::string& v) {
+    return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+  };
+  if (!o.job_ids.empty() &&
+      std::find(o.job_ids.begin(), o.job_ids.end(), j.job_id) == o.job_ids.end())
+    return false;
+  if (o.me && j.user != me) return false;
+  if (!in(o.users, j.user) || !in(o.names, j.name) || !in(o.partitions, j.partition) ||
+      !in(o.accounts, j.account) || !in(o.qos, j.qos))
+    return false;
+  if (o.all_states) return true;
+  if (!o.states.empty()) return o.states.count(j.state) > 0;
+  // squeue.1: without -t, pending, running and completing jobs; a job asked for by id is shown
+  // whatever its state.
+  return !o.job_ids.empty() || !isFinished(j.state);
+}
+
+std::string renderSqueue(const SqueueOptions& o, std::vector<JobView> jobs, const std::string& me,
+                         absl::Time now) {
+  SqueueFormat format;
+  if (o.format) format = parseSqueueFormat(*o.format);
+  else if (o.long_format_spec) format = parseSqueueLongFormat(*o.long_format_spec);
+  else format = parseSqueueFormat(o.long_format ? kSqueueLongFormat : kSqueueDefaultFormat);
+  std::erase_if(jobs, [&](const JobView& j) { return !squeueSelects(o, j, me); });
+  // squeue's default sort "P,t,-p": partition, then the compact state as text (sort.c compares
+  // job_state_string_compact with strcmp: CA < CD < F < PD < R), then priority, which is equal
+  // here; ties go by job id (Slurm leaves them in qsort's order).
+  std::sort(jobs.begin(), jobs.end(), [](const JobView& a, const JobView& b) {
+    if (a.partition != b.partition) return a.partition < b.partition;
+    const std::string_view sa = jobStateCompact(a.state), sb = jobStateCompact(b.state);
+    if (sa != sb) return sa < sb;
+    return a.job_id < b.job_id;
+  });
+  std::string out;
+  for (const std::string& w : format.warnings) out += w + "\n";
+  if (o.long_format) out += formatTimestampLong(now) + "\n";
+  if (!o.noheader) out += renderSqueueHeader(format) + "\n";
+  for (const JobView& j : jobs) {
+    const int64_t used = runSeconds(j, now);
+    const std::string nodelist = compressHostlist(j.nodes);
+    // A value cut or not as fieldTruncates() says, or always cut (squeue cuts "(Reason)" and
+    // "UNLIMITED" even where it does not cut the column's other values).
+    auto cell = [](std::string text) { return SqueueCell{std::move(text), std::nullopt}; };
+    auto cut = [](std::string text) { return SqueueCell{std::move(text), true}; };
+    auto value = [&](const SqueueField& f) -> SqueueCell {
+      const std::string& n = f.name;
+      if (n == "JobArrayId" || n == "JobId") return cell(absl::StrCat(j.job_id));
+      if (n == "ArrayJobId") return cell(absl::StrCat(j.job_id));
+      if (n == "ArrayTaskId") return cell("N/A");
+      if (n == "Account") return cell(orNull(j.account));
+      if (n == "Partition") return cell(j.partition);
+      if (n == "Name") return cell(j.name);
+      if (n == "UserName" || n == "UserId" || n == "GroupName" || n == "GroupId") return cell(j.user);
+      if (n == "State") return cell(std::string(jobStateName(j.state)));
+      if (n == "StateCompact") return cell(std::string(jobStateCompact(j.state)));
+      if (n == "TimeUsed") return cell(formatDuration(used));
+      if (n == "TimeLimit") return j.time_limit ? cell(formatTimeLimit(j.time_limit)) : cut("UNLIMITED");
+      if (n == "TimeLeft") {
+        if (!j.time_limit) return cut("UNLIMITED");
+        return cell(formatDuration(std::max<int64_t>(0, *j.time_limit - used)));
+      }
+      if (n == "NumNodes") return cell(absl::StrCat(j.num_nodes));
+      if (n == "NumCPUs" || n == "MinCPUs") return cell(absl::StrCat(n == "NumCPUs" ? j.num_cpus : j.cpus_per_task));
+      if (n == "NumTasks") return cell(absl::StrCat(j.num_tasks));
+      if (n == "CPUsPerTask" || n == "cpus-per-task") return cell(absl::StrCat(j.cpus_per_task));
+      if (n == "MinMemory") return cell(j.mem_per_node_mb ? absl::StrCat(*j.mem_per_node_mb, "M") : "0");
+      if (n == "Gres") return cell(gresOf(j));
+      if (n == "Tres" || n == "tres-alloc") return cell(tresOf(j));
+      if (n == "NodeList") return cell(nodelist);
+      if (n == "BatchHost") return cell(j.nodes.empty() ? "n/a" : j.nodes.front());
+      if (n == "ReasonList") {
+        if (j.state == JobState::kPending) return cut("(" + j.reason + ")");
+        return cell(nodelist);
+      }
+      if (n == "Reason") return cell(j.state == JobState::kPending ? j.reason : "None");
+      if (n == "StartTime") return cell(timestampOrNa(j.start_time));
+      if (n == "EndTime") return cell(timestampOrNa(j.end_time));
+      if (n == "SubmitTime") return cell(timestampOrNa(j.submit_time));
+      if (n == "Priority" || n == "PriorityLong") return cell("0");
+      if (n == "Comment") return cell(orNull(j.comment));
+      if (n == "Command") return cell(j.command);
+      if (n == "WorkDir") return cell(j.work_dir);
+      if (n == "QOS") return cell(j.qos.empty() ? "normal" : j.qos);
+      if (n == "Dependency") return cell("(null)");
+      if (n == "RestartCnt") return cell(absl::StrCat(j.restarts));
+      if (n == "Requeue") return cell(j.requeue ? "1" : "0");
+      if (n == "StdOut") return cell(j.stdout_path);
+      if (n == "StdErr") return cell(j.stderr_path);
+      if (n == "StdIn") return cell(j.stdin_path);
+      if (n == "exit_code") return cell(j.exit_code);
+      return cell("N/A");
+    };
+    out += renderSqueueLine(format, value) + "\n";
+  }
+  return out;
+}
+
+std::string renderShowJob(const JobView& j, absl::Time now) {
+  const std::string nodelist = j.nodes.empty() ? "(null)" : compressHostlist(j.nodes);
+  std::string out;
+  absl::StrAppend(&out, "JobId=", j.job_id, " JobName=", j.name, "\n");
+  absl::StrAppend(&out, "   UserId=", j.user, " GroupId=", j.user, " MCS_label=N/A\n");
+  absl::StrAppend(&out, "   Priority=0 Nice=0 Account=", orNull(j.account),
+                  " QOS=", j.qos.empty() ? "normal" : j.qos, "\n");
+  absl::StrAppend(&out, "   JobState=", av(jobStateName(j.state)),
+                  " Reason=", j.state == JobState::kPending ? j.reason : "None",
+                  " Dependency=(null)\n");
+  absl::StrAppend(&out, "   Requeue=", j.requeue ? 1 : 0, " Restarts=", j.restarts,
+                  " BatchFlag=1 Reboot=0 ExitCode=", j.exit_code, "\n");
+  absl::StrAppend(&out, "   RunTime=", formatDurationHms(runSeconds(j, now)),
+                  " TimeLimit=", formatDurationHms(j.time_limit), " TimeMin=N/A\n");
+  absl::StrAppend(&out, "   SubmitTime=", timestampOrUnknown(j.submit_time),
+                  " EligibleTime=", j.hold ? "Unknown" : timestampOrUnknown(j.submit_time), "\n");
+  absl::StrAppend(&out, "   StartTime=", timestampOrUnknown(j.start_time),
+                  " EndTime=", timestampOrUnknown(j.end_time), " Deadline=N/A\n");
+  absl::StrAppend(&out, "   Partition=", j.partition, " AllocNode:Sid=", orNull(j.submit_host), ":0\n");
+  absl::StrAppend(&out, "   NodeList=", nodelist, "\n");
+  absl::StrAppend(&out, "   BatchHost=", j.nodes.empty() ? "(null)" : j.nodes.front(), "\n");
+  absl::StrAppend(&out, "   NumNodes=", j.num_nodes, " NumCPUs=", j.num_cpus, " NumTasks=", j.num_tasks,
+                  " CPUs/Task=", j.cpus_per_task, "\n");
+  absl::StrAppend(&out, "   TRES=", tresOf(j), "\n");
+  absl::StrAppend(&out, "   Comment=", orNull(j.comment), "\n");
+  absl::StrAppend(&out, "   Command=", j.command, "\n");
+  absl::StrAppend(&out, "   WorkDir=", j.work_dir, "\n");
+  absl::StrAppend(&out, "   StdErr=", j.stderr_path, "\n");
+  absl::StrAppend(&out, "   StdIn=", j.stdin_path, "\n");
+  absl::StrAppend(&out, "   StdOut=", j.stdout_path, "\n");
+  // Not a Slurm key: the job engine's own account of the job (why it waits, what failed).
+  absl::StrAppend(&out, "   MusterJob=", j.object_name, " MusterMessage=", orNull(j.message), "\n");
+  return out;
+}
+
+}  // namespace muster::jobengine::slurm

@@ -1,0 +1,90 @@
+#pragma once
+
+// A Slurm job as the operator-side commands see it (squeue, scancel, scontrol show job): what a
+// ParallelJob of runtime slurm and its status say, in Slurm's terms. Pure: no I/O.
+//
+//   squeue   renderSqueue: Slurm's default, -l, -o and -O layouts, filtered and sorted as squeue
+//            ("P,t,-p": partition, the compact state as text, then job id for equal priorities)
+//   scontrol renderShowJob: `scontrol show job` in Slurm's Key=Value layout
+//
+// Deviations: UID and GID print the user name (Kubernetes users have no numeric id); Priority
+// prints 0 and fields Muster does not track (licenses, reservations, sockets, ...) print N/A.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "jobengine/slurm/job_state.h"
+#include "proto/objects.h"
+
+namespace muster::jobengine::slurm {
+
+struct JobView {
+  int64_t job_id = 0;
+  std::string object_name;  // the ParallelJob
+  std::string name, partition, user, account, qos, comment, command, work_dir, submit_host;
+  std::string stdout_path, stderr_path, stdin_path;  // expanded, as scontrol prints them
+  JobState state = JobState::kPending;
+  std::string reason;   // squeue's REASON: why a pending job waits, "None" otherwise
+  std::string message;  // Muster's own words (status.message)
+  std::vector<std::string> nodes;  // the job's nodes once it started (pod host names)
+  int32_t num_nodes = 0;
+  int32_t num_tasks = 0;
+  int32_t num_cpus = 0;
+  int32_t cpus_per_task = 1;
+  std::optional<int32_t> gpus_per_node;
+  std::string gpu_type;
+  std::optional<int64_t> mem_per_node_mb;
+  std::optional<int64_t> time_limit;  // seconds; nullopt: UNLIMITED
+  absl::Time submit_time = absl::InfinitePast();
+  absl::Time start_time = absl::InfinitePast();  // InfinitePast: not started
+  absl::Time end_time = absl::InfinitePast();    // InfinitePast: not ended
+  int32_t restarts = 0;
+  bool requeue = true;
+  bool hold = false;
+  bool cancel_requested = false;  // scancel asked, the job engine has not ended it yet
+  std::string exit_code = "0:0";
+};
+
+// nullopt when the ParallelJob is not a Slurm job (no spec.slurm).
+std::optional<JobView> viewOf(const proto::ParallelJob& job);
+
+// Seconds the job has run by `now` (0 before it started).
+int64_t runSeconds(const JobView& job, absl::Time now);
+
+// squeue's options (squeue.1).
+struct SqueueOptions {
+  bool help = false, usage = false, version = false;
+  bool noheader = false;
+  bool long_format = false;
+  bool me = false;
+  bool all_states = false;
+  std::optional<std::string> format;       // -o (or SQUEUE_FORMAT)
+  std::optional<std::string> long_format_spec;  // -O (or SQUEUE_FORMAT2)
+  std::vector<std::string> users, names, partitions, accounts, qos;
+  std::vector<int64_t> job_ids;
+  std::set<JobState> states;  // empty: the default (not finished)
+};
+
+// Parses squeue's command line (with SQUEUE_FORMAT/SQUEUE_FORMAT2 from `env` when -o/-O are not
+// given). InvalidArgument with Slurm's wording for an unknown option or a bad value, and for the
+// options Muster does not have (--json, -i, --start, -s, ...), said as such.
+absl::StatusOr<SqueueOptions> parseSqueueArgs(const std::vector<std::string>& args,
+                                              const std::map<std::string, std::string>& env);
+
+// Whether a job passes squeue's filters; `me` is the caller's user name (for --me).
+bool squeueSelects(const SqueueOptions& options, const JobView& job, const std::string& me);
+
+// The whole output of squeue for these jobs (header unless -h), each line ending in '\n'.
+std::string renderSqueue(const SqueueOptions& options, std::vector<JobView> jobs,
+                         const std::string& me, absl::Time now);
+
+// `scontrol show job`: one block per job, blocks separated by an empty line, as Slurm prints.
+std::string renderShowJob(const JobView& job, absl::Time now);
+
+}  // namespace muster::jobengine::slurm

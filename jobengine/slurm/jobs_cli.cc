@@ -1,0 +1,315 @@
+#include "jobengine/slurm/jobs_cli.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "jobengine/slurm/array.h"
+#include "jobengine/slurm/job_view.h"
+#include "jobengine/slurm/util.h"
+#include "proto/codec.h"
+#include "proto/json.h"
+
+namespace muster::jobengine::slurm {
+namespace {
+
+// Every Slurm job of the session's namespace (ParallelJobs with spec.slurm).
+absl::StatusOr<std::vector<JobView>> listJobs(ApiSession& session) {
+  std::vector<JobView> out;
+  std::string cont;
+  do {
+    proto::Request req;
+    req.path = proto::resources::kParallelJobs.collectionPath(session.ns());
+    req.query.emplace_back("limit", "500");
+    if (!cont.empty()) req.query.emplace_back("continue", cont);
+    auto body = session.client().callSync(std::move(req));
+    if (!body.ok()) return body.status();
+    auto doc = proto::parseJson(*body);
+    if (!doc.ok()) return doc.status();
+    if (!doc->IsObject() || !doc->HasMember("items") || !(*doc)["items"].IsArray())
+      return absl::InternalError("the API server's ParallelJob list has no items");
+    for (const auto& item : (*doc)["items"].GetArray()) {
+      proto::ParallelJob job;
+      if (!proto::decode(item, &job).ok()) continue;  // not ours to judge: the engine reports it
+      if (auto v = viewOf(job)) out.push_back(*std::move(v));
+    }
+    cont.clear();
+    if (auto m = doc->FindMember("metadata"); m != doc->MemberEnd() && m->value.IsObject())
+      if (auto c = m->value.FindMember("continue"); c != m->value.MemberEnd() && c->value.IsString())
+        cont = c->value.GetString();
+  } while (!cont.empty());
+  return out;
+}
+
+absl::Status patchSlurmSpec(ApiSession& session, const JobView& job, std::string_view slurm_json) {
+  proto::Request req;
+  req.verb = proto::Verb::kPatch;
+  req.path = proto::resources::kParallelJobs.objectPath(session.ns(), job.object_name);
+  req.content_type = std::string(proto::contentType(proto::PatchType::kMerge));
+  req.body = absl::StrCat(R"({"spec":{"slurm":)", av(slurm_json), "}}");
+  auto body = session.client().callSync(std::move(req));
+  return body.ok() ? absl::OkStatus() : body.status();
+}
+
+const JobView* findJob(const std::vector<JobView>& jobs, int64_t id) {
+  for (const JobView& j : jobs)
+    if (j.job_id == id) return &j;
+  return nullptr;
+}
+
+// One word of job ids ("12", "12,13"; parseJobIdList's syntax). Array elements and steps are
+// refused, naming what is not written yet.
+absl::StatusOr<std::vector<int64_t>> parseJobIds(std::string_view command, std::string_view word) {
+  auto specs = parseJobIdList(word);
+  if (!specs.ok())
+    return absl::InvalidArgumentError(absl::StrCat(av(command), ": error: ", specs.status().message()));
+  std::vector<int64_t> ids;
+  for (const JobIdSpec& spec : *specs) {
+    if (spec.array_task_id || spec.all_array_tasks)
+      return absl::InvalidArgumentError(absl::StrCat(
+          av(command), ": error: job array element ", av(word), ": job arrays are not written yet in Muster"));
+    if (spec.step_id)
+      return absl::InvalidArgumentError(absl::StrCat(
+          av(command), ": error: job step ", av(word), ": Muster acts on whole jobs, not steps"));
+    ids.push_back(spec.job_id);
+  }
+  return ids;
+}
+
+int fail(std::ostream& err, const absl::Status& s) {
+  err << s.message() << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int squeueMain(const std::vector<std::string>& args, const GlobalOptions& global,
+               const std::map<std::string, std::string>& env, std::ostream& out, std::ostream& err) {
+  auto options = parseSqueueArgs(args, env);
+  if (!options.ok()) return fail(err, options.status());
+  if (options->help || options->usage) {
+    out << "Usage: squeue [-A account] [-j jobid] [-n name] [-o format] [-O fields] [-p partitions]\n"
+           "              [-q qos] [-t states] [-u user_name] [--me] [-ahl]\n"
+           "Muster's squeue: the jobs of the namespace (README.md \"For Slurm users\").\n";
+    return 0;
+  }
+  if (options->version) {
+    out << "slurm 24.05.0 (Muster 0.1)\n";
+    return 0;
+  }
+  auto session = ApiSession::open(global, env);
+  if (!session.ok()) return fail(err, session.status());
+  auto jobs = listJobs(**session);
+  if (!jobs.ok())
+    return fail(err, absl::Status(jobs.status().code(),
+                                  absl::StrCat("slurm_load_jobs error: ", jobs.status().message())));
+  if (!options->job_ids.empty() &&
+      std::none_of(options->job_ids.begin(), options->job_ids.end(),
+                   [&](int64_t id) { return findJob(*jobs, id) != nullptr; }))
+    return fail(err, absl::NotFoundError("slurm_load_jobs error: Invalid job id specified"));
+  const std::string me = options->me ? whoAmI(**session, env) : "";
+  out << renderSqueue(*options, *std::move(jobs), me, absl::Now());
+  return 0;
+}
+
+int scancelMain(const std::vector<std::string>& args, const GlobalOptions& global,
+                const std::map<std::string, std::string>& env, std::ostream& out, std::ostream& err) {
+  SqueueOptions filter;  // the same filters as squeue's
+  std::vector<int64_t> ids;
+  bool quiet = false;
+  int verbose = 0;
+  bool any_filter = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    std::optional<std::string> inline_value;
+    if (a.rfind("--", 0) == 0) {
+      if (auto eq = a.find('='); eq != std::string::npos) {
+        inline_value = a.substr(eq + 1);
+        a = a.substr(0, eq);
+      }
+    } else if (a.size() > 2 && a[0] == '-' && std::string_view("untpAqsw").find(a[1]) != std::string_view::npos) {
+      inline_value = a.substr(2);
+      a = a.substr(0, 2);
+    }
+    auto value = [&]() -> std::optional<std::string> {
+      if (inline_value) return inline_value;
+      if (i + 1 < args.size()) return args[++i];
+      return std::nullopt;
+    };
+    auto list = [&](std::vector<std::string>* to) -> bool {
+      auto v = value();
+      if (!v) return false;
+      for (absl::string_view p : absl::StrSplit(*v, ',', absl::SkipEmpty())) to->emplace_back(p);
+      any_filter = true;
+      return true;
+    };
+    auto missing = [&] {
+      return fail(err, absl::InvalidArgumentError(absl::StrCat(
+                           "scancel: option '", a, "' requires an argument\nTry \"scancel --help\" for more information")));
+    };
+    if (a == "-u" || a == "--user") { if (!list(&filter.users)) return missing(); }
+    else if (a == "-n" || a == "--name" || a == "--jobname") { if (!list(&filter.names)) return missing(); }
+    else if (a == "-p" || a == "--partition") { if (!list(&filter.partitions)) return missing(); }
+    else if (a == "-A" || a == "--account") { if (!list(&filter.accounts)) return missing(); }
+    else if (a == "-q" || a == "--qos") { if (!list(&filter.qos)) return missing(); }
+    else if (a == "-t" || a == "--state") {
+      auto v = value();
+      if (!v) return missing();
+      for (absl::string_view p : absl::StrSplit(*v, ',', absl::SkipEmpty())) {
+        auto st = parseJobState(std::string_view(p.data(), p.size()));
+        if (!st || isFinished(*st))
+          return fail(err, absl::InvalidArgumentError(absl::StrCat(
+                               "scancel: error: Invalid job state specified: ", p,
+                               "\nValid job states are PENDING, RUNNING, and SUSPENDED")));
+        filter.states.insert(*st);
+      }
+      any_filter = true;
+    } else if (a == "--me") { filter.me = true; any_filter = true; }
+    else if (a == "-Q" || a == "--quiet") quiet = true;
+    else if (a == "-v" || a == "--verbose") ++verbose;
+    else if (a == "-f" || a == "--full" || a == "-H" || a == "--hurry") {}
+    else if (a == "-i" || a == "--interactive")
+      return fail(err, absl::InvalidArgumentError(
+                           "scancel: error: --interactive is not supported by Muster's scancel (no "
+                           "confirmation prompt): name the jobs to cancel"));
+    else if (a == "-s" || a == "--signal" || a == "-b" || a == "--batch" || a == "-w" ||
+             a == "--nodelist" || a == "--sibling" || a == "-M" || a == "--clusters" ||
+             a == "-R" || a == "--reservation" || a == "--wckey")
+      return fail(err, absl::InvalidArgumentError(absl::StrCat(
+                           "scancel: error: ", a, " is not supported by Muster's scancel yet: it "
+                           "cancels whole jobs (SIGTERM to every task, then SIGKILL)")));
+    else if (a == "--help" || a == "--usage") {
+      out << "Usage: scancel [-n job_name] [-p partition] [-Q] [-q qos] [-t PENDING | RUNNING]\n"
+             "               [-u user_name] [--me] [-v] [job_id[,job_id...]]\n"
+             "Muster's scancel (README.md \"For Slurm users\").\n";
+      return 0;
+    } else if (a == "-V" || a == "--version") {
+      out << "slurm 24.05.0 (Muster 0.1)\n";
+      return 0;
+    } else if (!a.empty() && a[0] == '-') {
+      return fail(err, absl::InvalidArgumentError(absl::StrCat(
+                           "scancel: unrecognized option '", a, "'\nTry \"scancel --help\" for more information")));
+    } else {
+      auto parsed = parseJobIds("scancel", a);
+      if (!parsed.ok()) return fail(err, parsed.status());
+      ids.insert(ids.end(), parsed->begin(), parsed->end());
+    }
+  }
+  if (ids.empty() && !any_filter)
+    return fail(err, absl::InvalidArgumentError("scancel: error: No job identification provided"));
+
+  auto session = ApiSession::open(global, env);
+  if (!session.ok()) return fail(err, session.status());
+  auto jobs = listJobs(**session);
+  if (!jobs.ok()) return fail(err, jobs.status());
+  const std::string me = filter.me ? whoAmI(**session, env) : "";
+  int rc = 0;
+  auto cancel = [&](const JobView& j) {
+    if (isFinished(j.state) || j.cancel_requested) {
+      if (!quiet)
+        err << "scancel: error: Kill job error on job id " << j.job_id
+            << ": Job/step already completing or completed\n";
+      rc = 1;
+      return;
+    }
+    if (verbose > 0) err << "scancel: Terminating job " << j.job_id << "\n";
+    if (absl::Status s = patchSlurmSpec(**session, j, R"({"cancel":true})"); !s.ok()) {
+      err << "scancel: error: Kill job error on job id " << j.job_id << ": " << s.message() << "\n";
+      rc = 1;
+    }
+  };
+  if (!ids.empty()) {
+    for (int64_t id : ids) {
+      const JobView* j = findJob(*jobs, id);
+      // With filters, an id names a job only when the job also passes them (scancel.1).
+      if (j == nullptr) {
+        err << "scancel: error: Kill job error on job id " << id << ": Invalid job id specified\n";
+        rc = 1;
+        continue;
+      }
+      if (any_filter && !squeueSelects(filter, *j, me)) continue;
+      cancel(*j);
+    }
+    return rc;
+  }
+  for (const JobView& j : *jobs) {
+    if (isFinished(j.state) || j.cancel_requested) continue;
+    if (squeueSelects(filter, j, me)) cancel(j);
+  }
+  return rc;
+}
+
+bool isScontrolJobCommand(const std::vector<std::string>& args) {
+  if (args.empty()) return false;
+  const std::string& verb = args[0];
+  if (equalsIgnoreCase(verb, "hold") || equalsIgnoreCase(verb, "release") ||
+      equalsIgnoreCase(verb, "uhold"))
+    return true;
+  return equalsIgnoreCase(verb, "show") && args.size() >= 2 &&
+         (equalsIgnoreCase(args[1], "job") || equalsIgnoreCase(args[1], "jobs") ||
+          equalsIgnoreCase(args[1], "jobid"));
+}
+
+int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& global,
+                    const std::map<std::string, std::string>& env, std::ostream& out,
+                    std::ostream& err) {
+  const bool show = equalsIgnoreCase(args[0], "show");
+  const bool hold = equalsIgnoreCase(args[0], "hold") || equalsIgnoreCase(args[0], "uhold");
+  std::vector<int64_t> ids;
+  for (size_t i = show ? 2 : 1; i < args.size(); ++i) {
+    auto parsed = parseJobIds("scontrol", args[i]);
+    if (!parsed.ok()) return fail(err, parsed.status());
+    ids.insert(ids.end(), parsed->begin(), parsed->end());
+  }
+  if (!show && ids.empty())
+    return fail(err, absl::InvalidArgumentError(absl::StrCat(
+                         "scontrol: error: too few arguments for keyword:", args[0])));
+  auto session = ApiSession::open(global, env);
+  if (!session.ok()) return fail(err, session.status());
+  auto jobs = listJobs(**session);
+  if (!jobs.ok())
+    return fail(err, absl::Status(jobs.status().code(),
+                                  absl::StrCat("slurm_load_jobs error: ", jobs.status().message())));
+  if (show) {
+    std::vector<const JobView*> chosen;
+    for (const JobView& j : *jobs)
+      if (ids.empty() || std::find(ids.begin(), ids.end(), j.job_id) != ids.end()) chosen.push_back(&j);
+    if (chosen.empty()) {
+      if (ids.empty()) {
+        out << "No jobs in the system\n";
+        return 0;
+      }
+      return fail(err, absl::NotFoundError("slurm_load_jobs error: Invalid job id specified"));
+    }
+    std::sort(chosen.begin(), chosen.end(),
+              [](const JobView* a, const JobView* b) { return a->job_id < b->job_id; });
+    const absl::Time now = absl::Now();
+    for (size_t i = 0; i < chosen.size(); ++i) out << (i ? "\n" : "") << renderShowJob(*chosen[i], now);
+    out << "\n";
+    return 0;
+  }
+  int rc = 0;
+  for (int64_t id : ids) {
+    const JobView* j = findJob(*jobs, id);
+    if (j == nullptr) {
+      err << "Invalid job id specified for job " << id << "\n";
+      rc = 1;
+      continue;
+    }
+    if (j->state != JobState::kPending || j->cancel_requested) {
+      err << "Job is no longer pending execution for job " << id << "\n";
+      rc = 1;
+      continue;
+    }
+    if (j->hold == hold) continue;
+    if (absl::Status s = patchSlurmSpec(**session, *j, hold ? R"({"hold":true})" : R"({"hold":false})");
+        !s.ok()) {
+      err << "scontrol: error: job " << id << ": " << s.message() << "\n";
+      rc = 1;
+    }
+  }
+  return rc;
+}
+
+}  // namespace muster::jobengine::slurm

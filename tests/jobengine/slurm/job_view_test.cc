@@ -1,0 +1,164 @@
+// squeue and scontrol show job over Slurm jobs as the API server holds them (job_view.h), against
+// squeue.1 and scontrol.1: the default layout, filters, states, reasons and errors.
+#include <catch2/catch.hpp>
+
+#include "jobengine/slurm/job_view.h"
+
+namespace muster::jobengine::slurm {
+namespace {
+
+const absl::Time kNow = absl::FromUnixSeconds(1767225600);  // 2026-01-01T00:00:00Z
+
+proto::ParallelJob slurmJob(int64_t id, std::string name, std::string user, std::string state,
+                            int32_t nodes) {
+  proto::ParallelJob job;
+  job.meta.name = "slurm-" + std::to_string(id);
+  job.meta.creation_timestamp = "2025-12-31T23:50:00Z";
+  job.spec.runtime_ref_name = "slurm";
+  job.spec.num_pods = nodes;
+  proto::SlurmJobSpec& s = job.spec.slurm.emplace();
+  s.job_id = id;
+  s.job_name = std::move(name);
+  s.user = std::move(user);
+  s.partition = "gpu";
+  s.ntasks = nodes * 4;
+  s.work_dir = "/home/alice/proj";
+  s.command = "/home/alice/proj/train.sh";
+  s.time_limit_seconds = 3600;
+  job.status.job_group_name = job.meta.name + "-0";
+  proto::SlurmJobStatus& st = job.status.slurm.emplace();
+  st.state = std::move(state);
+  return job;
+}
+
+JobView view(const proto::ParallelJob& job) {
+  auto v = viewOf(job);
+  REQUIRE(v);
+  return *v;
+}
+
+SqueueOptions parse(const std::vector<std::string>& args,
+                    const std::map<std::string, std::string>& env = {}) {
+  auto o = parseSqueueArgs(args, env);
+  INFO(o.status().ToString());
+  REQUIRE(o.ok());
+  return *o;
+}
+
+// A running 2-node job (started 65 s ago), a pending 4-node one and a completed one.
+std::vector<JobView> queue() {
+  auto running = slurmJob(42, "train", "alice", "RUNNING", 2);
+  running.status.slurm->start_time = "2025-12-31T23:58:55Z";
+  auto pending = slurmJob(43, "longname", "bob", "PENDING", 4);
+  pending.status.slurm->reason = "Resources";
+  auto done = slurmJob(41, "prep", "alice", "COMPLETED", 1);
+  done.status.slurm->start_time = "2025-12-31T23:51:00Z";
+  done.status.slurm->end_time = "2025-12-31T23:53:30Z";
+  return {view(running), view(pending), view(done)};
+}
+
+TEST_CASE("squeue prints Slurm's default columns, PD before R, finished jobs left out",
+          "[squeue]") {
+  CHECK(renderSqueue(parse({}), queue(), "", kNow) ==
+        "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
+        "                43       gpu longname      bob PD       0:00      4 (Resources)\n"
+        "                42       gpu    train    alice  R       1:05      2 slurm-42-0-[0-1]\n");
+}
+
+TEST_CASE("squeue -h -o prints the asked fields without a header, %.Ni right-justified",
+          "[squeue]") {
+  CHECK(renderSqueue(parse({"-h", "-o", "%.5i|%T|%D|%l|%L|%N|%u"}), queue(), "", kNow) ==
+        "   43|PENDING|4|1:00:00|1:00:00||bob\n"
+        "   42|RUNNING|2|1:00:00|58:55|slurm-42-0-[0-1]|alice\n");
+  // SQUEUE_FORMAT is used when -o is not given.
+  CHECK(renderSqueue(parse({"--noheader"}, {{"SQUEUE_FORMAT", "%i %t"}}), queue(), "", kNow) ==
+        "43 PD\n42 R\n");
+  // -O names, width after ':'.
+  CHECK(renderSqueue(parse({"-h", "-O", "JobId:4,State:9,Reason"}), queue(), "", kNow) ==
+        "43  PENDING  Resources           \n42  RUNNING  None                \n");
+}
+
+TEST_CASE("squeue -t, -u, --me, -j, -p and -n select jobs as Slurm does", "[squeue]") {
+  auto ids = [](const SqueueOptions& o, const std::string& me = "") {
+    std::string out;
+    for (char c : renderSqueue(o, queue(), me, kNow)) out += c;
+    return out;
+  };
+  const std::string fmt = "%i";
+  // Sorted by the compact state as text, as squeue's sort.c does: CD < PD < R.
+  CHECK(ids(parse({"-h", "-o", fmt, "-t", "all"})) == "41\n43\n42\n");
+  CHECK(ids(parse({"-h", "-o", fmt, "-t", "CD"})) == "41\n");
+  CHECK(ids(parse({"-h", "-o", fmt, "--states=pending,r"})) == "43\n42\n");
+  CHECK(ids(parse({"-h", "-o", fmt, "-u", "alice"})) == "42\n");
+  CHECK(ids(parse({"-h", "-o", fmt, "--me"}), "bob") == "43\n");
+  // A job named by id is shown whatever its state.
+  CHECK(ids(parse({"-h", "-o", fmt, "-j", "41,42"})) == "41\n42\n");
+  CHECK(ids(parse({"-h", "-o", fmt, "-p", "cpu"})).empty());
+  CHECK(ids(parse({"-ho", fmt, "-n", "train"})) == "42\n");
+}
+
+TEST_CASE("squeue -l adds the date line, STATE and TIME_LIMIT", "[squeue]") {
+  std::string out = renderSqueue(parse({"-l", "-j", "42"}), queue(), "", kNow);
+  CHECK(out ==
+        "Thu Jan  1 00:00:00 2026\n"
+        "             JOBID PARTITION     NAME     USER    STATE       TIME TIME_LIMI  NODES NODELIST(REASON)\n"
+        "                42       gpu    train    alice  RUNNING       1:05   1:00:00      2 slurm-42-0-[0-1]\n");
+}
+
+TEST_CASE("a held job waits with JobHeldUser, and a job without a limit is UNLIMITED", "[squeue]") {
+  auto held = slurmJob(50, "h", "alice", "PENDING", 1);
+  held.spec.slurm->hold = true;
+  held.spec.slurm->time_limit_seconds.reset();
+  held.status.slurm->reason = "JobHeldUser";
+  CHECK(renderSqueue(parse({"-h", "-o", "%i %R %l %L"}), {view(held)}, "", kNow) ==
+        "50 (JobHeldUser) UNLIMITED UNLIMITED\n");
+}
+
+TEST_CASE("squeue refuses unknown options, bad states and what Muster lacks, saying so",
+          "[squeue]") {
+  auto err = [](const std::vector<std::string>& args) {
+    auto o = parseSqueueArgs(args, {});
+    REQUIRE_FALSE(o.ok());
+    return std::string(o.status().message());
+  };
+  CHECK(err({"--bogus"}) == "squeue: unrecognized option '--bogus'\nTry \"squeue --help\" for more information");
+  CHECK(err({"-Z"}) == "squeue: invalid option -- 'Z'\nTry \"squeue --help\" for more information");
+  CHECK(err({"-t", "SLEEPING"}) == "squeue: error: Invalid job state specified: SLEEPING");
+  CHECK(err({"-u"}) == "squeue: option '-u' requires an argument\nTry \"squeue --help\" for more information");
+  CHECK(err({"--json"}).find("not supported by Muster's squeue") != std::string::npos);
+  CHECK(err({"-j", "12_3"}).find("job arrays are not written yet") != std::string::npos);
+  CHECK(err({"-j", "abc"}) == "squeue: error: Invalid job id: abc");
+}
+
+TEST_CASE("scontrol show job prints Slurm's Key=Value block with Muster's own message",
+          "[scontrol]") {
+  auto running = slurmJob(42, "train", "alice", "RUNNING", 2);
+  running.spec.slurm->gpus_per_node = 8;
+  running.status.slurm->start_time = "2025-12-31T23:58:55Z";
+  running.status.restarts = 1;
+  running.status.message = "all 2 pods of attempt slurm-42-1 are running";
+  running.status.job_group_name = "slurm-42-1";
+  std::string out = renderShowJob(view(running), kNow);
+  CHECK(out.rfind("JobId=42 JobName=train\n   UserId=alice ", 0) == 0);
+  CHECK(out.find("\n   JobState=RUNNING Reason=None Dependency=(null)\n") != std::string::npos);
+  CHECK(out.find("\n   Requeue=1 Restarts=1 BatchFlag=1 Reboot=0 ExitCode=0:0\n") != std::string::npos);
+  CHECK(out.find("\n   RunTime=00:01:05 TimeLimit=01:00:00 TimeMin=N/A\n") != std::string::npos);
+  CHECK(out.find("\n   SubmitTime=2025-12-31T23:50:00 ") != std::string::npos);
+  CHECK(out.find("\n   StartTime=2025-12-31T23:58:55 EndTime=Unknown ") != std::string::npos);
+  CHECK(out.find("\n   NodeList=slurm-42-1-[0-1]\n") != std::string::npos);
+  CHECK(out.find("\n   NumNodes=2 NumCPUs=8 NumTasks=8 CPUs/Task=1\n") != std::string::npos);
+  CHECK(out.find("\n   TRES=cpu=8,node=2,billing=8,gres/gpu=16\n") != std::string::npos);
+  // Output paths expanded as slurmstepd would (%j, relative to the working directory).
+  CHECK(out.find("\n   StdOut=/home/alice/proj/slurm-42.out\n") != std::string::npos);
+  CHECK(out.find("\n   MusterJob=slurm-42 MusterMessage=all 2 pods of attempt slurm-42-1 are running\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("a ParallelJob of another runtime is no Slurm job", "[squeue]") {
+  proto::ParallelJob mpi;
+  mpi.spec.runtime_ref_name = "mpi-openmpi";
+  CHECK_FALSE(viewOf(mpi));
+}
+
+}  // namespace
+}  // namespace muster::jobengine::slurm
