@@ -7,6 +7,9 @@
 #include "absl/strings/str_split.h"
 #include "jobengine/slurm/array.h"
 #include "jobengine/slurm/job_view.h"
+#include "jobengine/slurm/node_view.h"
+#include "jobengine/slurm/hostlist.h"
+#include "jobengine/slurm/time.h"
 #include "jobengine/slurm/util.h"
 #include "proto/codec.h"
 #include "proto/json.h"
@@ -75,6 +78,57 @@ absl::StatusOr<std::vector<int64_t>> parseJobIds(std::string_view command, std::
     ids.push_back(spec.job_id);
   }
   return ids;
+}
+
+
+// Every item of a paginated list, decoded as T; items that do not decode are skipped.
+template <typename T>
+absl::StatusOr<std::vector<T>> listAll(ApiSession& session, const std::string& path,
+                                       const std::vector<std::pair<std::string, std::string>>& query) {
+  std::vector<T> out;
+  std::string cont;
+  do {
+    proto::Request req;
+    req.path = path;
+    req.query = query;
+    req.query.emplace_back("limit", "500");
+    if (!cont.empty()) req.query.emplace_back("continue", cont);
+    auto body = session.client().callSync(std::move(req));
+    if (!body.ok()) return body.status();
+    auto doc = proto::parseJson(*body);
+    if (!doc.ok()) return doc.status();
+    if (!doc->IsObject() || !doc->HasMember("items") || !(*doc)["items"].IsArray())
+      return absl::InternalError(absl::StrCat("the API server's list of ", path, " has no items"));
+    for (const auto& item : (*doc)["items"].GetArray()) {
+      T object;
+      if (proto::decode(item, &object).ok()) out.push_back(std::move(object));
+    }
+    cont.clear();
+    if (auto m = doc->FindMember("metadata"); m != doc->MemberEnd() && m->value.IsObject())
+      if (auto c = m->value.FindMember("continue"); c != m->value.MemberEnd() && c->value.IsString())
+        cont = c->value.GetString();
+  } while (!cont.empty());
+  return out;
+}
+
+// The cluster's nodes as Slurm nodes, with what is bound to each. Without permission to list
+// pods cluster-wide the nodes show no allocation (`note` says so).
+absl::StatusOr<std::vector<NodeView>> listNodes(ApiSession& session, std::string* note) {
+  auto nodes = listAll<proto::Node>(session, proto::resources::kNodes.collectionPath(), {});
+  if (!nodes.ok()) return nodes.status();
+  std::map<std::string, std::vector<proto::Pod>> bound;
+  auto pods = listAll<proto::Pod>(
+      session, proto::resources::kPods.collectionPath(),
+      {{"fieldSelector", "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"}});
+  if (pods.ok()) {
+    for (proto::Pod& p : *pods) bound[p.spec.node_name].push_back(std::move(p));
+  } else if (note != nullptr) {
+    *note = absl::StrCat("cannot list pods (", pods.status().message(),
+                         "): nodes in use show as idle");
+  }
+  std::vector<NodeView> out;
+  for (const proto::Node& n : *nodes) out.push_back(nodeViewOf(n, bound[n.meta.name]));
+  return out;
 }
 
 int fail(std::ostream& err, const absl::Status& s) {
@@ -240,20 +294,161 @@ int scancelMain(const std::vector<std::string>& args, const GlobalOptions& globa
   return rc;
 }
 
+int sinfoMain(const std::vector<std::string>& args, const GlobalOptions& global,
+              const std::map<std::string, std::string>& env, std::ostream& out, std::ostream& err) {
+  auto options = parseSinfoArgs(args, env);
+  if (!options.ok()) return fail(err, options.status());
+  if (options->help || options->usage) {
+    out << "Usage: sinfo [-hlNRs] [-n nodes] [-o format] [-p partition] [-t states]\n"
+           "Muster's sinfo: the partitions of Muster's config over the cluster's nodes "
+           "(README.md \"For Slurm users\").\n";
+    return 0;
+  }
+  if (options->version) {
+    out << "slurm 24.05.0 (Muster 0.1)\n";
+    return 0;
+  }
+  auto session = ApiSession::open(global, env);
+  if (!session.ok()) return fail(err, session.status());
+  auto config = loadSlurmConfig(**session, env);
+  if (!config.ok()) return fail(err, config.status());
+  std::string note;
+  auto nodes = listNodes(**session, &note);
+  if (!nodes.ok())
+    return fail(err, absl::Status(nodes.status().code(),
+                                  absl::StrCat("slurm_load_node error: ", nodes.status().message())));
+  if (!note.empty()) err << "sinfo: " << note << "\n";
+  out << renderSinfo(*options, *config, *nodes, absl::Now());
+  return 0;
+}
+
 bool isScontrolJobCommand(const std::vector<std::string>& args) {
   if (args.empty()) return false;
   const std::string& verb = args[0];
   if (equalsIgnoreCase(verb, "hold") || equalsIgnoreCase(verb, "release") ||
       equalsIgnoreCase(verb, "uhold"))
     return true;
-  return equalsIgnoreCase(verb, "show") && args.size() >= 2 &&
-         (equalsIgnoreCase(args[1], "job") || equalsIgnoreCase(args[1], "jobs") ||
-          equalsIgnoreCase(args[1], "jobid"));
+  if (equalsIgnoreCase(verb, "update"))
+    return args.size() >= 2 && startsWithIgnoreCase(args[1], "NodeName=");
+  if (!equalsIgnoreCase(verb, "show") || args.size() < 2) return false;
+  for (const char* what : {"job", "jobs", "jobid", "node", "nodes", "partition", "partitions"})
+    if (equalsIgnoreCase(args[1], what)) return true;
+  return false;
 }
+
+namespace {
+
+// scontrol show node|partition, scontrol update NodeName=... State=...
+int scontrolNodeMain(const std::vector<std::string>& args, const GlobalOptions& global,
+                     const std::map<std::string, std::string>& env, std::ostream& out,
+                     std::ostream& err) {
+  const bool update = equalsIgnoreCase(args[0], "update");
+  std::optional<NodeUpdate> change;
+  if (update) {
+    auto parsed = parseNodeUpdate(std::vector<std::string>(args.begin() + 1, args.end()));
+    if (!parsed.ok()) return fail(err, parsed.status());
+    change = *std::move(parsed);
+  }
+  auto session = ApiSession::open(global, env);
+  if (!session.ok()) return fail(err, session.status());
+  auto config = loadSlurmConfig(**session, env);
+  if (!config.ok()) return fail(err, config.status());
+  if (change) {
+    const std::string user = whoAmI(**session, env);
+    const std::string when = formatTimestamp(absl::Now());
+    int rc = 0;
+    for (const std::string& name : change->nodes) {
+      proto::Request req;
+      req.verb = proto::Verb::kPatch;
+      req.path = proto::resources::kNodes.objectPath("", name);
+      req.content_type = std::string(proto::contentType(proto::PatchType::kMerge));
+      proto::JsonWriter w;
+      w.beginObject();
+      w.key("spec").beginObject().booleanField("unschedulable", change->drain).endObject();
+      w.key("metadata").beginObject().key("annotations").beginObject();
+      for (const auto& [key, text] : {std::pair{kDrainReasonAnnotation, change->reason},
+                                      std::pair{kDrainUserAnnotation, user},
+                                      std::pair{kDrainTimeAnnotation, when}}) {
+        if (change->drain) w.stringField(key, text);
+        else w.key(key).null();
+      }
+      w.endObject().endObject().endObject();
+      req.body = w.str();
+      auto body = (*session)->client().callSync(std::move(req));
+      if (!body.ok()) {
+        err << "slurm_update error: "
+            << (proto::isNotFound(body.status()) ? "Invalid node name specified" : "node " + name)
+            << ": " << body.status().message() << "\n";
+        rc = 1;
+      }
+    }
+    return rc;
+  }
+  std::string note;
+  auto nodes = listNodes(**session, &note);
+  if (!nodes.ok())
+    return fail(err, absl::Status(nodes.status().code(),
+                                  absl::StrCat("slurm_load_node error: ", nodes.status().message())));
+  if (!note.empty()) err << "scontrol: " << note << "\n";
+  const std::string what = args[1];
+  const std::string name = args.size() >= 3 ? args[2] : "";
+  std::sort(nodes->begin(), nodes->end(),
+            [](const NodeView& a, const NodeView& b) { return naturalCompare(a.name, b.name) < 0; });
+  if (startsWithIgnoreCase(what, "node")) {
+    std::vector<std::string> wanted;
+    if (!name.empty()) {
+      auto hosts = expandHostlist(name);
+      if (!hosts.ok()) return fail(err, absl::InvalidArgumentError("Node " + name + " not found"));
+      wanted = *hosts;
+    }
+    bool first = true, any = false;
+    for (const NodeView& n : *nodes) {
+      if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), n.name) == wanted.end()) continue;
+      out << (first ? "" : "\n") << renderShowNode(n, *config);
+      first = false;
+      any = true;
+    }
+    if (!any) return fail(err, absl::NotFoundError(name.empty() ? "No nodes in the system" : "Node " + name + " not found"));
+    out << "\n";
+    return 0;
+  }
+  bool first = true, any = false;
+  for (const Partition& p : config->partitions) {
+    if (!name.empty() && p.name != name) continue;
+    std::vector<std::string> members;
+    int64_t cpus = 0;
+    for (const NodeView& n : *nodes)
+      if (partitionHas(p, n)) {
+        members.push_back(n.name);
+        cpus += n.cpus;
+      }
+    out << (first ? "" : "\n") << "PartitionName=" << p.name << "\n"
+        << "   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL\n"
+        << "   Default=" << (p.name == config->default_partition ? "YES" : "NO")
+        << " QoS=N/A PriorityClass=" << (p.priority_class_name.empty() ? "(null)" : p.priority_class_name) << "\n"
+        << "   DefaultTime=" << (p.default_time_seconds ? formatDurationHms(p.default_time_seconds) : "NONE")
+        << " MaxNodes=" << (p.max_nodes > 0 ? std::to_string(p.max_nodes) : "UNLIMITED")
+        << " MaxTime=" << formatDurationHms(p.max_time_seconds) << " MinNodes=0\n"
+        << "   Nodes=" << (members.empty() ? "(null)" : compressHostlist(members)) << "\n"
+        << "   State=UP TotalCPUs=" << cpus << " TotalNodes=" << members.size() << "\n"
+        << "   DefMemPerCPU=" << (p.default_mem_per_cpu_mb > 0 ? std::to_string(p.default_mem_per_cpu_mb) : "UNLIMITED")
+        << "\n";
+    first = false;
+    any = true;
+  }
+  if (!any) return fail(err, absl::NotFoundError("Partition " + name + " not found"));
+  out << "\n";
+  return 0;
+}
+
+}  // namespace
 
 int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& global,
                     const std::map<std::string, std::string>& env, std::ostream& out,
                     std::ostream& err) {
+  if (equalsIgnoreCase(args[0], "update") ||
+      (args.size() >= 2 && (startsWithIgnoreCase(args[1], "node") || startsWithIgnoreCase(args[1], "partition"))))
+    return scontrolNodeMain(args, global, env, out, err);
   const bool show = equalsIgnoreCase(args[0], "show");
   const bool hold = equalsIgnoreCase(args[0], "hold") || equalsIgnoreCase(args[0], "uhold");
   std::vector<int64_t> ids;

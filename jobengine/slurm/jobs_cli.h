@@ -9,6 +9,11 @@
 //                                         SIGTERM with its pod)
 //   scontrol hold|release <job_id>[,...]  sets or clears spec.slurm.hold of pending jobs
 //   scontrol show job [job_id]            Slurm's Key=Value blocks
+//   sinfo [options]                       partitions over the cluster's nodes (node_view.h)
+//   scontrol show node [name] | partition [name]
+//   scontrol update NodeName=<hostlist> State=DRAIN Reason=... | State=RESUME
+//                                         cordons (spec.unschedulable) with the reason, who
+//                                         and when as annotations, or uncordons
 //
 // Errors are Slurm's words on stderr (e.g. "scancel: error: Kill job error on job id 7: Invalid
 // job id specified") and a non-zero exit; the other jobs of the same call are still handled.
@@ -28,7 +33,10 @@ int squeueMain(const std::vector<std::string>& args, const GlobalOptions& global
 int scancelMain(const std::vector<std::string>& args, const GlobalOptions& global,
                 const std::map<std::string, std::string>& env, std::ostream& out, std::ostream& err);
 
-// Whether `scontrol ARGS` is one of the job commands above (the rest of scontrol, such as
+int sinfoMain(const std::vector<std::string>& args, const GlobalOptions& global,
+              const std::map<std::string, std::string>& env, std::ostream& out, std::ostream& err);
+
+// Whether `scontrol ARGS` is one of the job or node commands above (the rest of scontrol, such as
 // `show hostnames`, runs inside jobs without the API: dispatch.h).
 bool isScontrolJobCommand(const std::vector<std::string>& args);
 int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& global,

@@ -313,5 +313,64 @@ TEST_CASE("squeue, scontrol and scancel follow jobs through a hold, a wait for r
         std::string::npos);
 }
 
+
+TEST_CASE("sinfo shows the partition's nodes idle, allocated and drained, and scontrol drains and resumes",
+          "[slurm]") {
+  SlurmFixture f;
+  auto slurm = [&](const std::vector<std::string>& args) {
+    auto out = f.slurm(args);
+    INFO(absl::StrJoin(args, " ") << ": " << out.status().ToString());
+    REQUIRE(out.ok());
+    return *out;
+  };
+  auto sinfoShows = [&](std::vector<std::string> args, const std::string& want) {
+    args.insert(args.begin(), "sinfo");
+    std::string last;
+    bool ok = waitFor([&] {
+      auto out = f.slurm(args);
+      last = out.ok() ? *out : out.status().ToString();
+      return out.ok() && *out == want;
+    }, kTimeout, std::chrono::milliseconds(300));
+    INFO("sinfo " << absl::StrJoin(args, " ") << " printed:\n" << last << "wanted:\n" << want);
+    CHECK(ok);
+  };
+  const std::string r0 = f.run() + "-r0-[0-3]", r1 = f.run() + "-r1-[0-3]";
+  sinfoShows({"-h", "-o", "%R %t %D %N"}, "gpu idle 8 " + r0 + "," + r1 + "\n");
+  // A 4-node job of 8 GPUs a node takes one rack whole.
+  std::string path = f.script("gang.sh", "#!/bin/sh\n#SBATCH -N 4\n#SBATCH --gpus-per-node=8\ntrue\n");
+  slurm({"sbatch", path});
+  std::string last;
+  bool allocated = waitFor([&] {
+    auto out = f.slurm({"sinfo", "-h", "-o", "%t %D %N"});
+    last = out.value_or(out.status().ToString());
+    return out.ok() && (*out == "idle 4 " + r1 + "\nalloc 4 " + r0 + "\n" ||
+                        *out == "idle 4 " + r0 + "\nalloc 4 " + r1 + "\n");
+  }, kTimeout, std::chrono::milliseconds(300));
+  INFO("sinfo printed:\n" << last);
+  CHECK(allocated);
+  const std::string busy_rack = last.find("alloc 4 " + r0) != std::string::npos ? "r0" : "r1";
+  const std::string idle_node = f.run() + (busy_rack == "r0" ? "-r1-2" : "-r0-2");
+
+  // Drained with a reason: cordoned, listed by -R and -t drain; refused without a reason.
+  auto no_reason = f.slurm({"scontrol", "update", "NodeName=" + idle_node, "State=DRAIN"});
+  REQUIRE_FALSE(no_reason.ok());
+  CHECK(std::string(no_reason.status().message()).find("You must specify a reason") != std::string::npos);
+  slurm({"scontrol", "update", "NodeName=" + idle_node, "State=DRAIN", "Reason=bad DIMM"});
+  CHECK(kubectl({"get", "node", idle_node, "-o", "jsonpath={.spec.unschedulable}"}) == "true");
+  sinfoShows({"-h", "-t", "drain", "-o", "%N %E"}, idle_node + " bad DIMM\n");
+  std::string reasons = slurm({"sinfo", "-R", "-h", "-o", "%E|%N"});
+  CHECK(reasons == "bad DIMM|" + idle_node + "\n");
+  std::string shown = slurm({"scontrol", "show", "node", idle_node});
+  CHECK(shown.find("\n   State=DRAINED ") != std::string::npos);
+  CHECK(shown.find("\n   Reason=bad DIMM\n") != std::string::npos);
+  CHECK(slurm({"scontrol", "show", "partition", "gpu"}).find("TotalNodes=8") != std::string::npos);
+
+  // Resumed: schedulable again, idle, no reason left.
+  slurm({"scontrol", "update", "NodeName=" + idle_node, "State=RESUME"});
+  CHECK(kubectl({"get", "node", idle_node, "-o", "jsonpath={.spec.unschedulable}"}) != "true");
+  sinfoShows({"-h", "-t", "drain", "-o", "%N"}, "");
+  CHECK(slurm({"sinfo", "-R", "-h"}).empty());
+}
+
 }  // namespace
 }  // namespace muster::e2e

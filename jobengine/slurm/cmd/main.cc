@@ -1,7 +1,7 @@
 // muster-slurm: Muster's Slurm commands in one binary, called as `muster-slurm <command> ...` or
-// through a symlink named after the command (sbatch, squeue, scancel, srun, scontrol). In a job's pods it also
-// runs the batch step (batch-step) and srun's remote side (step-tasks); `install-tools DIR`
-// copies it into DIR with those symlinks (the job pods' first init container).
+// through a symlink named after the command (sbatch, squeue, scancel, sinfo, srun, scontrol).
+// In a job's pods it also runs the batch step (batch-step) and srun's remote side (step-tasks);
+// `install-tools DIR` copies it into DIR with those symlinks (the job pods' first init container).
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,7 +33,7 @@ std::map<std::string, std::string> environment() {
 }
 
 // The commands a job's pods need, as symlinks next to the copied binary.
-constexpr const char* kTools[] = {"sbatch", "squeue", "scancel", "srun", "scontrol"};
+constexpr const char* kTools[] = {"sbatch", "squeue", "scancel", "sinfo", "srun", "scontrol"};
 
 int installTools(const std::vector<std::string>& args) {
   if (args.size() != 1) {
@@ -83,13 +83,14 @@ int run(int argc, char** argv) {
   const auto env = environment();
   if (inv->command == "sbatch") return sbatchMain(inv->args, inv->global, env, std::cin, std::cout, std::cerr);
   if (inv->command == "squeue") return squeueMain(inv->args, inv->global, env, std::cout, std::cerr);
+  if (inv->command == "sinfo") return sinfoMain(inv->args, inv->global, env, std::cout, std::cerr);
   if (inv->command == "scancel") return scancelMain(inv->args, inv->global, env, std::cout, std::cerr);
   if (inv->command == "scontrol" && isScontrolJobCommand(inv->args))
     return scontrolJobMain(inv->args, inv->global, env, std::cout, std::cerr);
   if (inv->command == "install-tools") return installTools(inv->args);
   if (isStepTool(inv->command)) return runTool(inv->command, inv->args, env);
   std::cerr << "muster-slurm: unknown command \"" << inv->command
-            << "\" (sbatch, squeue, scancel, srun, scontrol)\n";
+            << "\" (sbatch, squeue, scancel, sinfo, srun, scontrol)\n";
   return 2;
 }
 
