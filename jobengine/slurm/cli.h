@@ -20,8 +20,11 @@
 
 #include "absl/status/statusor.h"
 #include "jobengine/slurm/cluster_config.h"
+#include "absl/strings/str_cat.h"
 #include "proto/asio.h"
 #include "proto/client.h"
+#include "proto/codec.h"
+#include "proto/json.h"
 #include "proto/kubeconfig.h"
 
 namespace muster::jobengine::slurm {
@@ -51,6 +54,37 @@ class ApiSession {
   proto::RestConfig config_;
   std::string namespace_;
 };
+
+// Every item of a paginated list (500 a page) at `path` with `query`, decoded as T; items that
+// do not decode are skipped (the engine or the scheduler reports them).
+template <typename T>
+absl::StatusOr<std::vector<T>> listAll(ApiSession& session, const std::string& path,
+                                       const std::vector<std::pair<std::string, std::string>>& query) {
+  std::vector<T> out;
+  std::string cont;
+  do {
+    proto::Request req;
+    req.path = path;
+    req.query = query;
+    req.query.emplace_back("limit", "500");
+    if (!cont.empty()) req.query.emplace_back("continue", cont);
+    auto body = session.client().callSync(std::move(req));
+    if (!body.ok()) return body.status();
+    auto doc = proto::parseJson(*body);
+    if (!doc.ok()) return doc.status();
+    if (!doc->IsObject() || !doc->HasMember("items") || !(*doc)["items"].IsArray())
+      return absl::InternalError(absl::StrCat("the API server's list of ", path, " has no items"));
+    for (const auto& item : (*doc)["items"].GetArray()) {
+      T object;
+      if (proto::decode(item, &object).ok()) out.push_back(std::move(object));
+    }
+    cont.clear();
+    if (auto m = doc->FindMember("metadata"); m != doc->MemberEnd() && m->value.IsObject())
+      if (auto c = m->value.FindMember("continue"); c != m->value.MemberEnd() && c->value.IsString())
+        cont = c->value.GetString();
+  } while (!cont.empty());
+  return out;
+}
 
 // The Slurm section of Muster's config, from $MUSTER_SLURM_CONFIG (see above).
 absl::StatusOr<SlurmConfig> loadSlurmConfig(ApiSession& session,

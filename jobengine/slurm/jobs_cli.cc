@@ -19,29 +19,12 @@ namespace {
 
 // Every Slurm job of the session's namespace (ParallelJobs with spec.slurm).
 absl::StatusOr<std::vector<JobView>> listJobs(ApiSession& session) {
+  auto jobs = listAll<proto::ParallelJob>(
+      session, proto::resources::kParallelJobs.collectionPath(session.ns()), {});
+  if (!jobs.ok()) return jobs.status();
   std::vector<JobView> out;
-  std::string cont;
-  do {
-    proto::Request req;
-    req.path = proto::resources::kParallelJobs.collectionPath(session.ns());
-    req.query.emplace_back("limit", "500");
-    if (!cont.empty()) req.query.emplace_back("continue", cont);
-    auto body = session.client().callSync(std::move(req));
-    if (!body.ok()) return body.status();
-    auto doc = proto::parseJson(*body);
-    if (!doc.ok()) return doc.status();
-    if (!doc->IsObject() || !doc->HasMember("items") || !(*doc)["items"].IsArray())
-      return absl::InternalError("the API server's ParallelJob list has no items");
-    for (const auto& item : (*doc)["items"].GetArray()) {
-      proto::ParallelJob job;
-      if (!proto::decode(item, &job).ok()) continue;  // not ours to judge: the engine reports it
-      if (auto v = viewOf(job)) out.push_back(*std::move(v));
-    }
-    cont.clear();
-    if (auto m = doc->FindMember("metadata"); m != doc->MemberEnd() && m->value.IsObject())
-      if (auto c = m->value.FindMember("continue"); c != m->value.MemberEnd() && c->value.IsString())
-        cont = c->value.GetString();
-  } while (!cont.empty());
+  for (const proto::ParallelJob& job : *jobs)
+    if (auto v = viewOf(job)) out.push_back(*std::move(v));
   return out;
 }
 
@@ -80,36 +63,6 @@ absl::StatusOr<std::vector<int64_t>> parseJobIds(std::string_view command, std::
   return ids;
 }
 
-
-// Every item of a paginated list, decoded as T; items that do not decode are skipped.
-template <typename T>
-absl::StatusOr<std::vector<T>> listAll(ApiSession& session, const std::string& path,
-                                       const std::vector<std::pair<std::string, std::string>>& query) {
-  std::vector<T> out;
-  std::string cont;
-  do {
-    proto::Request req;
-    req.path = path;
-    req.query = query;
-    req.query.emplace_back("limit", "500");
-    if (!cont.empty()) req.query.emplace_back("continue", cont);
-    auto body = session.client().callSync(std::move(req));
-    if (!body.ok()) return body.status();
-    auto doc = proto::parseJson(*body);
-    if (!doc.ok()) return doc.status();
-    if (!doc->IsObject() || !doc->HasMember("items") || !(*doc)["items"].IsArray())
-      return absl::InternalError(absl::StrCat("the API server's list of ", path, " has no items"));
-    for (const auto& item : (*doc)["items"].GetArray()) {
-      T object;
-      if (proto::decode(item, &object).ok()) out.push_back(std::move(object));
-    }
-    cont.clear();
-    if (auto m = doc->FindMember("metadata"); m != doc->MemberEnd() && m->value.IsObject())
-      if (auto c = m->value.FindMember("continue"); c != m->value.MemberEnd() && c->value.IsString())
-        cont = c->value.GetString();
-  } while (!cont.empty());
-  return out;
-}
 
 // The cluster's nodes as Slurm nodes, with what is bound to each. Without permission to list
 // pods cluster-wide the nodes show no allocation (`note` says so).

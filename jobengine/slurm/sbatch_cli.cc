@@ -52,43 +52,29 @@ std::optional<std::vector<NodeShape>> partitionNodes(ApiSession& session, const 
                                                      int verbose, std::ostream& err) {
   std::string selector;
   for (const auto& [k, v] : p.node_selector) selector += (selector.empty() ? "" : ",") + k + "=" + v;
+  std::vector<std::pair<std::string, std::string>> query;
+  if (!selector.empty()) query.emplace_back("labelSelector", selector);
+  auto nodes = listAll<proto::Node>(session, proto::resources::kNodes.collectionPath(), query);
+  if (!nodes.ok()) {
+    if (verbose > 0)
+      err << "sbatch: cannot list the nodes of partition " << p.name
+          << " to check the request (" << nodes.status().message() << "); the scheduler will\n";
+    return std::nullopt;
+  }
   std::vector<NodeShape> out;
-  std::string cont;
-  do {
-    proto::Request req;
-    req.path = proto::resources::kNodes.collectionPath();
-    if (!selector.empty()) req.query.emplace_back("labelSelector", selector);
-    req.query.emplace_back("limit", "500");
-    if (!cont.empty()) req.query.emplace_back("continue", cont);
-    auto body = session.client().callSync(std::move(req));
-    if (!body.ok()) {
-      if (verbose > 0)
-        err << "sbatch: cannot list the nodes of partition " << p.name
-            << " to check the request (" << body.status().message() << "); the scheduler will\n";
-      return std::nullopt;
-    }
-    auto doc = proto::parseJson(*body);
-    if (!doc.ok() || !doc->IsObject() || !doc->HasMember("items")) return std::nullopt;
-    for (const auto& item : (*doc)["items"].GetArray()) {
-      proto::Node node;
-      if (!proto::decode(item, &node).ok()) continue;
-      NodeShape n;
-      n.name = node.meta.name;
-      n.labels = node.meta.labels;
-      auto q = [&](const char* name) -> const proto::Quantity* {
-        auto it = node.status.allocatable.find(name);
-        return it == node.status.allocatable.end() ? nullptr : &it->second;
-      };
-      if (auto* c = q("cpu")) n.cpu_millis = c->milliValue();
-      if (auto* m = q("memory")) n.memory_mb = m->value() / (1024 * 1024);
-      if (auto* g = q(proto::kGpuResource)) n.gpus = g->value();
-      out.push_back(std::move(n));
-    }
-    cont.clear();
-    if (auto m = doc->FindMember("metadata"); m != doc->MemberEnd() && m->value.IsObject())
-      if (auto c = m->value.FindMember("continue"); c != m->value.MemberEnd() && c->value.IsString())
-        cont = c->value.GetString();
-  } while (!cont.empty());
+  for (const proto::Node& node : *nodes) {
+    NodeShape n;
+    n.name = node.meta.name;
+    n.labels = node.meta.labels;
+    auto q = [&](const char* name) -> const proto::Quantity* {
+      auto it = node.status.allocatable.find(name);
+      return it == node.status.allocatable.end() ? nullptr : &it->second;
+    };
+    if (auto* c = q("cpu")) n.cpu_millis = c->milliValue();
+    if (auto* m = q("memory")) n.memory_mb = m->value() / (1024 * 1024);
+    if (auto* g = q(proto::kGpuResource)) n.gpus = g->value();
+    out.push_back(std::move(n));
+  }
   return out;
 }
 

@@ -94,6 +94,15 @@ slurm:
     return runCommand(argv);
   }
 
+  // Runs `muster-slurm ARGS` until it prints `want` (or the timeout); the last output in `last`.
+  bool printsWithin(const std::vector<std::string>& args, const std::string& want, std::string* last) {
+    return waitFor([&] {
+      auto out = slurm(args);
+      *last = out.ok() ? *out : out.status().ToString();
+      return out.ok() && *out == want;
+    }, kTimeout, std::chrono::milliseconds(300));
+  }
+
   std::string script(const std::string& name, const std::string& text) {
     std::string path = dir_ + "/" + name;
     std::ofstream(path) << text;
@@ -252,19 +261,14 @@ TEST_CASE("squeue, scontrol and scancel follow jobs through a hold, a wait for r
     REQUIRE_FALSE(out.ok());
     return std::string(out.status().message());
   };
-  // Waits until `squeue ARGS` prints `want`; the last output otherwise.
+  // Waits until `squeue ARGS` prints `want`.
   auto squeueShows = [&](std::vector<std::string> args, const std::string& want) {
     args.insert(args.begin(), "squeue");
     std::string last;
-    bool ok = waitFor([&] {
-      auto out = f.slurm(args);
-      last = out.ok() ? *out : out.status().ToString();
-      return out.ok() && *out == want;
-    }, kTimeout, std::chrono::milliseconds(300));
-    INFO("squeue " << absl::StrJoin(args, " ") << " printed:\n" << last << "wanted:\n" << want);
+    bool ok = f.printsWithin(args, want, &last);
+    INFO(absl::StrJoin(args, " ") << " printed:\n" << last << "wanted:\n" << want);
     INFO(f.scheduler().logTail());
     CHECK(ok);
-    return ok;
   };
   const std::string sa = std::to_string(f.submittedId(slurm({"sbatch", "-H", path})));
   // Held: pending for JobHeldUser, and no pod exists.
@@ -326,12 +330,8 @@ TEST_CASE("sinfo shows the partition's nodes idle, allocated and drained, and sc
   auto sinfoShows = [&](std::vector<std::string> args, const std::string& want) {
     args.insert(args.begin(), "sinfo");
     std::string last;
-    bool ok = waitFor([&] {
-      auto out = f.slurm(args);
-      last = out.ok() ? *out : out.status().ToString();
-      return out.ok() && *out == want;
-    }, kTimeout, std::chrono::milliseconds(300));
-    INFO("sinfo " << absl::StrJoin(args, " ") << " printed:\n" << last << "wanted:\n" << want);
+    bool ok = f.printsWithin(args, want, &last);
+    INFO(absl::StrJoin(args, " ") << " printed:\n" << last << "wanted:\n" << want);
     CHECK(ok);
   };
   const std::string r0 = f.run() + "-r0-[0-3]", r1 = f.run() + "-r1-[0-3]";
