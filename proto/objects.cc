@@ -41,6 +41,11 @@ const PodCondition* Pod::findCondition(std::string_view type) const {
   return nullptr;
 }
 
+const Quantity* Node::allocatableOf(std::string_view name) const {
+  auto it = status.allocatable.find(std::string(name));
+  return it == status.allocatable.end() ? nullptr : &it->second;
+}
+
 bool Node::isReady() const {
   for (const NodeCondition& c : status.conditions) {
     if (c.type == "Ready") return c.status == "True";

@@ -197,6 +197,8 @@ struct Node {
 
   // The Ready condition is "True".
   bool isReady() const;
+  // status.allocatable[name], or nullptr when the node does not say.
+  const Quantity* allocatableOf(std::string_view name) const;
 };
 
 // pods/binding: encode only. meta carries the pod's name, namespace and (optionally) uid, which

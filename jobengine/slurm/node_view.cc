@@ -214,13 +214,9 @@ NodeView nodeViewOf(const proto::Node& node, const std::vector<proto::Pod>& pods
   NodeView v;
   v.name = node.meta.name;
   v.labels = node.meta.labels;
-  auto alloc = [&](const char* name) -> const proto::Quantity* {
-    auto it = node.status.allocatable.find(name);
-    return it == node.status.allocatable.end() ? nullptr : &it->second;
-  };
-  if (auto* c = alloc("cpu")) v.cpus = c->milliValue() / 1000;
-  if (auto* m = alloc("memory")) v.memory_mb = m->value() / (1024 * 1024);
-  if (auto* g = alloc(proto::kGpuResource)) v.gpus = g->value();
+  if (auto* c = node.allocatableOf("cpu")) v.cpus = c->milliValue() / 1000;
+  if (auto* m = node.allocatableOf("memory")) v.memory_mb = m->value() / (1024 * 1024);
+  if (auto* g = node.allocatableOf(proto::kGpuResource)) v.gpus = g->value();
   if (auto it = node.meta.labels.find("muster.dev/gpu.model"); it != node.meta.labels.end())
     v.gpu_type = it->second;
   for (const auto& [k, val] : node.meta.labels)

@@ -66,13 +66,9 @@ std::optional<std::vector<NodeShape>> partitionNodes(ApiSession& session, const 
     NodeShape n;
     n.name = node.meta.name;
     n.labels = node.meta.labels;
-    auto q = [&](const char* name) -> const proto::Quantity* {
-      auto it = node.status.allocatable.find(name);
-      return it == node.status.allocatable.end() ? nullptr : &it->second;
-    };
-    if (auto* c = q("cpu")) n.cpu_millis = c->milliValue();
-    if (auto* m = q("memory")) n.memory_mb = m->value() / (1024 * 1024);
-    if (auto* g = q(proto::kGpuResource)) n.gpus = g->value();
+    if (auto* c = node.allocatableOf("cpu")) n.cpu_millis = c->milliValue();
+    if (auto* m = node.allocatableOf("memory")) n.memory_mb = m->value() / (1024 * 1024);
+    if (auto* g = node.allocatableOf(proto::kGpuResource)) n.gpus = g->value();
     out.push_back(std::move(n));
   }
   return out;

@@ -64,8 +64,8 @@ std::string label(const ObjectMeta& meta, const std::string& key) {
 }
 
 int64_t allocatable(const Node& node, const std::string& resource) {
-  auto it = node.status.allocatable.find(resource);
-  return it == node.status.allocatable.end() ? 0 : it->second.value();
+  const Quantity* q = node.allocatableOf(resource);
+  return q == nullptr ? 0 : q->value();
 }
 
 template <class T>
