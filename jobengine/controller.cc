@@ -21,6 +21,24 @@ namespace {
 // Indexes the job engine adds to the process's pod informer.
 constexpr char kPodsByJobIndex[] = "jobengine:job-uid";
 constexpr char kPodsOfJobsByNodeIndex[] = "jobengine:node";
+// Indexes on the job informer: the keys a job's start waits on, and the keys it is known as
+// (Runtime::waitsOn / knownAs).
+constexpr char kJobsWaitingOnIndex[] = "jobengine:waits-on";
+constexpr char kJobsKnownAsIndex[] = "jobengine:known-as";
+
+class InformerJobDirectory final : public JobDirectory {
+ public:
+  explicit InformerJobDirectory(const proto::Informer<ParallelJob>& jobs) : jobs_(jobs) {}
+  std::shared_ptr<const ParallelJob> get(std::string_view ns, std::string_view name) const override {
+    return jobs_.get(ns, name);
+  }
+  std::vector<std::shared_ptr<const ParallelJob>> knownAs(const std::string& key) const override {
+    return jobs_.byIndex(kJobsKnownAsIndex, key);
+  }
+
+ private:
+  const proto::Informer<ParallelJob>& jobs_;
+};
 
 struct Metrics {
   metrics::Family<metrics::Counter>& reconciles = metrics::defaultRegistry().counter(
@@ -87,14 +105,34 @@ Controller::Controller(std::shared_ptr<proto::Client> client, proto::InformerFac
     return std::vector<std::string>{pod.spec.node_name};
   });
 
+  jobs_.addIndex(kJobsWaitingOnIndex, [this](const ParallelJob& job) {
+    const Runtime* runtime = runtimes_.find(job.spec.runtime_ref_name);
+    return runtime == nullptr ? std::vector<std::string>{} : runtime->waitsOn(job);
+  });
+  jobs_.addIndex(kJobsKnownAsIndex, [this](const ParallelJob& job) {
+    const Runtime* runtime = runtimes_.find(job.spec.runtime_ref_name);
+    return runtime == nullptr ? std::vector<std::string>{} : runtime->knownAs(job);
+  });
+  directory_ = std::make_unique<InformerJobDirectory>(jobs_);
+  // A job that changes (or goes) is reconciled, and so is every job whose start waits on it.
   auto on_job = [this](const std::shared_ptr<const ParallelJob>& job) {
-    asio::post(strand_, [this, key = proto::objectKey(*job)] { enqueue(key); });
+    std::vector<std::string> keys{proto::objectKey(*job)};
+    std::vector<std::string> as{keys[0]};
+    if (const Runtime* runtime = runtimes_.find(job->spec.runtime_ref_name))
+      for (std::string& k : runtime->knownAs(*job)) as.push_back(std::move(k));
+    for (const std::string& k : as)
+      for (const auto& waiting : jobs_.byIndex(kJobsWaitingOnIndex, k))
+        keys.push_back(proto::objectKey(*waiting));
+    asio::post(strand_, [this, keys = std::move(keys)] {
+      for (const std::string& key : keys) enqueue(key);
+    });
   };
   jobs_.addHandlers({on_job,
                      [on_job](const auto&, const std::shared_ptr<const ParallelJob>& job) {
                        on_job(job);
                      },
-                     [this](const std::shared_ptr<const ParallelJob>& job) {
+                     [this, on_job](const std::shared_ptr<const ParallelJob>& job) {
+                       on_job(job);  // its dependents: a job that is gone lifts a dependency
                        asio::post(strand_, [this, key = proto::objectKey(*job), uid = job->meta.uid] {
                          deleted_.erase(uid);
                          for (auto it = support_created_.lower_bound(uid + "/");
@@ -287,6 +325,7 @@ asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string&
   if (auto it = deleted_.find(job->meta.uid); it != deleted_.end()) obs.deleted = it->second;
   if (nodes_ && nodes_->hasSynced())
     obs.node_exists = [this](const std::string& node) { return nodes_->get("", node) != nullptr; };
+  obs.jobs = directory_.get();
   obs.now_time = options_.clock();
   obs.now = proto::rfc3339(obs.now_time);
 
@@ -338,6 +377,13 @@ asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string&
   if (plan.delete_support)
     result.Update(co_await deleteAttemptSupport(*job, *plan.delete_support, obs.pods));
 
+  if (plan.delete_job && result.ok()) {
+    auto r = co_await api_->remove(proto::resources::kParallelJobs, ns, name, job->meta.uid);
+    if (r.ok() || proto::isNotFound(r.status()) || proto::isConflict(r.status()))
+      MUSTER_LOG_INFO(2, "Deleted ParallelJob", "paralleljob", key, "why", plan.why);
+    else
+      result.Update(r.status());
+  }
   if (plan.create_pods_needed) {
     const Runtime* runtime = runtimes_.find(job->spec.runtime_ref_name);
     if (runtime != nullptr)

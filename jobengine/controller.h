@@ -105,6 +105,7 @@ class Controller {
   proto::Informer<proto::ParallelJob>& jobs_;
   proto::Informer<proto::Pod>& pods_;
   proto::Informer<proto::Node>* nodes_ = nullptr;  // when options_.watch_nodes
+  std::unique_ptr<JobDirectory> directory_;  // over jobs_
 
   // On strand_.
   std::map<std::string, KeyState> keys_;

@@ -119,7 +119,8 @@ bool sameStatus(const proto::ParallelJobStatus& a, const proto::ParallelJobStatu
   if (a.slurm && (a.slurm->state != b.slurm->state || a.slurm->reason != b.slurm->reason ||
                   a.slurm->exit_code != b.slurm->exit_code ||
                   a.slurm->start_time != b.slurm->start_time ||
-                  a.slurm->end_time != b.slurm->end_time))
+                  a.slurm->end_time != b.slurm->end_time ||
+                  a.slurm->dependency != b.slurm->dependency))
     return false;
   for (size_t i = 0; i < a.conditions.size(); ++i) {
     const auto& x = a.conditions[i];
@@ -145,7 +146,7 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
   const Pod* launcher_pod = nullptr;  // the attempt's pod 0, once known
   auto finish = [&](std::string why) {
     plan.why = std::move(why);
-    if (runtime != nullptr) runtime->decorateStatus(job, launcher_pod, now, &desired);
+    if (runtime != nullptr) runtime->decorateStatus(job, launcher_pod, now, obs.jobs, &desired);
     if (!sameStatus(desired, job.status)) plan.status = desired;
     return plan;
   };
@@ -167,6 +168,17 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
       previous.push_back(pod);
   }
 
+  // A finished job is kept until the runtime's retention ends (Slurm's accounting), then deleted.
+  if ((job.status.phase == "Succeeded" || job.status.phase == "Failed") && runtime != nullptr) {
+    if (std::optional<absl::Time> expires = runtime->expiresAt(job)) {
+      if (*expires <= now) {
+        plan.delete_job = true;
+        return finish("retention over: deleting the job");
+      }
+      plan.requeue_after = std::max(std::chrono::milliseconds(1),
+                                    absl::ToChronoMilliseconds(*expires - now));
+    }
+  }
   if (job.status.phase == "Succeeded") {
     // Workers are removed once the launcher succeeded; the launcher stays for its logs.
     for (const auto& [i, pod] : current)
@@ -274,7 +286,12 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     return !entry.second->spec.node_name.empty();
   });
   if (none_bound && job.status.phase != "Running") {
-    StartGate gate = runtime->startGate(job, now);
+    StartGate gate = runtime->startGate(job, now, obs.jobs);
+    if (!gate.open && gate.end_job) {
+      deleteAll();
+      desired.pods_ready = 0;
+      return fail(gate.reason, gate.message);
+    }
     if (!gate.open) {
       for (const auto& [i, pod] : current)
         if (!pod->meta.deletion_timestamp) plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});

@@ -51,6 +51,8 @@ struct Observation {
   std::map<std::string, DeletedPod> deleted;            // by pod name
   // Whether a node exists; nullptr while the node cache is not synced (nodes assumed present).
   std::function<bool(const std::string&)> node_exists;
+  // The other jobs, for a start that waits on them (Runtime::startGate); may be null.
+  const JobDirectory* jobs = nullptr;
   std::string now;  // RFC 3339
   absl::Time now_time = absl::InfinitePast();  // the same instant (InfinitePast: parse `now`)
 };
@@ -79,6 +81,8 @@ struct Plan {
   std::string why;                            // for logs
   // Reconcile again after this long even if nothing changes (a begin time, a time limit).
   std::optional<std::chrono::milliseconds> requeue_after;
+  // Delete the job itself (a finished job past the runtime's retention: Runtime::expiresAt).
+  bool delete_job = false;
 };
 
 Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes);

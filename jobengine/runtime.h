@@ -88,9 +88,23 @@ inline constexpr char kReasonCancelled[] = "Cancelled";
 // Whether an attempt may create its pods now (Runtime::startGate).
 struct StartGate {
   bool open = true;
-  std::string reason;   // why not, CamelCase (JobHeldUser, BeginTime)
+  std::string reason;   // why not, CamelCase (JobHeldUser, BeginTime, Dependency)
   std::string message;  // for a person
   std::optional<absl::Duration> recheck_after;  // look again then (a begin time)
+  // The job can never start (a dependency that can never be met): it ends now, Failed with
+  // `reason`, and its pods are deleted.
+  bool end_job = false;
+};
+
+// The other ParallelJobs a job's start may wait on (Slurm dependencies), as the controller's
+// cache holds them. Keys are what Runtime::knownAs returns.
+class JobDirectory {
+ public:
+  virtual ~JobDirectory() = default;
+  virtual std::shared_ptr<const proto::ParallelJob> get(std::string_view ns,
+                                                        std::string_view name) const = 0;
+  virtual std::vector<std::shared_ptr<const proto::ParallelJob>> knownAs(
+      const std::string& key) const = 0;
 };
 
 class Runtime {
@@ -109,10 +123,17 @@ class Runtime {
                                    FailureKind /*kind*/, const proto::Pod* /*pod*/) const {
     return {};
   }
-  // Whether the attempt's pods may be created now (default: always).
-  virtual StartGate startGate(const proto::ParallelJob& /*job*/, absl::Time /*now*/) const {
+  // Whether the attempt's pods may be created now (default: always). `jobs` is null when no
+  // cache of other jobs is at hand (a job that waits on others then stays closed).
+  virtual StartGate startGate(const proto::ParallelJob& /*job*/, absl::Time /*now*/,
+                              const JobDirectory* /*jobs*/) const {
     return {};
   }
+  // Keys of the jobs this one's start waits on: "namespace/name" of a ParallelJob, or a key
+  // another job is knownAs. When such a job changes, this one is reconciled again.
+  virtual std::vector<std::string> waitsOn(const proto::ParallelJob& /*job*/) const { return {}; }
+  // Keys, beyond "namespace/name", under which other jobs may wait on this one.
+  virtual std::vector<std::string> knownAs(const proto::ParallelJob& /*job*/) const { return {}; }
   // Whether the job was cancelled (scancel): a message for the Failed condition (reason
   // Cancelled); the job ends at once and every pod of it is deleted. nullopt: not cancelled.
   virtual std::optional<std::string> cancelled(const proto::ParallelJob& /*job*/) const {
@@ -123,13 +144,18 @@ class Runtime {
   virtual std::optional<absl::Duration> timeLimit(const proto::ParallelJob& /*job*/) const {
     return std::nullopt;
   }
+  // When a job that ended is deleted (Slurm's accounting retention); nullopt: never.
+  virtual std::optional<absl::Time> expiresAt(const proto::ParallelJob& /*job*/) const {
+    return std::nullopt;
+  }
   // Whether the pods of the last attempt stay when the job fails (for kubectl logs). The default
   // keeps them all; a runtime whose idle pods hold nodes (workers running sshd) keeps fewer.
   virtual bool keepOnFailure(int32_t /*index*/) const { return true; }
   // Adds runtime-specific status (status.slurm) to the status the engine is about to write.
   // `launcher` is the attempt's pod 0 when it exists.
   virtual void decorateStatus(const proto::ParallelJob& /*job*/, const proto::Pod* /*launcher*/,
-                              absl::Time /*now*/, proto::ParallelJobStatus* /*status*/) const {}
+                              absl::Time /*now*/, const JobDirectory* /*jobs*/,
+                              proto::ParallelJobStatus* /*status*/) const {}
 };
 using RuntimePtr = std::unique_ptr<Runtime>;
 

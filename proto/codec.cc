@@ -469,6 +469,8 @@ absl::Status decodeSlurmSpec(const rapidjson::Value& v, const JsonPath& p, Slurm
   MUSTER_RETURN_IF_ERROR(readBool(v, p, "requeue", &s->requeue));
   MUSTER_RETURN_IF_ERROR(readBool(v, p, "hold", &s->hold));
   MUSTER_RETURN_IF_ERROR(readString(v, p, "beginTime", &s->begin_time));
+  MUSTER_RETURN_IF_ERROR(readString(v, p, "dependency", &s->dependency));
+  MUSTER_RETURN_IF_ERROR(readBool(v, p, "killOnInvalidDependency", &s->kill_on_invalid_dep));
   MUSTER_RETURN_IF_ERROR(readBool(v, p, "exclusive", &s->exclusive));
   return readBool(v, p, "cancel", &s->cancel);
 }
@@ -532,6 +534,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob
           MUSTER_RETURN_IF_ERROR(readString(v, q, "reason", &slurm.reason));
           MUSTER_RETURN_IF_ERROR(readString(v, q, "startTime", &slurm.start_time));
           MUSTER_RETURN_IF_ERROR(readString(v, q, "endTime", &slurm.end_time));
+          MUSTER_RETURN_IF_ERROR(readString(v, q, "dependency", &slurm.dependency));
           return readString(v, q, "exitCode", &slurm.exit_code);
         }));
     return decodeList(status, p, "conditions", &s.conditions);
@@ -704,6 +707,7 @@ std::string statusPatch(const ParallelJobStatus& status) {
     w.stringOrNullField("exitCode", status.slurm->exit_code);
     w.stringOrNullField("startTime", status.slurm->start_time);
     w.stringOrNullField("endTime", status.slurm->end_time);
+    w.stringOrNullField("dependency", status.slurm->dependency);
     w.endObject();
   }
   w.key("conditions").beginArray();
@@ -758,6 +762,8 @@ std::string encode(const ParallelJob& job) {
     w.booleanField("requeue", j.requeue);
     if (j.hold) w.booleanField("hold", true);
     w.stringFieldIfSet("beginTime", j.begin_time);
+    w.stringFieldIfSet("dependency", j.dependency);
+    if (!j.kill_on_invalid_dep) w.booleanField("killOnInvalidDependency", false);
     if (j.exclusive) w.booleanField("exclusive", true);
     if (j.cancel) w.booleanField("cancel", true);
     w.endObject();

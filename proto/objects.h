@@ -318,6 +318,8 @@ struct SlurmJobSpec {
   bool requeue = true;                        // --requeue (Slurm's JobRequeue=1 default)
   bool hold = false;                          // -H: not started until released
   std::string begin_time;                     // --begin, RFC 3339; empty: at once
+  std::string dependency;                     // -d, as given (jobengine/slurm/dependency.h)
+  bool kill_on_invalid_dep = true;            // a -d never met ends the job (CANCELLED)
   bool exclusive = false;
   bool cancel = false;  // scancel: the job ends CANCELLED, its pods are deleted
 };
@@ -329,6 +331,7 @@ struct SlurmJobStatus {
   std::string exit_code;  // "code:signal" of the batch script, once it ended
   std::string start_time;  // when the current (or last) run began, RFC 3339; empty: not yet
   std::string end_time;    // when the job ended, RFC 3339; empty: not yet
+  std::string dependency;  // the -d entries not yet met, with their state (squeue %E)
 };
 
 // preferred.jp/v1alpha1 ParallelJob.

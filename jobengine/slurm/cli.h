@@ -29,6 +29,9 @@
 
 namespace muster::jobengine::slurm {
 
+// What every command prints for -V/--version.
+inline constexpr char kVersionLine[] = "slurm 24.05.0 (Muster 0.1)\n";
+
 struct GlobalOptions {
   std::string kubeconfig;
   std::string context;

@@ -16,16 +16,25 @@ using proto::config::stringInto;
 
 namespace {
 
-proto::config::Reader timeInto(std::optional<int64_t>* out) {
-  return [out](const YAML::Node& n, const std::string& key) -> absl::Status {
+// A Slurm time read by `parse` (time.h): seconds, nullopt for UNLIMITED.
+proto::config::Reader slurmTimeInto(
+    std::optional<int64_t>* out,
+    absl::StatusOr<std::optional<int64_t>> (*parse)(std::string_view)) {
+  return [out, parse](const YAML::Node& n, const std::string& key) -> absl::Status {
     std::string text;
     if (absl::Status s = readString(n, key, &text); !s.ok()) return s;
-    auto t = parseTimeLimit(text);
+    auto t = parse(text);
     if (!t.ok()) return bad(key, strCat("must be a Slurm time (minutes, M:S, H:M:S, D-H, D-H:M, "
                                         "D-H:M:S or UNLIMITED), got \"", text, "\""));
     *out = *t;
     return absl::OkStatus();
   };
+}
+// A time limit: whole minutes, 0 is UNLIMITED (parseTimeLimit).
+proto::config::Reader timeInto(std::optional<int64_t>* out) { return slurmTimeInto(out, parseTimeLimit); }
+// Exact seconds (parseDurationSeconds): "0:05" is 5 seconds, 0 is 0.
+proto::config::Reader durationInto(std::optional<int64_t>* out) {
+  return slurmTimeInto(out, parseDurationSeconds);
 }
 
 proto::config::Reader stringMapInto(std::map<std::string, std::string>* out) {
@@ -95,6 +104,7 @@ proto::config::Keys slurmConfigKeys(SlurmConfig* c) {
                         {"jobIds", mapInto({{"namespace", stringInto(&c->job_ids.namespace_)},
                                             {"name", stringInto(&c->job_ids.name)}})},
                         {"toolsImage", stringInto(&c->tools_image)},
+                        {"accountingRetention", durationInto(&c->accounting_retention_seconds)},
                         {"partitions", partitionsInto(&c->partitions)},
                     })}};
 }

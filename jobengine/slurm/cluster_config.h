@@ -11,6 +11,8 @@
 //     jobIds: {namespace: muster-system, name: muster-slurm-job-ids}   # the counter ConfigMap
 //     toolsImage: ""                  # Muster's image: an init container copies muster-slurm
 //                                     # into every job pod; empty: the partition's image has it
+//     accountingRetention: "7-00:00:00"   # how long a job is kept after it ended (sacct);
+//                                     # Slurm time format, UNLIMITED: until deleted
 //     partitions:
 //     - name: batch
 //       nodeSelector: {muster.dev/pool: gpu}   # the partition's nodes
@@ -71,6 +73,9 @@ struct SlurmConfig {
   std::string default_partition;
   ObjectName job_ids{"", "muster-slurm-job-ids"};
   std::string tools_image;
+  // How long the job engine keeps a Slurm job (its ParallelJob) after it ended, for sacct;
+  // nullopt (UNLIMITED): until someone deletes it.
+  std::optional<int64_t> accounting_retention_seconds = int64_t{7} * 24 * 3600;
   std::vector<Partition> partitions;
 
   bool enabled() const { return !partitions.empty(); }

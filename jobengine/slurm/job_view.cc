@@ -92,6 +92,8 @@ std::optional<JobView> viewOf(const proto::ParallelJob& job) {
   v.num_tasks = s.ntasks;
   v.cpus_per_task = s.cpus_per_task.value_or(1);
   v.num_cpus = std::max<int32_t>(v.num_tasks, 1) * std::max<int32_t>(v.cpus_per_task, 1);
+  v.batch_cpus = (s.tasks_per_node.empty() ? 1 : std::max<int32_t>(s.tasks_per_node.front(), 1)) *
+                 std::max<int32_t>(v.cpus_per_task, 1);
   v.gpus_per_node = s.gpus_per_node;
   v.gpu_type = s.gpu_type;
   v.mem_per_node_mb = s.mem_per_node_mb;
@@ -111,9 +113,12 @@ std::optional<JobView> viewOf(const proto::ParallelJob& job) {
     v.end_time = parseRfc3339(st.end_time);
     if (!st.exit_code.empty()) v.exit_code = st.exit_code;
     pending_reason = st.reason;
+    v.dependency = st.dependency;
   }
   if (v.state == JobState::kPending)
     v.reason = !pending_reason.empty() ? pending_reason : s.hold ? "JobHeldUser" : "None";
+  else if (pending_reason == "DependencyNeverSatisfied")
+    v.reason = pending_reason;  // why the job was cancelled
   // The nodes are the pods of the run in progress (or of the last one): their host names.
   if (v.start_time != absl::InfinitePast() && !job.status.job_group_name.empty())
     for (int32_t i = 0; i < job.spec.num_pods; ++i)
@@ -223,12 +228,7 @@ absl::StatusOr<SqueueOptions> parseSqueueArgs(const std::vector<std::string>& ar
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a.rfind("--", 0) == 0 && a.size() > 2) {
-      std::string name = a.substr(2);
-      std::optional<std::string> value;
-      if (auto eq = name.find('='); eq != std::string::npos) {
-        value = name.substr(eq + 1);
-        name = name.substr(0, eq);
-      }
+      auto [name, value] = splitLongOption(a);
       const bool valued = std::any_of(std::begin(kValued), std::end(kValued),
                                       [&](const ValueOption& v) { return v.name == name; });
       const bool flag = std::find(std::begin(kLongFlags), std::end(kLongFlags), name) != std::end(kLongFlags);
@@ -354,7 +354,7 @@ std::string renderSqueue(const SqueueOptions& o, std::vector<JobView> jobs, cons
         if (j.state == JobState::kPending) return cut("(" + j.reason + ")");
         return cell(nodelist);
       }
-      if (n == "Reason") return cell(j.state == JobState::kPending ? j.reason : "None");
+      if (n == "Reason") return cell(j.reason);
       if (n == "StartTime") return cell(timestampOrNa(j.start_time));
       if (n == "EndTime") return cell(timestampOrNa(j.end_time));
       if (n == "SubmitTime") return cell(timestampOrNa(j.submit_time));
@@ -363,7 +363,7 @@ std::string renderSqueue(const SqueueOptions& o, std::vector<JobView> jobs, cons
       if (n == "Command") return cell(j.command);
       if (n == "WorkDir") return cell(j.work_dir);
       if (n == "QOS") return cell(j.qos.empty() ? "normal" : j.qos);
-      if (n == "Dependency") return cell("(null)");
+      if (n == "Dependency") return cell(orNull(j.dependency));
       if (n == "RestartCnt") return cell(absl::StrCat(j.restarts));
       if (n == "Requeue") return cell(j.requeue ? "1" : "0");
       if (n == "StdOut") return cell(j.stdout_path);
@@ -385,8 +385,7 @@ std::string renderShowJob(const JobView& j, absl::Time now) {
   absl::StrAppend(&out, "   Priority=0 Nice=0 Account=", orNull(j.account),
                   " QOS=", j.qos.empty() ? "normal" : j.qos, "\n");
   absl::StrAppend(&out, "   JobState=", av(jobStateName(j.state)),
-                  " Reason=", j.state == JobState::kPending ? j.reason : "None",
-                  " Dependency=(null)\n");
+                  " Reason=", j.reason, " Dependency=", orNull(j.dependency), "\n");
   absl::StrAppend(&out, "   Requeue=", j.requeue ? 1 : 0, " Restarts=", j.restarts,
                   " BatchFlag=1 Reboot=0 ExitCode=", j.exit_code, "\n");
   absl::StrAppend(&out, "   RunTime=", formatDurationHms(runSeconds(j, now)),

@@ -30,13 +30,17 @@ struct JobView {
   std::string name, partition, user, account, qos, comment, command, work_dir, submit_host;
   std::string stdout_path, stderr_path, stdin_path;  // expanded, as scontrol prints them
   JobState state = JobState::kPending;
-  std::string reason;   // squeue's REASON: why a pending job waits, "None" otherwise
+  // squeue's REASON: why a pending job waits (or DependencyNeverSatisfied, why one was
+  // cancelled), "None" otherwise
+  std::string reason;
   std::string message;  // Muster's own words (status.message)
+  std::string dependency;  // the -d entries not met yet, with their states; "" when none
   std::vector<std::string> nodes;  // the job's nodes once it started (pod host names)
   int32_t num_nodes = 0;
   int32_t num_tasks = 0;
   int32_t num_cpus = 0;
   int32_t cpus_per_task = 1;
+  int32_t batch_cpus = 0;  // CPUs of the first node (the batch step's)
   std::optional<int32_t> gpus_per_node;
   std::string gpu_type;
   std::optional<int64_t> mem_per_node_mb;

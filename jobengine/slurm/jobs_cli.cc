@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "jobengine/slurm/acct.h"
 #include "jobengine/slurm/array.h"
 #include "jobengine/slurm/job_view.h"
 #include "jobengine/slurm/node_view.h"
@@ -89,22 +90,39 @@ int fail(std::ostream& err, const absl::Status& s) {
   return 1;
 }
 
+constexpr char kSqueueUsage[] =
+    "Usage: squeue [-A account] [-j jobid] [-n name] [-o format] [-O fields] [-p partitions]\n"
+    "              [-q qos] [-t states] [-u user_name] [--me] [-ahl]\n"
+    "Muster's squeue: the jobs of the namespace (README.md \"For Slurm users\").\n";
+
+constexpr char kSacctUsage[] =
+    "Usage: sacct [-j jobs] [-u users | -a] [-S start] [-E end] [-s states] [--name names]\n"
+    "             [-r partitions] [-A accounts] [-o fields] [-X] [-b] [-n] [-p | -P]\n"
+    "Muster's sacct: the jobs the API server keeps (README.md \"For Slurm users\").\n";
+
+constexpr char kSinfoUsage[] =
+    "Usage: sinfo [-hlNRs] [-n nodes] [-o format] [-p partition] [-t states]\n"
+    "Muster's sinfo: the partitions of Muster's config over the cluster's nodes "
+    "(README.md \"For Slurm users\").\n";
+
+// --help/--usage print `usage`, -V/--version the version line: the command's exit code then;
+// nullopt to go on.
+std::optional<int> answerHelp(bool help, bool version, std::string_view usage, std::ostream& out) {
+  if (help) out << usage;
+  else if (version) out << kVersionLine;
+  else return std::nullopt;
+  return 0;
+}
+
 }  // namespace
 
 int squeueMain(const std::vector<std::string>& args, const GlobalOptions& global,
                const std::map<std::string, std::string>& env, std::ostream& out, std::ostream& err) {
   auto options = parseSqueueArgs(args, env);
   if (!options.ok()) return fail(err, options.status());
-  if (options->help || options->usage) {
-    out << "Usage: squeue [-A account] [-j jobid] [-n name] [-o format] [-O fields] [-p partitions]\n"
-           "              [-q qos] [-t states] [-u user_name] [--me] [-ahl]\n"
-           "Muster's squeue: the jobs of the namespace (README.md \"For Slurm users\").\n";
-    return 0;
-  }
-  if (options->version) {
-    out << "slurm 24.05.0 (Muster 0.1)\n";
-    return 0;
-  }
+  if (std::optional<int> done =
+          answerHelp(options->help || options->usage, options->version, kSqueueUsage, out))
+    return *done;
   auto session = ApiSession::open(global, env);
   if (!session.ok()) return fail(err, session.status());
   auto jobs = listJobs(**session);
@@ -117,6 +135,38 @@ int squeueMain(const std::vector<std::string>& args, const GlobalOptions& global
     return fail(err, absl::NotFoundError("slurm_load_jobs error: Invalid job id specified"));
   const std::string me = options->me ? whoAmI(**session, env) : "";
   out << renderSqueue(*options, *std::move(jobs), me, absl::Now());
+  return 0;
+}
+
+int sacctMain(const std::vector<std::string>& args, const GlobalOptions& global,
+              const std::map<std::string, std::string>& env, std::ostream& out, std::ostream& err) {
+  const absl::Time now = absl::Now();
+  auto options = parseSacctArgs(args, env, now);
+  if (!options.ok()) return fail(err, options.status());
+  if (std::optional<int> done =
+          answerHelp(options->help || options->usage, options->version, kSacctUsage, out))
+    return *done;
+  if (options->helpformat) {
+    std::string line;
+    for (size_t i = 0; i < sacctFields().size(); ++i) {
+      const std::string& name = sacctFields()[i].name;
+      line += name + std::string(name.size() < 20 ? 20 - name.size() : 1, ' ');
+      if (i % 4 == 3 || i + 1 == sacctFields().size()) {
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out << line << "\n";
+        line.clear();
+      }
+    }
+    return 0;
+  }
+  auto session = ApiSession::open(global, env);
+  if (!session.ok()) return fail(err, session.status());
+  auto jobs = listJobs(**session);
+  if (!jobs.ok())
+    return fail(err, absl::Status(jobs.status().code(),
+                                  absl::StrCat("sacct: error: ", jobs.status().message())));
+  const std::string me = options->all_users || !options->users.empty() ? "" : whoAmI(**session, env);
+  out << renderSacct(*options, *std::move(jobs), me, now);
   return 0;
 }
 
@@ -192,7 +242,7 @@ int scancelMain(const std::vector<std::string>& args, const GlobalOptions& globa
              "Muster's scancel (README.md \"For Slurm users\").\n";
       return 0;
     } else if (a == "-V" || a == "--version") {
-      out << "slurm 24.05.0 (Muster 0.1)\n";
+      out << kVersionLine;
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       return fail(err, absl::InvalidArgumentError(absl::StrCat(
@@ -251,16 +301,9 @@ int sinfoMain(const std::vector<std::string>& args, const GlobalOptions& global,
               const std::map<std::string, std::string>& env, std::ostream& out, std::ostream& err) {
   auto options = parseSinfoArgs(args, env);
   if (!options.ok()) return fail(err, options.status());
-  if (options->help || options->usage) {
-    out << "Usage: sinfo [-hlNRs] [-n nodes] [-o format] [-p partition] [-t states]\n"
-           "Muster's sinfo: the partitions of Muster's config over the cluster's nodes "
-           "(README.md \"For Slurm users\").\n";
-    return 0;
-  }
-  if (options->version) {
-    out << "slurm 24.05.0 (Muster 0.1)\n";
-    return 0;
-  }
+  if (std::optional<int> done =
+          answerHelp(options->help || options->usage, options->version, kSinfoUsage, out))
+    return *done;
   auto session = ApiSession::open(global, env);
   if (!session.ok()) return fail(err, session.status());
   auto config = loadSlurmConfig(**session, env);

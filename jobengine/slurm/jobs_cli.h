@@ -10,6 +10,7 @@
 //   scontrol hold|release <job_id>[,...]  sets or clears spec.slurm.hold of pending jobs
 //   scontrol show job [job_id]            Slurm's Key=Value blocks
 //   sinfo [options]                       partitions over the cluster's nodes (node_view.h)
+//   sacct [options]                       accounting of the jobs the API server keeps (acct.h)
 //   scontrol show node [name] | partition [name]
 //   scontrol update NodeName=<hostlist> State=DRAIN Reason=... | State=RESUME
 //                                         cordons (spec.unschedulable) with the reason, who
@@ -32,6 +33,9 @@ int squeueMain(const std::vector<std::string>& args, const GlobalOptions& global
 
 int scancelMain(const std::vector<std::string>& args, const GlobalOptions& global,
                 const std::map<std::string, std::string>& env, std::ostream& out, std::ostream& err);
+
+int sacctMain(const std::vector<std::string>& args, const GlobalOptions& global,
+              const std::map<std::string, std::string>& env, std::ostream& out, std::ostream& err);
 
 int sinfoMain(const std::vector<std::string>& args, const GlobalOptions& global,
               const std::map<std::string, std::string>& env, std::ostream& out, std::ostream& err);

@@ -3,10 +3,13 @@
 #include <algorithm>
 
 #include "jobengine/naming.h"
+#include "jobengine/slurm/dependency.h"
 #include "jobengine/slurm/env.h"
 #include "jobengine/slurm/hostlist.h"
+#include "jobengine/slurm/submit.h"
 #include "jobengine/ssh_attempt.h"
 #include "proto/codec.h"
+#include "proto/informer.h"
 #include "proto/strings.h"
 #include "proto/vocabulary.h"
 
@@ -26,6 +29,7 @@ constexpr char kToolsContainer[] = "muster-slurm-tools";
 constexpr char kBatchFailed[] = "BatchScriptFailed";
 constexpr char kNodeFail[] = "NodeFail";
 constexpr char kTimeLimit[] = "TimeLimitExceeded";
+constexpr char kDependencyNever[] = "DependencyNeverSatisfied";
 
 absl::Time parseTime(const std::string& s) {
   absl::Time t;
@@ -55,6 +59,67 @@ std::string exitCodeOf(const proto::Pod& pod) {
   if (c->signal && *c->signal > 0) return strCat(*c->exit_code, ":", *c->signal);
   if (*c->exit_code > 128 && *c->exit_code < 160) return strCat("0:", *c->exit_code - 128);
   return strCat(*c->exit_code, ":0");
+}
+
+// The key singleton dependencies find a job under: its namespace, user and name.
+std::string singletonKey(const proto::ParallelJob& job) {
+  const proto::SlurmJobSpec& s = *job.spec.slurm;
+  return strCat("slurm-singleton:", job.meta.namespace_, "/", s.user, "/", s.job_name);
+}
+
+// What a dependency sees of another Slurm job.
+DependencyTargetState targetState(const proto::ParallelJob& job) {
+  DependencyTargetState t;
+  if (!job.status.slurm) return t;  // not yet reconciled: pending
+  if (auto state = parseJobState(job.status.slurm->state)) t.state = *state;
+  if (absl::Time start = parseTime(job.status.slurm->start_time); start != absl::InfinitePast())
+    t.start_time = start;
+  return t;
+}
+
+struct DependencyVerdict {
+  DependencyEvaluation evaluation;
+  DependencySpec spec;
+  std::string error;  // the dependency does not parse
+};
+
+// Evaluates spec.slurm.dependency against the other jobs of the namespace.
+std::optional<DependencyVerdict> evaluateJobDependency(const proto::ParallelJob& job,
+                                                       absl::Time now, const JobDirectory& jobs) {
+  const proto::SlurmJobSpec& s = *job.spec.slurm;
+  if (s.dependency.empty()) return std::nullopt;
+  DependencyVerdict v;
+  auto spec = parseDependency(s.dependency);
+  if (!spec.ok()) {
+    v.error = strCat("spec.slurm.dependency \"", s.dependency, "\": ", spec.status().message());
+    v.evaluation.result = DependencyResult::kNeverSatisfied;
+    return v;
+  }
+  v.spec = *std::move(spec);
+  if (v.spec.items.empty()) return std::nullopt;
+  DependencyContext context;
+  context.now = now;
+  context.lookup = [&](uint32_t id, std::optional<uint32_t> task,
+                       bool all_tasks) -> std::optional<DependencyTargetState> {
+    // Muster has no job arrays: a task of a job names nothing (sbatch refuses it).
+    if (task || all_tasks) return std::nullopt;
+    auto target = jobs.get(job.meta.namespace_, jobObjectName(id));
+    if (target == nullptr || !target->spec.slurm) return std::nullopt;  // gone: lifted
+    return targetState(*target);
+  };
+  context.singleton_blocked = [&] {
+    for (const auto& other : jobs.knownAs(singletonKey(job))) {
+      if (other->meta.uid == job.meta.uid || !other->spec.slurm) continue;
+      const DependencyTargetState t = targetState(*other);
+      if (t.state == JobState::kRunning || t.state == JobState::kSuspended) return true;
+      if (t.state == JobState::kPending && other->spec.slurm->job_id < s.job_id &&
+          !other->spec.slurm->cancel)
+        return true;
+    }
+    return false;
+  };
+  v.evaluation = evaluateDependency(v.spec, context);
+  return v;
 }
 
 }  // namespace
@@ -130,6 +195,7 @@ std::map<std::string, std::string> SlurmRuntime::nodeEnvironment(const proto::Pa
   in.cluster_name = options_.slurm.cluster_name;
   if (!s.account.empty()) in.account = s.account;
   if (!s.qos.empty()) in.qos = s.qos;
+  if (!s.dependency.empty()) in.dependency = s.dependency;
   if (!s.user.empty()) in.user = s.user;
   Environment env = batchEnvironment(in, index);
   const std::string ssh_config = strCat(kRunMountPath, "/ssh/config");
@@ -243,7 +309,27 @@ FailureVerdict SlurmRuntime::onFailure(const proto::ParallelJob& job, int32_t in
   return {requeue, kNodeFail};
 }
 
-StartGate SlurmRuntime::startGate(const proto::ParallelJob& job, absl::Time now) const {
+std::vector<std::string> SlurmRuntime::waitsOn(const proto::ParallelJob& job) const {
+  if (!job.spec.slurm || job.spec.slurm->dependency.empty()) return {};
+  auto spec = parseDependency(job.spec.slurm->dependency);
+  if (!spec.ok()) return {};
+  std::vector<std::string> keys;
+  for (const Dependency& d : spec->items)
+    keys.push_back(d.type == DependencyType::kSingleton
+                       ? singletonKey(job)
+                       : proto::objectKey(job.meta.namespace_, jobObjectName(d.job_id)));
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
+
+std::vector<std::string> SlurmRuntime::knownAs(const proto::ParallelJob& job) const {
+  if (!job.spec.slurm) return {};
+  return {singletonKey(job)};
+}
+
+StartGate SlurmRuntime::startGate(const proto::ParallelJob& job, absl::Time now,
+                                  const JobDirectory* jobs) const {
   if (!job.spec.slurm) return {};
   const proto::SlurmJobSpec& s = *job.spec.slurm;
   if (s.hold)
@@ -255,12 +341,45 @@ StartGate SlurmRuntime::startGate(const proto::ParallelJob& job, absl::Time now)
     return {false, "BeginTime",
             strCat("job ", s.job_id, " starts no earlier than ", s.begin_time, " (--begin)"),
             begin - now};
-  return {};
+  if (s.dependency.empty()) return {};
+  if (jobs == nullptr)
+    return {false, "Dependency", strCat("job ", s.job_id, " waits for its dependency ", s.dependency),
+            std::nullopt};
+  std::optional<DependencyVerdict> v = evaluateJobDependency(job, now, *jobs);
+  if (!v || v->evaluation.result == DependencyResult::kSatisfied) return {};
+  if (v->evaluation.result == DependencyResult::kWaiting) {
+    StartGate gate{false, "Dependency",
+                   strCat("job ", s.job_id, " waits for its dependency ",
+                          formatDependency(v->spec, v->evaluation.states)),
+                   std::nullopt};
+    // An "after:<id>+<minutes>" entry is met by time alone once its job runs.
+    for (const Dependency& d : v->spec.items)
+      if (d.delay_seconds > 0) gate.recheck_after = absl::Seconds(15);
+    return gate;
+  }
+  StartGate gate{false, kDependencyNever,
+                 v->error.empty() ? strCat("job ", s.job_id, "'s dependency can never be satisfied: ",
+                                           formatDependency(v->spec, v->evaluation.states))
+                                  : v->error,
+                 std::nullopt};
+  if (s.kill_on_invalid_dep) {
+    gate.end_job = true;
+    gate.message += "; the job is cancelled (sbatch --kill-on-invalid-dep=no keeps it pending)";
+  }
+  return gate;
 }
 
 std::optional<std::string> SlurmRuntime::cancelled(const proto::ParallelJob& job) const {
   if (!job.spec.slurm || !job.spec.slurm->cancel) return std::nullopt;
   return strCat("job ", job.spec.slurm->job_id, " was cancelled (scancel)");
+}
+
+std::optional<absl::Time> SlurmRuntime::expiresAt(const proto::ParallelJob& job) const {
+  if (!job.spec.slurm || !job.status.slurm || !options_.slurm.accounting_retention_seconds)
+    return std::nullopt;
+  const absl::Time end = parseTime(job.status.slurm->end_time);
+  if (end == absl::InfinitePast()) return std::nullopt;
+  return end + absl::Seconds(*options_.slurm.accounting_retention_seconds);
 }
 
 std::optional<absl::Duration> SlurmRuntime::timeLimit(const proto::ParallelJob& job) const {
@@ -271,7 +390,8 @@ std::optional<absl::Duration> SlurmRuntime::timeLimit(const proto::ParallelJob& 
 }
 
 void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Pod* launcher,
-                                  absl::Time now, proto::ParallelJobStatus* status) const {
+                                  absl::Time now, const JobDirectory* jobs,
+                                  proto::ParallelJobStatus* status) const {
   if (!job.spec.slurm) return;
   proto::SlurmJobStatus out;
   const proto::SlurmJobStatus before = job.status.slurm.value_or(proto::SlurmJobStatus{});
@@ -287,7 +407,7 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
     if (out.exit_code.empty()) out.exit_code = "0:0";
   } else if (status->phase == "Failed") {
     const std::string reason = failed != nullptr ? failed->reason : "";
-    if (reason == kReasonCancelled) out.state = "CANCELLED";
+    if (reason == kReasonCancelled || reason == kDependencyNever) out.state = "CANCELLED";
     else if (reason == kTimeLimit) out.state = "TIMEOUT";
     else if (reason == kNodeFail || reason == "MaxRestartsExceeded") out.state = "NODE_FAIL";
     else out.state = "FAILED";
@@ -301,7 +421,7 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
     out.state = "RUNNING";
   } else {
     out.state = "PENDING";
-    StartGate gate = startGate(job, now);
+    StartGate gate = startGate(job, now, jobs);
     if (!gate.open) out.reason = gate.reason;
     else if (status->phase == "Restarting" || status->restarts > 0) out.reason = "Requeued";
     else out.reason = "Resources";
@@ -313,6 +433,11 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
     out.end_time = !before.end_time.empty()         ? before.end_time
                    : !status->completion_time.empty() ? status->completion_time
                                                       : now_text;
+  // The entries not met yet, while the job waits for them (squeue %E, scontrol Dependency=).
+  if (out.state == "PENDING" && jobs != nullptr)
+    if (std::optional<DependencyVerdict> v = evaluateJobDependency(job, now, *jobs);
+        v && v->error.empty() && v->evaluation.result != DependencyResult::kSatisfied)
+      out.dependency = formatDependency(v->spec, v->evaluation.states);
   status->slurm = std::move(out);
 }
 

@@ -28,7 +28,10 @@
 //   a node (pod) lost, deleted,       NODE_FAIL: with --requeue (the default, Slurm's
 //   failed or its K8s node gone       JobRequeue=1) the whole job runs again, SLURM_RESTART_COUNT
 //                                     + 1, up to failurePolicy.maxRestarts; --no-requeue ends it
-//   held (-H) / before --begin        PENDING (JobHeldUser / BeginTime): no pod is created
+//   held (-H) / before --begin /      PENDING (JobHeldUser / BeginTime / Dependency): no pod is
+//   waiting on -d                     created
+//   a -d that can never be met        CANCELLED, reason DependencyNeverSatisfied (with
+//                                     --kill-on-invalid-dep=no it stays PENDING for that reason)
 // A job that ends keeps only its batch pod (for kubectl logs); idle nodes are released.
 
 #include "jobengine/runtime.h"
@@ -57,12 +60,16 @@ class SlurmRuntime final : public Runtime {
 
   FailureVerdict onFailure(const proto::ParallelJob& job, int32_t index, FailureKind kind,
                            const proto::Pod* pod) const override;
-  StartGate startGate(const proto::ParallelJob& job, absl::Time now) const override;
+  StartGate startGate(const proto::ParallelJob& job, absl::Time now,
+                      const JobDirectory* jobs) const override;
+  std::vector<std::string> waitsOn(const proto::ParallelJob& job) const override;
+  std::vector<std::string> knownAs(const proto::ParallelJob& job) const override;
   std::optional<absl::Duration> timeLimit(const proto::ParallelJob& job) const override;
   std::optional<std::string> cancelled(const proto::ParallelJob& job) const override;
+  std::optional<absl::Time> expiresAt(const proto::ParallelJob& job) const override;
   bool keepOnFailure(int32_t index) const override { return index == 0; }
   void decorateStatus(const proto::ParallelJob& job, const proto::Pod* launcher, absl::Time now,
-                      proto::ParallelJobStatus* status) const override;
+                      const JobDirectory* jobs, proto::ParallelJobStatus* status) const override;
 
   // The node names of an attempt, in order.
   static std::vector<std::string> nodeNames(const proto::ParallelJob& job,

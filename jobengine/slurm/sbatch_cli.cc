@@ -95,7 +95,7 @@ int sbatchMain(const std::vector<std::string>& args, const GlobalOptions& global
     return 0;
   }
   if (cli->version) {
-    out << "slurm 24.05.0 (Muster 0.1)\n";
+    out << kVersionLine;
     return 0;
   }
 
@@ -139,6 +139,14 @@ int sbatchMain(const std::vector<std::string>& args, const GlobalOptions& global
   if (!config.ok()) return fail(err, config.status());
   if (const Partition* p = config->partition(options->partition.value_or("")))
     ctx.nodes = partitionNodes(**session, *p, options->verbose, err);
+  // -d names jobs of this namespace; one that cannot be read for another reason than its absence
+  // is taken to exist (the engine lifts a dependency on a job that is gone).
+  ctx.job_exists = [&](int64_t id) {
+    proto::Request get;
+    get.path = proto::resources::kParallelJobs.objectPath(ctx.ns, jobObjectName(id));
+    auto found = (*session)->client().callSync(std::move(get));
+    return found.ok() || !proto::isNotFound(found.status());
+  };
   // Everything is checked before anything is created (a job id included).
   if (absl::Status s = checkSubmission(*options, *config, ctx); !s.ok()) return fail(err, s);
   ctx.user = whoAmI(**session, env);

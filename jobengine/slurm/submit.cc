@@ -1,8 +1,11 @@
 #include "jobengine/slurm/submit.h"
 
+#include "jobengine/slurm/dependency.h"
+
 #include <algorithm>
 
 #include "absl/strings/str_split.h"
+#include "jobengine/slurm/dependency.h"
 #include "jobengine/slurm/env.h"
 #include "jobengine/slurm/hostlist.h"
 #include "jobengine/slurm/script.h"
@@ -43,6 +46,7 @@ struct Shape {
   int64_t gpus = 0;
   std::string gpu_type;
   std::optional<int64_t> time_limit;  // seconds; nullopt: UNLIMITED
+  std::string dependency;             // -d, checked
   std::vector<std::string> include, exclude;
   // -C as OR of AND-terms; each term: label -> value ("" for "exists").
   std::vector<std::map<std::string, std::string>> constraint;
@@ -88,8 +92,25 @@ absl::StatusOr<Shape> shapeOf(const BatchOptions& o, const SlurmConfig& config,
     return o.partition ? refused("Invalid partition name specified")
                        : refused("No partition specified or system default partition");
   if (o.array) return error("--array is not supported by Muster yet; submit the tasks one by one");
-  if (o.dependency)
-    return error("--dependency is not supported by Muster yet; nothing was submitted");
+  if (o.dependency) {
+    auto dep = parseDependency(*o.dependency);
+    if (!dep.ok()) return refused("Job dependency problem");
+    for (const Dependency& d : dep->items) {
+      if (!isSupported(d.type) || d.type == DependencyType::kAfterCorr)
+        return error(strCat("--dependency ", dependencyTypeName(d.type),
+                            " is not supported by Muster (it has no ",
+                            d.type == DependencyType::kAfterCorr ? "job arrays" : "burst buffers",
+                            "); nothing was submitted"));
+      if (d.array_task_id || d.all_array_tasks)
+        return error(strCat("--dependency on an array task (", d.job_id,
+                            "_...): Muster has no job arrays yet; nothing was submitted"));
+      // A job Slurm does not know is refused (one that ended and was purged cannot be told
+      // apart from one that never was).
+      if (d.job_id != 0 && ctx.job_exists && !ctx.job_exists(d.job_id))
+        return refused("Job dependency problem");
+    }
+    if (!dep->items.empty()) s.dependency = *o.dependency;
+  }
 
   s.nodes = o.nodes_min.value_or(1);
   if (s.nodes < 1) return refused("Node count specification invalid");
@@ -341,6 +362,8 @@ absl::StatusOr<Submission> buildSubmission(const BatchOptions& o, const SlurmCon
   j.requeue = requeue;
   j.hold = o.hold;
   if (s.begin) j.begin_time = proto::rfc3339(*s.begin);
+  j.dependency = s.dependency;
+  j.kill_on_invalid_dep = o.kill_on_invalid_dep.value_or(true);
   j.exclusive = o.exclusive;
 
   // The Secret: the script, the environment after --export, the script's arguments.

@@ -30,6 +30,7 @@
 // created for them.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -66,6 +67,8 @@ struct SubmitContext {
   // The partition's nodes; nullopt when they could not be listed (the checks against them are
   // then skipped).
   std::optional<std::vector<NodeShape>> nodes;
+  // Whether Slurm job `id` exists in the namespace (for -d); unset: not checked.
+  std::function<bool(int64_t id)> job_exists;
 };
 
 struct Submission {

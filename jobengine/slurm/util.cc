@@ -16,6 +16,13 @@ bool startsWithIgnoreCase(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && equalsIgnoreCase(s.substr(0, prefix.size()), prefix);
 }
 
+LongOption splitLongOption(std::string_view word) {
+  if (word.rfind("--", 0) == 0) word.remove_prefix(2);
+  const size_t eq = word.find('=');
+  if (eq == std::string_view::npos) return {std::string(word), std::nullopt};
+  return {std::string(word.substr(0, eq)), std::string(word.substr(eq + 1))};
+}
+
 std::optional<uint64_t> parseLeadingDigits(std::string_view s, size_t* consumed) {
   uint64_t value = 0;
   size_t i = 0;

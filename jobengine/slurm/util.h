@@ -27,6 +27,13 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b);
 // Case-insensitive ASCII prefix test (Slurm's xstrncasecmp(s, prefix, strlen(prefix)) == 0).
 bool startsWithIgnoreCase(std::string_view s, std::string_view prefix);
 
+// A long option word: "--name=value" gives {"name", "value"}, "--name" {"name", nullopt}.
+struct LongOption {
+  std::string name;
+  std::optional<std::string> value;
+};
+LongOption splitLongOption(std::string_view word);
+
 // A non-empty run of decimal digits and nothing else, as an unsigned value; nullopt when the
 // text is empty, holds anything but digits or does not fit in 64 bits.
 std::optional<uint64_t> parseDigits(std::string_view s);

@@ -30,7 +30,9 @@ std::string kubectl(const std::vector<std::string>& args) {
 // must fit one rack.
 class SlurmFixture {
  public:
-  SlurmFixture() : run_(uniqueName("sl")), ns_(run_), dir_("/tmp/" + run_) {
+  // `slurm_extra`: more keys of the slurm: section (two-space indented lines).
+  explicit SlurmFixture(const std::string& slurm_extra = "")
+      : run_(uniqueName("sl")), ns_(run_), dir_("/tmp/" + run_) {
     auto config = proto::loadKubeconfig(TestCluster::get().kubeconfig());
     REQUIRE(config.ok());
     client_ = makeClient(io_.executor(), *config);
@@ -52,7 +54,7 @@ queue: {initialBackoffSeconds: 1, maxBackoffSeconds: 2}
 slurm:
   clusterName: e2e
   jobIds: {namespace: )", ns_, R"(, name: job-ids}
-  partitions:
+)", slurm_extra, R"(  partitions:
   - name: gpu
     nodeSelector: {e2e-run: )", run_, R"(}
     topologyRequired: muster.dev/rack
@@ -315,6 +317,99 @@ TEST_CASE("squeue, scontrol and scancel follow jobs through a hold, a wait for r
   squeueShows({"-h", "-t", "CA", "-o", "%i"}, sb + "\n" + sc + "\n");
   CHECK(refused({"squeue", "-j", "99999"}).find("slurm_load_jobs error: Invalid job id specified") !=
         std::string::npos);
+}
+
+
+TEST_CASE("sbatch -d starts jobs once their dependencies are met and cancels one that never can be",
+          "[slurm]") {
+  SlurmFixture f;
+  std::string path = f.script("step.sh", "#!/bin/sh\n#SBATCH -N 1\ntrue\n");
+  auto slurm = [&](const std::vector<std::string>& args) {
+    auto out = f.slurm(args);
+    INFO(absl::StrJoin(args, " ") << ": " << out.status().ToString());
+    REQUIRE(out.ok());
+    return *out;
+  };
+  auto squeueShows = [&](const std::string& id, const std::string& want) {
+    std::vector<std::string> args{"squeue", "-h", "-t", "all", "-j", id, "-o", "%i %t %r %E"};
+    std::string last;
+    bool ok = f.printsWithin(args, want, &last);
+    INFO(absl::StrJoin(args, " ") << " printed:\n" << last << "wanted:\n" << want);
+    INFO(f.scheduler().logTail());
+    CHECK(ok);
+  };
+  // A job that does not exist is refused, and nothing is created.
+  auto unknown = f.slurm({"sbatch", "-d", "afterok:99999", path});
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(std::string(unknown.status().message()).find(
+            "sbatch: error: Batch job submission failed: Job dependency problem") != std::string::npos);
+  CHECK(f.count("paralleljobs") == 0);
+
+  const std::string a = std::to_string(f.submittedId(slurm({"sbatch", "-J", "nightly", path})));
+  squeueShows(a, a + " R None (null)\n");
+  const std::string ok = std::to_string(f.submittedId(slurm({"sbatch", "-d", "afterok:" + a, path})));
+  const std::string notok =
+      std::to_string(f.submittedId(slurm({"sbatch", "--dependency=afternotok:" + a, path})));
+  const std::string kept = std::to_string(
+      f.submittedId(slurm({"sbatch", "-d", "afternotok:" + a, "--kill-on-invalid-dep=no", path})));
+  const std::string single =
+      std::to_string(f.submittedId(slurm({"sbatch", "-J", "nightly", "-d", "singleton", path})));
+  squeueShows(ok, ok + " PD Dependency afterok:" + a + "(unfulfilled)\n");
+  squeueShows(notok, notok + " PD Dependency afternotok:" + a + "(unfulfilled)\n");
+  squeueShows(single, single + " PD Dependency singleton(unfulfilled)\n");
+  CHECK(f.pods("muster.dev/slurm-job-id=" + ok).empty());
+  CHECK(slurm({"scontrol", "show", "job", ok}).find(
+            "   JobState=PENDING Reason=Dependency Dependency=afterok:" + a + "(unfulfilled)\n") !=
+        std::string::npos);
+
+  // kwok: the first job's batch script exits 0.
+  kubectl({"annotate", "pod", "-n", f.ns(), "slurm-" + a + "-0-0", "muster.dev/sim-succeed-after=1s"});
+  squeueShows(a, a + " CD None (null)\n");
+  squeueShows(ok, ok + " R None (null)\n");
+  squeueShows(single, single + " R None (null)\n");
+  squeueShows(notok, notok + " CA DependencyNeverSatisfied (null)\n");
+  squeueShows(kept, kept + " PD DependencyNeverSatisfied afternotok:" + a + "(failed)\n");
+  CHECK(f.pods("muster.dev/slurm-job-id=" + notok).empty());
+  std::string shown = slurm({"scontrol", "show", "job", notok});
+  CHECK(shown.find("   JobState=CANCELLED Reason=DependencyNeverSatisfied Dependency=(null)\n") !=
+        std::string::npos);
+}
+
+
+TEST_CASE("sacct shows a job and its batch step until the retention ends, then the job is deleted",
+          "[slurm]") {
+  SlurmFixture f("  accountingRetention: \"0:20\"\n");
+  std::string path = f.script("acct.sh", "#!/bin/sh\n#SBATCH -N 2\n#SBATCH -J acct\ntrue\n");
+  auto slurm = [&](const std::vector<std::string>& args) {
+    auto out = f.slurm(args);
+    INFO(absl::StrJoin(args, " ") << ": " << out.status().ToString());
+    REQUIRE(out.ok());
+    return *out;
+  };
+  auto shows = [&](const std::vector<std::string>& args, const std::string& want) {
+    std::string last;
+    bool ok = f.printsWithin(args, want, &last);
+    INFO(absl::StrJoin(args, " ") << " printed:\n" << last << "wanted:\n" << want);
+    CHECK(ok);
+  };
+  const std::string id = std::to_string(f.submittedId(slurm({"sbatch", path})));
+  const std::vector<std::string> sacct{"sacct", "-P", "-n", "-j", id, "-o", "JobID,JobName,State,ExitCode,NNodes"};
+  shows(sacct, id + "|acct|RUNNING|0:0|2\n" + id + ".batch|batch|RUNNING|0:0|1\n");
+  // The caller's own jobs of today by default, in Slurm's layout.
+  std::string table = slurm({"sacct", "-X"});
+  INFO("sacct -X printed:\n" << table);
+  CHECK(table.rfind("JobID           JobName  Partition    Account  AllocCPUS      State ExitCode \n"
+                    "------------ ---------- ---------- ---------- ---------- ---------- -------- \n", 0) == 0);
+  CHECK(table.find("\n" + id + std::string(12 - id.size(), ' ') + "       acct        gpu ") != std::string::npos);
+
+  kubectl({"annotate", "pod", "-n", f.ns(), "slurm-" + id + "-0-0", "muster.dev/sim-succeed-after=1s"});
+  shows(sacct, id + "|acct|COMPLETED|0:0|2\n" + id + ".batch|batch|COMPLETED|0:0|1\n");
+  shows({"sacct", "-n", "-X", "-s", "CD", "-o", "JobID%-10"}, id + std::string(10 - id.size(), ' ') + " \n");
+  // 20 s after it ended the job engine deletes the job: sacct no longer knows it.
+  bool deleted = waitFor([&] { return f.count("paralleljobs") == 0; }, kTimeout);
+  INFO(f.scheduler().logTail());
+  CHECK(deleted);
+  CHECK(slurm(sacct).empty());
 }
 
 

@@ -231,7 +231,7 @@ TEST_CASE("what no partition can ever run is refused with Slurm's words", "[slur
   CHECK(refusal({"-N", "5", "--exclusive", "--gpus-per-node=8"}) ==
         "sbatch: error: Batch job submission failed: Requested node configuration is not available");
   CHECK(refusal({"--array=0-3"}).find("--array is not supported") != std::string::npos);
-  CHECK(refusal({"--dependency=afterok:1"}).find("--dependency is not supported") != std::string::npos);
+  CHECK(refusal({"--dependency=after:1:"}) == "sbatch: error: Batch job submission failed: Job dependency problem");
   // Without the nodes (the user may not list them), only the partition's own limits apply.
   SubmitContext blind = context();
   blind.nodes.reset();
@@ -260,8 +260,9 @@ TEST_CASE("sbatch -w -x and -C become node affinity and a node selector", "[slur
 // --- job states ------------------------------------------------------------------------------
 
 struct Job {
-  Job(const std::vector<std::string>& argv = {"-N", "3"}) : runtimes() {
-    auto s = buildSubmission(options(argv), config(), context(), 55);
+  Job(const std::vector<std::string>& argv = {"-N", "3"}, int64_t id = 55) : runtimes() {
+    auto s = buildSubmission(options(argv), config(), context(), id);
+    INFO(s.status().ToString());
     REQUIRE(s.ok());
     job = submitted(*s);
     runtimes.add(std::make_unique<SlurmRuntime>(runtimeOptions()));
@@ -276,6 +277,7 @@ struct Job {
     obs.pods = pods;
     obs.now_time = now;
     obs.now = proto::rfc3339(now);
+    obs.jobs = jobs;
     return reconcile(obs, runtimes);
   }
   // Runs reconcile until the attempt's pods would be created, then "creates" them all Running.
@@ -306,6 +308,7 @@ struct Job {
   RuntimeRegistry runtimes;
   proto::ParallelJob job;
   std::vector<std::shared_ptr<const proto::Pod>> pods;
+  const JobDirectory* jobs = nullptr;
 };
 
 TEST_CASE("a batch script that exits 0 is COMPLETED and the other nodes are released", "[slurm]") {
@@ -468,6 +471,186 @@ TEST_CASE("a hold while the gang waits for room takes back its unbound pods, not
   j.pod(1).spec.node_name = "gpu-1";
   Plan q = j.run();
   CHECK(q.delete_pods.empty());
+}
+
+}  // namespace
+}  // namespace muster::jobengine::slurm
+
+namespace muster::jobengine::slurm {
+namespace {
+
+// The other jobs of the namespace, as the controller's cache would hold them.
+struct Directory final : JobDirectory {
+  std::shared_ptr<const proto::ParallelJob> get(std::string_view ns,
+                                                std::string_view name) const override {
+    for (const auto& j : jobs)
+      if (j->meta.namespace_ == ns && j->meta.name == name) return j;
+    return nullptr;
+  }
+  std::vector<std::shared_ptr<const proto::ParallelJob>> knownAs(const std::string& key) const override {
+    SlurmRuntime runtime(runtimeOptions());
+    std::vector<std::shared_ptr<const proto::ParallelJob>> out;
+    for (const auto& j : jobs) {
+      auto keys = runtime.knownAs(*j);
+      if (std::find(keys.begin(), keys.end(), key) != keys.end()) out.push_back(j);
+    }
+    return out;
+  }
+  // Another job of the same submitter, in Slurm state `state`.
+  std::shared_ptr<proto::ParallelJob> add(int64_t id, const std::string& state,
+                                          const std::vector<std::string>& argv = {"-N", "1"}) {
+    Job other(argv, id);
+    auto j = std::make_shared<proto::ParallelJob>(other.job);
+    j->meta.uid = "uid-" + std::to_string(id);
+    j->status.slurm.emplace().state = state;
+    if (state != "PENDING") j->status.slurm->start_time = "2026-01-01T00:00:00Z";
+    jobs.push_back(j);
+    return j;
+  }
+  std::vector<std::shared_ptr<proto::ParallelJob>> jobs;
+};
+
+TEST_CASE("a job with -d afterok waits for Dependency until its job COMPLETED, then starts", "[slurm]") {
+  Directory dir;
+  auto first = dir.add(40, "RUNNING");
+  Job j({"-N", "3", "-d", "afterok:40"});
+  j.jobs = &dir;
+  CHECK(j.job.spec.slurm->dependency == "afterok:40");
+  j.apply(j.run());
+  Plan p = j.run();
+  CHECK_FALSE(p.create_pods_needed);
+  j.apply(p);
+  CHECK(j.job.status.slurm->state == "PENDING");
+  CHECK(j.job.status.slurm->reason == "Dependency");
+  CHECK(j.job.status.slurm->dependency == "afterok:40(unfulfilled)");
+  CHECK(j.job.status.message == "job 55 waits for its dependency afterok:40(unfulfilled)");
+  // Reconciled again whenever job 40 changes.
+  SlurmRuntime runtime(runtimeOptions());
+  CHECK(runtime.waitsOn(j.job) == std::vector<std::string>{"alice/slurm-40"});
+
+  first->status.slurm->state = "COMPLETED";
+  Plan q = j.run();
+  CHECK(q.create_pods_needed);
+  j.apply(q);
+  CHECK(j.job.status.slurm->dependency.empty());
+  CHECK(j.job.status.slurm->reason == "Resources");
+}
+
+TEST_CASE("a dependency that can never be met cancels the job, or with --kill-on-invalid-dep=no "
+          "keeps it pending", "[slurm]") {
+  Directory dir;
+  dir.add(40, "FAILED");
+  Job j({"-N", "2", "-d", "afterok:40"});
+  j.jobs = &dir;
+  j.apply(j.run());
+  Plan p = j.run();
+  REQUIRE(p.status);
+  CHECK_FALSE(p.create_pods_needed);
+  CHECK(p.status->phase == "Failed");
+  CHECK(p.status->slurm->state == "CANCELLED");
+  CHECK(p.status->slurm->reason == "DependencyNeverSatisfied");
+  CHECK(p.status->slurm->exit_code == "0:0");
+  CHECK(p.status->message.find("job 55's dependency can never be satisfied: afterok:40(failed)") == 0);
+
+  Job kept({"-N", "2", "-d", "afterok:40", "--kill-on-invalid-dep=no"});
+  kept.jobs = &dir;
+  kept.apply(kept.run());
+  Plan q = kept.run();
+  CHECK_FALSE(q.create_pods_needed);
+  kept.apply(q);
+  CHECK(kept.job.status.phase == "Pending");
+  CHECK(kept.job.status.slurm->reason == "DependencyNeverSatisfied");
+  CHECK(kept.job.status.slurm->dependency == "afterok:40(failed)");
+
+  // afternotok on the same job is met; ',' needs every entry, '?' one.
+  Job other({"-N", "2", "-d", "afternotok:40"});
+  other.jobs = &dir;
+  other.apply(other.run());
+  CHECK(other.run().create_pods_needed);
+  dir.add(41, "RUNNING");
+  Job all({"-N", "2", "-d", "afternotok:40,afterany:41"});
+  all.jobs = &dir;
+  all.apply(all.run());
+  CHECK_FALSE(all.run().create_pods_needed);
+  CHECK(all.job.status.slurm->dependency == "afterany:41(unfulfilled)");
+  Job any({"-N", "2", "-d", "afterok:40?after:41"});
+  any.jobs = &dir;
+  any.apply(any.run());
+  CHECK(any.run().create_pods_needed);
+}
+
+TEST_CASE("sbatch -d singleton waits while an earlier job of the same user and name runs or is queued",
+          "[slurm]") {
+  Directory dir;
+  auto running = dir.add(40, "RUNNING", {"-N", "1", "-J", "nightly"});
+  dir.add(41, "RUNNING", {"-N", "1", "-J", "other"});
+  Job j({"-N", "1", "-J", "nightly", "-d", "singleton"});
+  j.jobs = &dir;
+  j.apply(j.run());
+  CHECK_FALSE(j.run().create_pods_needed);
+  CHECK(j.job.status.slurm->dependency == "singleton(unfulfilled)");
+  running->status.slurm->state = "COMPLETED";
+  dir.add(60, "PENDING", {"-N", "1", "-J", "nightly"});  // behind it: no matter
+  CHECK(j.run().create_pods_needed);
+  dir.add(50, "PENDING", {"-N", "1", "-J", "nightly"});
+  CHECK_FALSE(j.run().create_pods_needed);
+}
+
+TEST_CASE("a job that ended is deleted once slurm.accountingRetention has passed", "[slurm]") {
+  Job j({"-N", "2"});
+  j.startRunning();
+  j.pod(0).status.phase = "Succeeded";
+  j.pod(0).status.container_statuses = {{"main", false, 0, "terminated", 0, "Completed", {}, "0:0"}};
+  const absl::Time ended = absl::FromUnixSeconds(1767225600) + absl::Minutes(5);
+  j.apply(j.run(ended));
+  REQUIRE(j.job.status.slurm->state == "COMPLETED");
+  // Kept for the default 7 days, and looked at again then.
+  Plan kept = j.run(ended + absl::Hours(1));
+  CHECK_FALSE(kept.delete_job);
+  REQUIRE(kept.requeue_after);
+  CHECK(*kept.requeue_after == std::chrono::milliseconds((7 * 24 - 1) * 3600 * 1000LL));
+  Plan gone = j.run(ended + absl::Hours(7 * 24));
+  CHECK(gone.delete_job);
+  CHECK_FALSE(gone.status);
+
+  // UNLIMITED keeps it; the retention is read from the config.
+  auto c = parseSlurmSection("slurm:\n  accountingRetention: UNLIMITED\n  partitions: []\n");
+  REQUIRE(c.ok());
+  CHECK_FALSE(c->accounting_retention_seconds);
+  RuntimeOptions o = runtimeOptions();
+  o.slurm.accounting_retention_seconds = std::nullopt;
+  CHECK_FALSE(SlurmRuntime(o).expiresAt(j.job));
+  o.slurm.accounting_retention_seconds = 20;
+  CHECK(SlurmRuntime(o).expiresAt(j.job) == ended + absl::Seconds(20));
+  auto short_one = parseSlurmSection("slurm:\n  accountingRetention: \"0:20\"\n  partitions: []\n");
+  REQUIRE(short_one.ok());
+  CHECK(short_one->accounting_retention_seconds == 20);
+}
+
+TEST_CASE("a job that is gone lifts a dependency on it", "[slurm]") {
+  Directory dir;
+  Job j({"-N", "1", "-d", "afterok:40"});
+  j.jobs = &dir;
+  j.apply(j.run());
+  CHECK(j.run().create_pods_needed);
+}
+
+TEST_CASE("sbatch -d is refused for unknown jobs, bad syntax and what Muster lacks", "[slurm]") {
+  SubmitContext ctx = context();
+  ctx.job_exists = [](int64_t id) { return id == 40; };
+  auto refusal = [&](const std::vector<std::string>& argv) {
+    absl::Status s = checkSubmission(options(argv), config(), ctx);
+    REQUIRE_FALSE(s.ok());
+    return std::string(s.message());
+  };
+  CHECK(checkSubmission(options({"-d", "afterok:40"}), config(), ctx).ok());
+  CHECK(refusal({"-d", "afterok:41"}) == "sbatch: error: Batch job submission failed: Job dependency problem");
+  CHECK(refusal({"-d", "afterok:40:"}) == "sbatch: error: Batch job submission failed: Job dependency problem");
+  CHECK(refusal({"-d", "afterok:40,singleton?after:40"}) ==
+        "sbatch: error: Batch job submission failed: Job dependency problem");
+  CHECK(refusal({"-d", "aftercorr:40"}).find("aftercorr is not supported by Muster") != std::string::npos);
+  CHECK(refusal({"-d", "afterburstbuffer:40"}).find("afterburstbuffer is not supported") != std::string::npos);
+  CHECK(refusal({"-d", "afterok:40_3"}).find("Muster has no job arrays yet") != std::string::npos);
 }
 
 }  // namespace

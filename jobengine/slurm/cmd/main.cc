@@ -33,7 +33,7 @@ std::map<std::string, std::string> environment() {
 }
 
 // The commands a job's pods need, as symlinks next to the copied binary.
-constexpr const char* kTools[] = {"sbatch", "squeue", "scancel", "sinfo", "srun", "scontrol"};
+constexpr const char* kTools[] = {"sbatch", "squeue", "scancel", "sinfo", "sacct", "srun", "scontrol"};
 
 int installTools(const std::vector<std::string>& args) {
   if (args.size() != 1) {
@@ -84,13 +84,14 @@ int run(int argc, char** argv) {
   if (inv->command == "sbatch") return sbatchMain(inv->args, inv->global, env, std::cin, std::cout, std::cerr);
   if (inv->command == "squeue") return squeueMain(inv->args, inv->global, env, std::cout, std::cerr);
   if (inv->command == "sinfo") return sinfoMain(inv->args, inv->global, env, std::cout, std::cerr);
+  if (inv->command == "sacct") return sacctMain(inv->args, inv->global, env, std::cout, std::cerr);
   if (inv->command == "scancel") return scancelMain(inv->args, inv->global, env, std::cout, std::cerr);
   if (inv->command == "scontrol" && isScontrolJobCommand(inv->args))
     return scontrolJobMain(inv->args, inv->global, env, std::cout, std::cerr);
   if (inv->command == "install-tools") return installTools(inv->args);
   if (isStepTool(inv->command)) return runTool(inv->command, inv->args, env);
   std::cerr << "muster-slurm: unknown command \"" << inv->command
-            << "\" (sbatch, squeue, scancel, sinfo, srun, scontrol)\n";
+            << "\" (sbatch, squeue, scancel, sinfo, sacct, srun, scontrol)\n";
   return 2;
 }
 

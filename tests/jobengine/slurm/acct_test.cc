@@ -1,0 +1,145 @@
+// sacct over the Slurm jobs the API server keeps (acct.h), against sacct.1 and print_fields.c:
+// the default layout, -P/-p, widths and '+' cuts, the time window, the filters and the errors.
+#include <catch2/catch.hpp>
+
+#include "jobengine/slurm/acct.h"
+
+namespace muster::jobengine::slurm {
+namespace {
+
+const absl::Time kNow = absl::FromUnixSeconds(1767268800);  // 2026-01-01T12:00:00Z
+
+JobView job(int64_t id, std::string name, std::string user, std::string state, int32_t nodes,
+            std::string submitted, std::string start = "", std::string end = "") {
+  proto::ParallelJob j;
+  j.meta.name = "slurm-" + std::to_string(id);
+  j.meta.creation_timestamp = std::move(submitted);
+  j.spec.runtime_ref_name = "slurm";
+  j.spec.num_pods = nodes;
+  proto::SlurmJobSpec& s = j.spec.slurm.emplace();
+  s.job_id = id;
+  s.job_name = std::move(name);
+  s.user = std::move(user);
+  s.partition = "gpu";
+  s.ntasks = nodes * 4;
+  s.tasks_per_node.assign(static_cast<size_t>(nodes), 4);
+  s.time_limit_seconds = 3600;
+  j.status.job_group_name = j.meta.name + "-0";
+  proto::SlurmJobStatus& st = j.status.slurm.emplace();
+  st.state = std::move(state);
+  st.start_time = std::move(start);
+  st.end_time = std::move(end);
+  if (!st.end_time.empty()) st.exit_code = st.state == "COMPLETED" ? "0:0" : "1:0";
+  auto v = viewOf(j);
+  REQUIRE(v);
+  return *v;
+}
+
+// alice: 41 finished this morning, 42 (2 nodes, 8 GPUs each) running; bob: 43 pending; alice:
+// 40 ended yesterday.
+std::vector<JobView> jobs() {
+  JobView running = job(42, "train", "alice", "RUNNING", 2, "2026-01-01T11:00:00Z",
+                        "2026-01-01T11:30:00Z");
+  running.gpus_per_node = 8;
+  running.mem_per_node_mb = 16384;
+  return {
+      job(41, "prep", "alice", "COMPLETED", 1, "2026-01-01T11:50:00Z", "2026-01-01T11:51:00Z",
+          "2026-01-01T11:53:30Z"),
+      running,
+      job(43, "averyverylongname", "bob", "PENDING", 4, "2026-01-01T11:55:00Z"),
+      job(40, "old", "alice", "FAILED", 1, "2025-12-31T09:00:00Z", "2025-12-31T09:00:10Z",
+          "2025-12-31T09:05:00Z"),
+  };
+}
+
+SacctOptions parse(const std::vector<std::string>& args,
+                   const std::map<std::string, std::string>& env = {}) {
+  auto o = parseSacctArgs(args, env, kNow);
+  INFO(o.status().ToString());
+  REQUIRE(o.ok());
+  return *o;
+}
+
+std::string refusal(const std::vector<std::string>& args) {
+  auto o = parseSacctArgs(args, {}, kNow);
+  REQUIRE_FALSE(o.ok());
+  return std::string(o.status().message());
+}
+
+TEST_CASE("sacct prints Slurm's default columns: today's jobs of the caller, each with its batch step",
+          "[slurm]") {
+  CHECK(renderSacct(parse({}), jobs(), "alice", kNow) ==
+        "JobID           JobName  Partition    Account  AllocCPUS      State ExitCode \n"
+        "------------ ---------- ---------- ---------- ---------- ---------- -------- \n"
+        "41                 prep        gpu                     4  COMPLETED      0:0 \n"
+        "41.batch          batch                                4  COMPLETED      0:0 \n"
+        "42                train        gpu                     8    RUNNING      0:0 \n"
+        "42.batch          batch                                4    RUNNING      0:0 \n");
+  // -a: every user; a pending job has no step and no CPUs yet; a long name is cut with '+'.
+  CHECK(renderSacct(parse({"-a", "-X", "-n"}), jobs(), "alice", kNow) ==
+        "41                 prep        gpu                     4  COMPLETED      0:0 \n"
+        "42                train        gpu                     8    RUNNING      0:0 \n"
+        "43           averyvery+        gpu                     0    PENDING      0:0 \n");
+}
+
+TEST_CASE("sacct -P and -p print the fields asked for, uncut, with the delimiter", "[slurm]") {
+  const std::string fields = "JobID,JobName,State,ExitCode,Elapsed,Start,End,NNodes,AllocTRES";
+  CHECK(renderSacct(parse({"-P", "-a", "-o", fields}), jobs(), "", kNow) ==
+        "JobID|JobName|State|ExitCode|Elapsed|Start|End|NNodes|AllocTRES\n"
+        "41|prep|COMPLETED|0:0|00:02:30|2026-01-01T11:51:00|2026-01-01T11:53:30|1|billing=4,cpu=4,node=1\n"
+        "41.batch|batch|COMPLETED|0:0|00:02:30|2026-01-01T11:51:00|2026-01-01T11:53:30|1|cpu=4,node=1\n"
+        "42|train|RUNNING|0:0|00:30:00|2026-01-01T11:30:00|Unknown|2|billing=8,cpu=8,gres/gpu=16,mem=32G,node=2\n"
+        "42.batch|batch|RUNNING|0:0|00:30:00|2026-01-01T11:30:00|Unknown|1|cpu=4,gres/gpu=8,mem=16G,node=1\n"
+        "43|averyverylongname|PENDING|0:0|00:00:00|Unknown|Unknown|4|\n");
+  CHECK(renderSacct(parse({"-p", "-n", "-X", "--format=jobid,state", "--delimiter=;"}), jobs(),
+                    "alice", kNow) == "41;COMPLETED;\n42;RUNNING;\n");
+  // $SACCT_FORMAT, and widths: "%N" right-aligned, "%-N" left-aligned.
+  CHECK(renderSacct(parse({"-X", "-j", "42"}, {{"SACCT_FORMAT", "JobID%4,JobName%-7,Timelimit"}}),
+                    jobs(), "alice", kNow) ==
+        "JobI JobName  Timelimit \n"
+        "---- ------- ---------- \n"
+        "  42 train     01:00:00 \n");
+  CHECK(renderSacct(parse({"-b", "-X", "-n"}), jobs(), "alice", kNow) ==
+        "41            COMPLETED      0:0 \n"
+        "42              RUNNING      0:0 \n");
+}
+
+TEST_CASE("sacct's window: midnight today, the epoch with -j, -S/-E, and -s for the state in it",
+          "[slurm]") {
+  auto ids = [](const SacctOptions& o) {
+    std::string out;
+    for (const JobView& j : jobs())
+      if (sacctSelects(o, j, "alice", kNow)) out += std::to_string(j.job_id) + " ";
+    return out;
+  };
+  CHECK(ids(parse({})) == "41 42 ");                   // 40 ended yesterday
+  CHECK(ids(parse({"-j", "40,42"})) == "42 40 ");      // -j: from the epoch
+  CHECK(ids(parse({"-S", "2025-12-31"})) == "41 42 40 ");
+  CHECK(ids(parse({"-S", "2025-12-31", "-E", "2025-12-31T23:59:59"})) == "40 ");
+  CHECK(ids(parse({"-a", "-S", "11:52"})) == "41 42 43 ");
+  CHECK(ids(parse({"-a", "-S", "11:54"})) == "42 43 ");
+  // -s: finished states count from their end, so every completed job so far is listed.
+  CHECK(ids(parse({"-s", "CD,F"})) == "41 40 ");
+  CHECK(ids(parse({"-s", "R", "-a"})) == "42 ");
+  CHECK(ids(parse({"-s", "PD", "-a"})) == "43 ");
+  CHECK(ids(parse({"-u", "bob"})) == "43 ");
+  CHECK(ids(parse({"-a", "--name", "prep,old", "-S", "2025-01-01"})) == "41 40 ");
+}
+
+TEST_CASE("sacct refuses bad fields, states and times, and says what Muster lacks", "[slurm]") {
+  CHECK(refusal({"-o", "JobID,Bogus"}) == "sacct: error: Invalid field requested: \"Bogus\"");
+  CHECK(refusal({"-s", "WAITING"}) == "sacct: error: Invalid state: WAITING");
+  CHECK(refusal({"-S", "yesterday-ish"}).find("sacct: error: Invalid time specification") == 0);
+  CHECK(refusal({"-S", "2026-01-01T10:00", "-E", "2026-01-01T09:00"}) ==
+        "sacct: error: Start time (-S) requested is after end time (-E)");
+  CHECK(refusal({"-l"}).find("-l/--long is not supported by Muster's sacct") != std::string::npos);
+  CHECK(refusal({"--json"}).find("--json is not supported") != std::string::npos);
+  CHECK(refusal({"-j", "12.0"}).find("srun's steps are not recorded") != std::string::npos);
+  CHECK(refusal({"--bogus"}).find("sacct: unrecognized option '--bogus'") == 0);
+  CHECK(refusal({"-o"}).find("requires an argument") != std::string::npos);
+  CHECK(refusal({"-o", "JobID%2000"}) == "sacct: error: Invalid field width: JobID%2000");
+  CHECK(refusal({"-o", "JobID%x"}) == "sacct: error: Invalid field width: JobID%x");
+}
+
+}  // namespace
+}  // namespace muster::jobengine::slurm
