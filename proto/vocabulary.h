@@ -56,6 +56,9 @@ inline constexpr char kExclusiveAnnotation[] = "muster.dev/exclusive";
 // Kubernetes' own: the scheduler sets PodScheduled=False with reason Unschedulable.
 inline constexpr char kPodScheduledCondition[] = "PodScheduled";
 inline constexpr char kUnschedulableReason[] = "Unschedulable";
+// In Muster's Unschedulable message when nodes that would do are held for a gang ahead of this
+// one (the scheduler's reservation); squeue reads it as reason Priority.
+inline constexpr char kReservedForAnotherGangReason[] = "node(s) were reserved for another gang";
 // PodScheduled=False while spec.schedulingGates is not empty (kube-scheduler's reason and words).
 inline constexpr char kSchedulingGatedReason[] = "SchedulingGated";
 inline constexpr char kSchedulingGatedMessage[] =

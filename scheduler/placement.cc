@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/log.h"
+#include "proto/vocabulary.h"
 #include "scheduler/filter.h"
 #include "scheduler/strings.h"
 
@@ -733,7 +734,7 @@ Unschedulable Placer::diagnose(std::string headline_extra) const {
     if (!n.ready) ++not_ready;
     if (!blocked_ids_.empty() && tls_scratch.blocked[id]) {
       ++blocked;
-      diag.add(Status::unschedulable("node(s) were reserved for another gang"));
+      diag.add(Status::unschedulable(proto::vocabulary::kReservedForAnotherGangReason));
       continue;
     }
     Status s = filterNode(*main.rep, n);

@@ -61,6 +61,20 @@ std::string exitCodeOf(const proto::Pod& pod) {
   return strCat(*c->exit_code, ":0");
 }
 
+// squeue's reason for a job whose gang waits for room, from Muster's PodScheduled message on its
+// batch pod: nodes that would do are held for another gang ahead of it (the scheduler's
+// reservation for a larger or higher-priority gang, as Slurm's backfill holds them) -> Priority;
+// otherwise Resources.
+std::string waitingReason(const proto::Pod* batch_pod) {
+  if (batch_pod == nullptr) return "Resources";
+  const proto::PodCondition* c = batch_pod->findCondition(proto::vocabulary::kPodScheduledCondition);
+  if (c == nullptr || c->status != "False" || c->reason != proto::vocabulary::kUnschedulableReason)
+    return "Resources";
+  if (c->message.find(proto::vocabulary::kReservedForAnotherGangReason) != std::string::npos)
+    return "Priority";
+  return "Resources";
+}
+
 // The key singleton dependencies find a job under: its namespace, user and name.
 std::string singletonKey(const proto::ParallelJob& job) {
   const proto::SlurmJobSpec& s = *job.spec.slurm;
@@ -424,7 +438,7 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
     StartGate gate = startGate(job, now, jobs);
     if (!gate.open) out.reason = gate.reason;
     else if (status->phase == "Restarting" || status->restarts > 0) out.reason = "Requeued";
-    else out.reason = "Resources";
+    else out.reason = waitingReason(launcher);
   }
   // StartTime: when this run began (a requeued job starts again); EndTime: when it ended.
   if (out.state == "RUNNING") out.start_time = before.start_time.empty() ? now_text : before.start_time;

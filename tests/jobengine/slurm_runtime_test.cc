@@ -473,6 +473,39 @@ TEST_CASE("a hold while the gang waits for room takes back its unbound pods, not
   CHECK(q.delete_pods.empty());
 }
 
+TEST_CASE("a gang waiting for room is PENDING for Priority while its nodes are held for a gang "
+          "ahead, else for Resources", "[slurm]") {
+  Job j;
+  j.startRunning();
+  j.job.status.phase = "Pending";
+  j.job.status.slurm->state = "PENDING";
+  j.job.status.conditions.clear();
+  for (int i = 0; i < 3; ++i) {
+    j.pod(i).spec.node_name.clear();
+    j.pod(i).status.phase = "Pending";
+  }
+  auto waitingFor = [&](const std::string& message) {
+    proto::PodCondition c;
+    c.type = "PodScheduled";
+    c.status = "False";
+    c.reason = "Unschedulable";
+    c.message = message;
+    j.pod(0).status.conditions = {c};
+    Plan p = j.run();
+    return p.status ? p.status->slurm->reason : j.job.status.slurm->reason;
+  };
+  // Muster's scheduler's words (scheduler/placement.cc).
+  CHECK(waitingFor("gang slurm-55-0: 3 nodes are reserved for other gangs; 0/8 nodes are "
+                   "available: 3 node(s) were reserved for another gang, 5 Insufficient "
+                   "nvidia.com/gpu.") == "Priority");
+  CHECK(waitingFor("gang slurm-55-0: the cluster can hold 2; 0/8 nodes are available: "
+                   "8 Insufficient nvidia.com/gpu.") == "Resources");
+  j.pod(0).status.conditions.clear();
+  Plan none = j.run();
+  REQUIRE(none.status);
+  CHECK(none.status->slurm->reason == "Resources");
+}
+
 }  // namespace
 }  // namespace muster::jobengine::slurm
 
