@@ -327,7 +327,7 @@ bool isScontrolJobCommand(const std::vector<std::string>& args) {
   if (equalsIgnoreCase(verb, "update"))
     return args.size() >= 2 && startsWithIgnoreCase(args[1], "NodeName=");
   if (!equalsIgnoreCase(verb, "show") || args.size() < 2) return false;
-  for (const char* what : {"job", "jobs", "jobid", "node", "nodes", "partition", "partitions"})
+  for (const char* what : {"job", "jobs", "jobid", "node", "nodes", "partition", "partitions", "config"})
     if (equalsIgnoreCase(args[1], what)) return true;
   return false;
 }
@@ -442,6 +442,14 @@ int scontrolNodeMain(const std::vector<std::string>& args, const GlobalOptions& 
 int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& global,
                     const std::map<std::string, std::string>& env, std::ostream& out,
                     std::ostream& err) {
+  if (args.size() >= 2 && equalsIgnoreCase(args[0], "show") && equalsIgnoreCase(args[1], "config")) {
+    auto session = ApiSession::open(global, env);
+    if (!session.ok()) return fail(err, session.status());
+    auto config = loadSlurmConfig(**session, env);
+    if (!config.ok()) return fail(err, config.status());
+    out << renderShowConfig(*config, absl::Now());
+    return 0;
+  }
   if (equalsIgnoreCase(args[0], "update") ||
       (args.size() >= 2 && (startsWithIgnoreCase(args[1], "node") || startsWithIgnoreCase(args[1], "partition"))))
     return scontrolNodeMain(args, global, env, out, err);

@@ -11,7 +11,7 @@
 //   scontrol show job [job_id]            Slurm's Key=Value blocks
 //   sinfo [options]                       partitions over the cluster's nodes (node_view.h)
 //   sacct [options]                       accounting of the jobs the API server keeps (acct.h)
-//   scontrol show node [name] | partition [name]
+//   scontrol show node [name] | partition [name] | config
 //   scontrol update NodeName=<hostlist> State=DRAIN Reason=... | State=RESUME
 //                                         cordons (spec.unschedulable) with the reason, who
 //                                         and when as annotations, or uncordons

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "jobengine/slurm/hostlist.h"
 #include "jobengine/slurm/squeue_format.h"
@@ -254,6 +255,38 @@ NodeView nodeViewOf(const proto::Node& node, const std::vector<proto::Pod>& pods
     v.state = NodeState::kMixed;
   }
   return v;
+}
+
+std::string renderShowConfig(const SlurmConfig& config, absl::Time now) {
+  std::vector<std::string> partitions;
+  for (const Partition& p : config.partitions) partitions.push_back(p.name);
+  const Partition* def = config.partition("");
+  const std::map<std::string, std::string> keys = {
+      {"AccountingStorageType", "accounting_storage/muster (the API server)"},
+      {"ClusterName", config.cluster_name},
+      {"DefaultPartition", def != nullptr ? def->name : "(null)"},
+      {"JobIdCounter", absl::StrCat(config.job_ids.namespace_.empty() ? "(release namespace)"
+                                                                        : config.job_ids.namespace_,
+                                    "/", config.job_ids.name)},
+      {"JobRequeue", "1"},
+      {"MaxArraySize", "0 (job arrays are not written yet)"},
+      {"MinJobAge", config.accounting_retention_seconds
+                        ? absl::StrCat(*config.accounting_retention_seconds, " sec")
+                        : "UNLIMITED"},
+      {"MusterVersion", "0.1"},
+      {"PartitionNames", partitions.empty() ? "(null)" : absl::StrJoin(partitions, ",")},
+      {"SLURM_VERSION", "24.05.0"},
+      {"SchedulerType", "sched/muster (gang, topology-aware)"},
+      {"SelectType", "select/muster (Kubernetes pods)"},
+      {"ToolsImage", config.tools_image.empty() ? "(null)" : config.tools_image},
+  };
+  std::string out = absl::StrCat("Configuration data as of ", formatTimestamp(now), "\n");
+  for (const auto& [k, v] : keys) {
+    std::string key = k;
+    if (key.size() < 23) key.resize(23, ' ');
+    absl::StrAppend(&out, key, " = ", v, "\n");
+  }
+  return out;
 }
 
 bool partitionHas(const Partition& partition, const NodeView& node) {

@@ -62,6 +62,12 @@ NodeView nodeViewOf(const proto::Node& node, const std::vector<proto::Pod>& pods
 // A partition's nodes: those its node selector matches.
 bool partitionHas(const Partition& partition, const NodeView& node);
 
+// `scontrol show config`: "Configuration data as of <time>", then "Key<padded to 23> = value"
+// lines sorted by key, as Slurm prints them — the settings Muster's Slurm has (ClusterName,
+// JobRequeue, MaxArraySize, MinJobAge from slurm.accountingRetention, the partitions, the job id
+// counter, versions); the rest of slurm.conf does not exist here.
+std::string renderShowConfig(const SlurmConfig& config, absl::Time now);
+
 struct SinfoOptions {
   bool help = false, usage = false, version = false;
   bool noheader = false;

@@ -459,6 +459,11 @@ TEST_CASE("sinfo shows the partition's nodes idle, allocated and drained, and sc
   CHECK(shown.find("\n   State=DRAINED ") != std::string::npos);
   CHECK(shown.find("\n   Reason=bad DIMM\n") != std::string::npos);
   CHECK(slurm({"scontrol", "show", "partition", "gpu"}).find("TotalNodes=8") != std::string::npos);
+  const std::string config = slurm({"scontrol", "show", "config"});
+  INFO("scontrol show config printed:\n" << config);
+  CHECK(config.rfind("Configuration data as of ", 0) == 0);
+  CHECK(config.find("\nClusterName             = e2e\n") != std::string::npos);
+  CHECK(config.find("\nPartitionNames          = gpu\n") != std::string::npos);
 
   // Resumed: schedulable again, idle, no reason left.
   slurm({"scontrol", "update", "NodeName=" + idle_node, "State=RESUME"});

@@ -156,5 +156,27 @@ TEST_CASE("scontrol show node prints Slurm's Key=Value block", "[scontrol]") {
   CHECK(out.find("\n   AllocTRES=cpu=8,gres/gpu=2\n") != std::string::npos);
 }
 
+TEST_CASE("scontrol show config prints Muster's Slurm settings as Key = value lines", "[slurm]") {
+  SlurmConfig c = config();
+  CHECK(renderShowConfig(c, absl::UnixEpoch() + absl::Hours(1)) ==
+        "Configuration data as of 1970-01-01T01:00:00\n"
+        "AccountingStorageType   = accounting_storage/muster (the API server)\n"
+        "ClusterName             = muster\n"
+        "DefaultPartition        = gpu\n"
+        "JobIdCounter            = (release namespace)/muster-slurm-job-ids\n"
+        "JobRequeue              = 1\n"
+        "MaxArraySize            = 0 (job arrays are not written yet)\n"
+        "MinJobAge               = 604800 sec\n"
+        "MusterVersion           = 0.1\n"
+        "PartitionNames          = gpu,debug\n"
+        "SLURM_VERSION           = 24.05.0\n"
+        "SchedulerType           = sched/muster (gang, topology-aware)\n"
+        "SelectType              = select/muster (Kubernetes pods)\n"
+        "ToolsImage              = (null)\n");
+  c.accounting_retention_seconds.reset();
+  CHECK(renderShowConfig(c, absl::UnixEpoch()).find("\nMinJobAge               = UNLIMITED\n") !=
+        std::string::npos);
+}
+
 }  // namespace
 }  // namespace muster::jobengine::slurm
