@@ -303,6 +303,17 @@ struct Job {
     REQUIRE(job.status.phase == "Running");
     REQUIRE(job.status.slurm->state == "RUNNING");
   }
+  // As if the pods were created but nothing was bound yet: the job is still PENDING.
+  void waitForRoom() {
+    startRunning();
+    job.status.phase = "Pending";
+    job.status.slurm->state = "PENDING";
+    job.status.conditions.clear();
+    for (int i = 0; i < job.spec.num_pods; ++i) {
+      pod(i).spec.node_name.clear();
+      pod(i).status.phase = "Pending";
+    }
+  }
   proto::Pod& pod(int i) { return const_cast<proto::Pod&>(*pods[i]); }
 
   RuntimeRegistry runtimes;
@@ -452,15 +463,7 @@ TEST_CASE("scancel of a pending job ends it CANCELLED before any pod exists", "[
 TEST_CASE("a hold while the gang waits for room takes back its unbound pods, not bound ones",
           "[slurm]") {
   Job j;
-  j.startRunning();
-  // As if the pods were created but nothing was bound yet: the job is still PENDING.
-  j.job.status.phase = "Pending";
-  j.job.status.slurm->state = "PENDING";
-  j.job.status.conditions.clear();
-  for (int i = 0; i < 3; ++i) {
-    j.pod(i).spec.node_name.clear();
-    j.pod(i).status.phase = "Pending";
-  }
+  j.waitForRoom();
   j.job.spec.slurm->hold = true;
   Plan p = j.run();
   CHECK(p.delete_pods.size() == 3);
@@ -476,14 +479,7 @@ TEST_CASE("a hold while the gang waits for room takes back its unbound pods, not
 TEST_CASE("a gang waiting for room is PENDING for Priority while its nodes are held for a gang "
           "ahead, else for Resources", "[slurm]") {
   Job j;
-  j.startRunning();
-  j.job.status.phase = "Pending";
-  j.job.status.slurm->state = "PENDING";
-  j.job.status.conditions.clear();
-  for (int i = 0; i < 3; ++i) {
-    j.pod(i).spec.node_name.clear();
-    j.pod(i).status.phase = "Pending";
-  }
+  j.waitForRoom();
   auto waitingFor = [&](const std::string& message) {
     proto::PodCondition c;
     c.type = "PodScheduled";
