@@ -342,9 +342,12 @@ std::vector<std::string> SlurmRuntime::knownAs(const proto::ParallelJob& job) co
   return {singletonKey(job)};
 }
 
-StartGate SlurmRuntime::startGate(const proto::ParallelJob& job, absl::Time now,
-                                  const JobDirectory* jobs) const {
-  if (!job.spec.slurm) return {};
+namespace {
+
+// The start gate of a Slurm job, given its dependency's verdict (evaluated once by the caller;
+// `have_jobs` false: no cache of other jobs to evaluate it against).
+StartGate gateOf(const proto::ParallelJob& job, absl::Time now, bool have_jobs,
+                 const std::optional<DependencyVerdict>& v) {
   const proto::SlurmJobSpec& s = *job.spec.slurm;
   if (s.hold)
     return {false, "JobHeldUser",
@@ -356,10 +359,9 @@ StartGate SlurmRuntime::startGate(const proto::ParallelJob& job, absl::Time now,
             strCat("job ", s.job_id, " starts no earlier than ", s.begin_time, " (--begin)"),
             begin - now};
   if (s.dependency.empty()) return {};
-  if (jobs == nullptr)
+  if (!have_jobs)
     return {false, "Dependency", strCat("job ", s.job_id, " waits for its dependency ", s.dependency),
             std::nullopt};
-  std::optional<DependencyVerdict> v = evaluateJobDependency(job, now, *jobs);
   if (!v || v->evaluation.result == DependencyResult::kSatisfied) return {};
   if (v->evaluation.result == DependencyResult::kWaiting) {
     StartGate gate{false, "Dependency",
@@ -381,6 +383,20 @@ StartGate SlurmRuntime::startGate(const proto::ParallelJob& job, absl::Time now,
     gate.message += "; the job is cancelled (sbatch --kill-on-invalid-dep=no keeps it pending)";
   }
   return gate;
+}
+
+std::optional<DependencyVerdict> verdictOf(const proto::ParallelJob& job, absl::Time now,
+                                           const JobDirectory* jobs) {
+  if (jobs == nullptr) return std::nullopt;
+  return evaluateJobDependency(job, now, *jobs);
+}
+
+}  // namespace
+
+StartGate SlurmRuntime::startGate(const proto::ParallelJob& job, absl::Time now,
+                                  const JobDirectory* jobs) const {
+  if (!job.spec.slurm) return {};
+  return gateOf(job, now, jobs != nullptr, verdictOf(job, now, jobs));
 }
 
 std::optional<std::string> SlurmRuntime::cancelled(const proto::ParallelJob& job) const {
@@ -435,10 +451,15 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
     out.state = "RUNNING";
   } else {
     out.state = "PENDING";
-    StartGate gate = startGate(job, now, jobs);
+    const std::optional<DependencyVerdict> verdict = verdictOf(job, now, jobs);
+    StartGate gate = gateOf(job, now, jobs != nullptr, verdict);
     if (!gate.open) out.reason = gate.reason;
     else if (status->phase == "Restarting" || status->restarts > 0) out.reason = "Requeued";
     else out.reason = waitingReason(launcher);
+    // The entries not met yet, while the job waits for them (squeue %E, scontrol Dependency=).
+    if (verdict && verdict->error.empty() &&
+        verdict->evaluation.result != DependencyResult::kSatisfied)
+      out.dependency = formatDependency(verdict->spec, verdict->evaluation.states);
   }
   // StartTime: when this run began (a requeued job starts again); EndTime: when it ended.
   if (out.state == "RUNNING") out.start_time = before.start_time.empty() ? now_text : before.start_time;
@@ -447,11 +468,6 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
     out.end_time = !before.end_time.empty()         ? before.end_time
                    : !status->completion_time.empty() ? status->completion_time
                                                       : now_text;
-  // The entries not met yet, while the job waits for them (squeue %E, scontrol Dependency=).
-  if (out.state == "PENDING" && jobs != nullptr)
-    if (std::optional<DependencyVerdict> v = evaluateJobDependency(job, now, *jobs);
-        v && v->error.empty() && v->evaluation.result != DependencyResult::kSatisfied)
-      out.dependency = formatDependency(v->spec, v->evaluation.states);
   status->slurm = std::move(out);
 }
 
