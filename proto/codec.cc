@@ -437,6 +437,17 @@ namespace {
 absl::Status decodeSlurmSpec(const rapidjson::Value& v, const JsonPath& p, SlurmJobSpec* s) {
   MUSTER_RETURN_IF_ERROR(expectObject(v, p));
   MUSTER_RETURN_IF_ERROR(readInt64(v, p, "jobId", &s->job_id));
+  MUSTER_RETURN_IF_ERROR(
+      withObject(v, p, "array", [s](const rapidjson::Value& a, const JsonPath& q) {
+        SlurmArrayTask& t = s->array.emplace();
+        MUSTER_RETURN_IF_ERROR(readInt64(a, q, "arrayJobId", &t.array_job_id));
+        MUSTER_RETURN_IF_ERROR(readInt64(a, q, "taskId", &t.task_id));
+        MUSTER_RETURN_IF_ERROR(readInt64(a, q, "taskCount", &t.task_count));
+        MUSTER_RETURN_IF_ERROR(readInt64(a, q, "taskMin", &t.task_min));
+        MUSTER_RETURN_IF_ERROR(readInt64(a, q, "taskMax", &t.task_max));
+        MUSTER_RETURN_IF_ERROR(readInt64(a, q, "taskStep", &t.task_step));
+        return readInt32(a, q, "maxRunning", &t.max_running);
+      }));
   MUSTER_RETURN_IF_ERROR(readString(v, p, "jobName", &s->job_name));
   MUSTER_RETURN_IF_ERROR(readString(v, p, "partition", &s->partition));
   MUSTER_RETURN_IF_ERROR(readString(v, p, "user", &s->user));
@@ -733,6 +744,15 @@ std::string encode(const ParallelJob& job) {
     const SlurmJobSpec& j = *s.slurm;
     w.key("slurm").beginObject();
     w.integerField("jobId", j.job_id);
+    if (j.array) {
+      const SlurmArrayTask& t = *j.array;
+      w.key("array").beginObject();
+      w.integerField("arrayJobId", t.array_job_id).integerField("taskId", t.task_id);
+      w.integerField("taskCount", t.task_count).integerField("taskMin", t.task_min);
+      w.integerField("taskMax", t.task_max).integerField("taskStep", t.task_step);
+      if (t.max_running) w.integerField("maxRunning", *t.max_running);
+      w.endObject();
+    }
     w.stringFieldIfSet("jobName", j.job_name);
     w.stringFieldIfSet("partition", j.partition);
     w.stringFieldIfSet("user", j.user);

@@ -289,8 +289,21 @@ struct PodGroup {
 // engine's Slurm runtime needs it (jobengine/slurm/runtime.h). The pod resources, node selection
 // and topology are already in spec.launcher; the batch script and the submission environment are
 // in the Secret `batch_secret` (they may hold secrets).
+// spec.slurm.array: the task of a job array (sbatch --array) this job is. Each task is a
+// ParallelJob of its own, with its own job id; the array's job id is the first task's.
+struct SlurmArrayTask {
+  int64_t array_job_id = 0;  // SLURM_ARRAY_JOB_ID: the job id of the array's first task
+  int64_t task_id = 0;       // SLURM_ARRAY_TASK_ID
+  int64_t task_count = 0;    // SLURM_ARRAY_TASK_COUNT
+  int64_t task_min = 0;      // SLURM_ARRAY_TASK_MIN
+  int64_t task_max = 0;      // SLURM_ARRAY_TASK_MAX
+  int64_t task_step = 1;     // SLURM_ARRAY_TASK_STEP
+  std::optional<int32_t> max_running;  // the "%P" throttle: tasks of the array running at once
+};
+
 struct SlurmJobSpec {
   int64_t job_id = 0;
+  std::optional<SlurmArrayTask> array;  // a task of a job array
   std::string job_name;
   std::string partition;
   std::string user;  // who submitted (the Kubernetes user name)

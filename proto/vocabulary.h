@@ -82,6 +82,8 @@ inline constexpr char kJobGlobalIndexLabel[] = "jobset.sigs.k8s.io/job-global-in
 
 // On a Slurm job's ParallelJob and pods: its Slurm job id.
 inline constexpr char kSlurmJobIdLabel[] = "muster.dev/slurm-job-id";
+// On every task of a Slurm job array (sbatch --array): the array's job id.
+inline constexpr char kSlurmArrayJobIdLabel[] = "muster.dev/slurm-array-job-id";
 
 // ParallelJob status condition types.
 inline constexpr char kConditionPodsCreated[] = "PodsCreated";

@@ -78,7 +78,10 @@ std::string valueOf(const std::string& n, const JobView& j, bool step, absl::Tim
   const int64_t elapsed = runSeconds(j, now);
   const int64_t gpus_per_node = j.gpus_per_node.value_or(0);
   const int32_t step_cpus = j.batch_cpus > 0 ? j.batch_cpus : j.num_cpus;
-  if (n == "JobID" || n == "JobIDRaw") return step ? absl::StrCat(j.job_id, ".batch") : absl::StrCat(j.job_id);
+  if (n == "JobID" || n == "JobIDRaw") {
+    const std::string id = n == "JobID" ? jobIdText(j) : absl::StrCat(j.job_id);
+    return step ? id + ".batch" : id;
+  }
   if (n == "JobName") return step ? "batch" : j.name;
   if (n == "Partition") return step ? "" : j.partition;
   if (n == "Account") return j.account;
@@ -219,11 +222,9 @@ absl::StatusOr<SacctOptions> parseSacctArgs(const std::vector<std::string>& args
         auto specs = parseJobIdList(word);
         if (!specs.ok()) return invalid(std::string(specs.status().message()));
         for (const JobIdSpec& spec : *specs) {
-          if (spec.array_task_id || spec.all_array_tasks)
-            return notSupported(absl::StrCat("job id ", word), "job arrays are not written yet");
           if (spec.step_id)
             return notSupported(absl::StrCat("job step ", word), "srun's steps are not recorded");
-          o.job_ids.push_back(spec.job_id);
+          o.job_ids.push_back(spec);
         }
       }
       return absl::OkStatus();
@@ -326,8 +327,7 @@ bool sacctSelects(const SacctOptions& o, const JobView& j, const std::string& me
   auto in = [](const std::vector<std::string>& list, const std::string& v) {
     return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
   };
-  if (!o.job_ids.empty() && std::find(o.job_ids.begin(), o.job_ids.end(), j.job_id) == o.job_ids.end())
-    return false;
+  if (!o.job_ids.empty() && !jobIdMatchesAny(j, o.job_ids)) return false;
   if (!o.users.empty()) {
     if (!in(o.users, j.user)) return false;
   } else if (!o.all_users && j.user != me) {

@@ -58,7 +58,7 @@ struct SacctOptions {
   bool parsable2 = false;    // -P
   std::string delimiter = "|";
   std::vector<SacctField> fields;
-  std::vector<int64_t> job_ids;
+  std::vector<JobIdSpec> job_ids;
   std::vector<std::string> users, names, partitions, accounts;
   std::set<JobState> states;
   std::optional<absl::Time> start, end;  // -S, -E

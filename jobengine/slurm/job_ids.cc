@@ -39,6 +39,12 @@ std::string counterBody(const ObjectName& counter, int64_t next, const std::stri
 
 absl::StatusOr<int64_t> allocateJobId(proto::Client& client, const ObjectName& counter,
                                       int max_attempts) {
+  return allocateJobIds(client, counter, 1, max_attempts);
+}
+
+absl::StatusOr<int64_t> allocateJobIds(proto::Client& client, const ObjectName& counter,
+                                       int64_t count, int max_attempts) {
+  if (count < 1) return absl::InvalidArgumentError("allocateJobIds: count must be positive");
   std::mt19937 rng(std::random_device{}());
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
     if (attempt > 0) {
@@ -48,8 +54,9 @@ absl::StatusOr<int64_t> allocateJobId(proto::Client& client, const ObjectName& c
     }
     auto got = client.callSync(counterRequest(proto::Verb::kGet, counter, ""));
     if (!got.ok() && proto::isNotFound(got.status())) {
-      // The first job of the cluster: id 1, the counter at 2.
-      auto created = client.callSync(counterRequest(proto::Verb::kPost, counter, counterBody(counter, 2, "")));
+      // The first job of the cluster: ids from 1, the counter after them.
+      auto created = client.callSync(
+          counterRequest(proto::Verb::kPost, counter, counterBody(counter, 1 + count, "")));
       if (created.ok()) return 1;
       if (proto::isAlreadyExists(created.status())) continue;
       return absl::Status(created.status().code(),
@@ -76,7 +83,7 @@ absl::StatusOr<int64_t> allocateJobId(proto::Client& client, const ObjectName& c
           strCat("the job id counter ConfigMap ", counter.namespace_, "/", counter.name,
                  " has no valid data.next; fix or delete it"));
     auto written = client.callSync(
-        counterRequest(proto::Verb::kPut, counter, counterBody(counter, next + 1, rv)));
+        counterRequest(proto::Verb::kPut, counter, counterBody(counter, next + count, rv)));
     if (written.ok()) return next;
     if (proto::isConflict(written.status())) continue;  // someone else took `next`
     return absl::Status(written.status().code(),

@@ -18,5 +18,8 @@ namespace muster::jobengine::slurm {
 // Blocking (Client::callSync): for the CLI, not for the executor's own thread.
 absl::StatusOr<int64_t> allocateJobId(proto::Client& client, const ObjectName& counter,
                                       int max_attempts = 50);
+// `count` consecutive ids (a job array's tasks), taken in one compare-and-swap; the first.
+absl::StatusOr<int64_t> allocateJobIds(proto::Client& client, const ObjectName& counter,
+                                       int64_t count, int max_attempts = 50);
 
 }  // namespace muster::jobengine::slurm

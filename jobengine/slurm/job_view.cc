@@ -78,6 +78,11 @@ std::optional<JobView> viewOf(const proto::ParallelJob& job) {
   const proto::SlurmJobSpec& s = *job.spec.slurm;
   JobView v;
   v.job_id = s.job_id;
+  if (s.array) {
+    v.array_job_id = s.array->array_job_id;
+    v.array_task_id = s.array->task_id;
+    v.array_max_running = s.array->max_running;
+  }
   v.object_name = job.meta.name;
   v.name = s.job_name;
   v.partition = s.partition;
@@ -125,17 +130,68 @@ std::optional<JobView> viewOf(const proto::ParallelJob& job) {
       v.nodes.push_back(podName(job.status.job_group_name, i));
   FilenameContext fc;
   fc.job_id = static_cast<uint32_t>(s.job_id);
+  if (s.array) {
+    fc.array_job_id = static_cast<uint32_t>(s.array->array_job_id);
+    fc.array_task_id = static_cast<uint32_t>(s.array->task_id);
+  }
   fc.node_name = v.nodes.empty() ? "" : v.nodes.front();
   fc.restart_count = static_cast<uint32_t>(std::max<int32_t>(0, v.restarts));
   fc.user = s.user;
   fc.job_name = s.job_name;
   fc.work_dir = s.work_dir;
   const std::string out_pattern =
-      s.stdout_pattern.empty() ? std::string(defaultOutputPattern(false)) : s.stdout_pattern;
+      s.stdout_pattern.empty() ? std::string(defaultOutputPattern(s.array.has_value())) : s.stdout_pattern;
   v.stdout_path = expandFilenamePattern(out_pattern, fc);
   v.stderr_path = s.stderr_pattern.empty() ? v.stdout_path : expandFilenamePattern(s.stderr_pattern, fc);
   v.stdin_path = s.stdin_path.empty() ? "/dev/null" : s.stdin_path;
   return v;
+}
+
+std::string jobIdText(const JobView& j) {
+  if (!j.array_tasks.empty()) return absl::StrCat(j.job_id, "_[", j.array_tasks, "]");
+  if (j.array_job_id && j.array_task_id) return absl::StrCat(*j.array_job_id, "_", *j.array_task_id);
+  return absl::StrCat(j.job_id);
+}
+
+bool jobIdMatches(const JobView& j, const JobIdSpec& id) {
+  const bool in_array = j.array_job_id && *j.array_job_id == id.job_id;
+  if (id.array_task_id) return in_array && j.array_task_id == static_cast<int64_t>(*id.array_task_id);
+  if (id.all_array_tasks) return in_array;
+  return in_array || j.job_id == id.job_id;
+}
+
+bool jobIdMatchesAny(const JobView& j, const std::vector<JobIdSpec>& ids) {
+  return std::any_of(ids.begin(), ids.end(), [&](const JobIdSpec& id) { return jobIdMatches(j, id); });
+}
+
+std::vector<JobView> collapseArrays(std::vector<JobView> jobs) {
+  std::vector<JobView> out;
+  std::vector<uint32_t> tasks;  // of out.back(), while it stands for several
+  auto flush = [&] {
+    if (tasks.size() < 2) return;
+    JobView& row = out.back();
+    row.array_tasks = formatArrayTaskIds(tasks);
+    if (row.array_max_running) absl::StrAppend(&row.array_tasks, "%", *row.array_max_running);
+    row.job_id = *row.array_job_id;
+  };
+  auto joins = [](const JobView& row, const JobView& j) {
+    return row.array_job_id && j.array_job_id && *row.array_job_id == *j.array_job_id &&
+           row.state == JobState::kPending && j.state == JobState::kPending &&
+           row.reason == j.reason && row.start_time == absl::InfinitePast() &&
+           j.start_time == absl::InfinitePast();
+  };
+  for (JobView& j : jobs) {
+    if (!out.empty() && !tasks.empty() && joins(out.back(), j)) {
+      tasks.push_back(static_cast<uint32_t>(*j.array_task_id));
+      continue;
+    }
+    flush();
+    tasks.clear();
+    if (j.array_task_id) tasks.push_back(static_cast<uint32_t>(*j.array_task_id));
+    out.push_back(std::move(j));
+  }
+  flush();
+  return out;
 }
 
 int64_t runSeconds(const JobView& job, absl::Time now) {
@@ -178,15 +234,12 @@ absl::StatusOr<SqueueOptions> parseSqueueArgs(const std::vector<std::string>& ar
     if (name == "account") return list(&o.accounts);
     if (name == "qos") return list(&o.qos);
     if (name == "jobs") {
-      std::vector<std::string> ids;
-      if (auto s = list(&ids); !s.ok()) return s;
-      for (const std::string& id : ids) {
-        int64_t n = 0;
-        if (id.find('_') != std::string::npos)
-          return notSupported(absl::StrCat("job id ", id), "job arrays are not written yet");
-        if (!absl::SimpleAtoi(id, &n) || n <= 0)
-          return absl::InvalidArgumentError(absl::StrCat("squeue: error: Invalid job id: ", id));
-        o.job_ids.push_back(n);
+      if (auto s = needs(); !s.ok()) return s;
+      auto ids = parseJobIdList(*value);
+      if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat("squeue: error: Invalid job id: ", *value));
+      for (const JobIdSpec& id : *ids) {
+        if (id.step_id) return notSupported(absl::StrCat("job step ", *value), "use -j with job ids");
+        o.job_ids.push_back(id);
       }
       return absl::OkStatus();
     }
@@ -204,9 +257,10 @@ absl::StatusOr<SqueueOptions> parseSqueueArgs(const std::vector<std::string>& ar
     if (name == "noheader") { o.noheader = true; return absl::OkStatus(); }
     if (name == "long") { o.long_format = true; return absl::OkStatus(); }
     if (name == "me") { o.me = true; return absl::OkStatus(); }
-    if (name == "all" || name == "array" || name == "verbose" || name == "local" ||
-        name == "federation" || name == "sibling")
-      return absl::OkStatus();  // every partition is shown; arrays are not written yet
+    if (name == "array") { o.array_tasks = true; return absl::OkStatus(); }
+    if (name == "all" || name == "verbose" || name == "local" || name == "federation" ||
+        name == "sibling")
+      return absl::OkStatus();  // every partition is shown
     if (name == "help") { o.help = true; return absl::OkStatus(); }
     if (name == "usage") { o.usage = true; return absl::OkStatus(); }
     if (name == "version") { o.version = true; return absl::OkStatus(); }
@@ -283,9 +337,7 @@ bool squeueSelects(const SqueueOptions& o, const JobView& j, const std::string& 
   auto in = [](const std::vector<std::string>& list, const std::string& v) {
     return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
   };
-  if (!o.job_ids.empty() &&
-      std::find(o.job_ids.begin(), o.job_ids.end(), j.job_id) == o.job_ids.end())
-    return false;
+  if (!o.job_ids.empty() && !jobIdMatchesAny(j, o.job_ids)) return false;
   if (o.me && j.user != me) return false;
   if (!in(o.users, j.user) || !in(o.names, j.name) || !in(o.partitions, j.partition) ||
       !in(o.accounts, j.account) || !in(o.qos, j.qos))
@@ -311,8 +363,11 @@ std::string renderSqueue(const SqueueOptions& o, std::vector<JobView> jobs, cons
     if (a.partition != b.partition) return a.partition < b.partition;
     const std::string_view sa = jobStateCompact(a.state), sb = jobStateCompact(b.state);
     if (sa != sb) return sa < sb;
+    if (a.array_job_id.value_or(a.job_id) != b.array_job_id.value_or(b.job_id))
+      return a.array_job_id.value_or(a.job_id) < b.array_job_id.value_or(b.job_id);
     return a.job_id < b.job_id;
   });
+  if (!o.array_tasks) jobs = collapseArrays(std::move(jobs));
   std::string out;
   for (const std::string& w : format.warnings) out += w + "\n";
   if (o.long_format) out += formatTimestampLong(now) + "\n";
@@ -326,9 +381,13 @@ std::string renderSqueue(const SqueueOptions& o, std::vector<JobView> jobs, cons
     auto cut = [](std::string text) { return SqueueCell{std::move(text), true}; };
     auto value = [&](const SqueueField& f) -> SqueueCell {
       const std::string& n = f.name;
-      if (n == "JobArrayId" || n == "JobId") return cell(absl::StrCat(j.job_id));
-      if (n == "ArrayJobId") return cell(absl::StrCat(j.job_id));
-      if (n == "ArrayTaskId") return cell("N/A");
+      if (n == "JobArrayId") return cell(jobIdText(j));
+      if (n == "JobId") return cell(absl::StrCat(j.job_id));
+      if (n == "ArrayJobId") return cell(absl::StrCat(j.array_job_id.value_or(j.job_id)));
+      if (n == "ArrayTaskId") {
+        if (!j.array_tasks.empty()) return cell(j.array_tasks);
+        return cell(j.array_task_id ? absl::StrCat(*j.array_task_id) : "N/A");
+      }
       if (n == "Account") return cell(orNull(j.account));
       if (n == "Partition") return cell(j.partition);
       if (n == "Name") return cell(j.name);
@@ -380,7 +439,12 @@ std::string renderSqueue(const SqueueOptions& o, std::vector<JobView> jobs, cons
 std::string renderShowJob(const JobView& j, absl::Time now) {
   const std::string nodelist = j.nodes.empty() ? "(null)" : compressHostlist(j.nodes);
   std::string out;
-  absl::StrAppend(&out, "JobId=", j.job_id, " JobName=", j.name, "\n");
+  absl::StrAppend(&out, "JobId=", j.job_id);
+  if (j.array_job_id && j.array_task_id) {
+    absl::StrAppend(&out, " ArrayJobId=", *j.array_job_id, " ArrayTaskId=", *j.array_task_id);
+    if (j.array_max_running) absl::StrAppend(&out, " ArrayTaskThrottle=", *j.array_max_running);
+  }
+  absl::StrAppend(&out, " JobName=", j.name, "\n");
   absl::StrAppend(&out, "   UserId=", j.user, " GroupId=", j.user, " MCS_label=N/A\n");
   absl::StrAppend(&out, "   Priority=0 Nice=0 Account=", orNull(j.account),
                   " QOS=", j.qos.empty() ? "normal" : j.qos, "\n");

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "jobengine/slurm/array.h"
 #include "jobengine/slurm/job_state.h"
 #include "proto/objects.h"
 
@@ -26,6 +27,12 @@ namespace muster::jobengine::slurm {
 
 struct JobView {
   int64_t job_id = 0;
+  // A task of a job array: the array's job id and the task's id, and the array's throttle.
+  std::optional<int64_t> array_job_id, array_task_id;
+  std::optional<int32_t> array_max_running;
+  // squeue's one line for several pending tasks of an array (collapseArrays): their ids as
+  // squeue prints them in brackets ("2-5,7%2"); empty for one job or task.
+  std::string array_tasks;
   std::string object_name;  // the ParallelJob
   std::string name, partition, user, account, qos, comment, command, work_dir, submit_host;
   std::string stdout_path, stderr_path, stdin_path;  // expanded, as scontrol prints them
@@ -58,6 +65,21 @@ struct JobView {
 // nullopt when the ParallelJob is not a Slurm job (no spec.slurm).
 std::optional<JobView> viewOf(const proto::ParallelJob& job);
 
+// The job id as squeue's %i, scontrol and sacct print it: "123", an array task "120_3", the
+// pending tasks of an array on one line "120_[3-5%2]".
+std::string jobIdText(const JobView& job);
+
+// Whether a job id word (array.h's JobIdSpec, without a step) names this job: "123" names job
+// 123 and, when 123 is an array's job id, every task of the array (as Slurm's commands take
+// it); "123_4" the array's task 4; "123_*" every task.
+bool jobIdMatches(const JobView& job, const JobIdSpec& id);
+bool jobIdMatchesAny(const JobView& job, const std::vector<JobIdSpec>& ids);
+
+// squeue's view of arrays: the pending tasks of an array that wait for the same reason and
+// follow each other in `jobs` become one line (array_tasks set, job_id the array's), as
+// slurmctld keeps the tasks it has not started in one record. squeue -r shows each task.
+std::vector<JobView> collapseArrays(std::vector<JobView> jobs);
+
 // Seconds the job has run by `now` (0 before it started).
 int64_t runSeconds(const JobView& job, absl::Time now);
 
@@ -71,7 +93,8 @@ struct SqueueOptions {
   std::optional<std::string> format;       // -o (or SQUEUE_FORMAT)
   std::optional<std::string> long_format_spec;  // -O (or SQUEUE_FORMAT2)
   std::vector<std::string> users, names, partitions, accounts, qos;
-  std::vector<int64_t> job_ids;
+  bool array_tasks = false;  // -r: one line per array task
+  std::vector<JobIdSpec> job_ids;
   std::set<JobState> states;  // empty: the default (not finished)
 };
 

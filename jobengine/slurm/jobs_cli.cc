@@ -39,29 +39,32 @@ absl::Status patchSlurmSpec(ApiSession& session, const JobView& job, std::string
   return body.ok() ? absl::OkStatus() : body.status();
 }
 
-const JobView* findJob(const std::vector<JobView>& jobs, int64_t id) {
+// The jobs a job id word names (jobIdMatches: an array's id names all of its tasks).
+std::vector<const JobView*> jobsNamed(const std::vector<JobView>& jobs, const JobIdSpec& id) {
+  std::vector<const JobView*> out;
   for (const JobView& j : jobs)
-    if (j.job_id == id) return &j;
-  return nullptr;
+    if (jobIdMatches(j, id)) out.push_back(&j);
+  return out;
 }
 
-// One word of job ids ("12", "12,13"; parseJobIdList's syntax). Array elements and steps are
-// refused, naming what is not written yet.
-absl::StatusOr<std::vector<int64_t>> parseJobIds(std::string_view command, std::string_view word) {
+// As the user wrote it: "12", "12_3", "12_*".
+std::string jobIdWord(const JobIdSpec& id) {
+  if (id.all_array_tasks) return absl::StrCat(id.job_id, "_*");
+  if (id.array_task_id) return absl::StrCat(id.job_id, "_", *id.array_task_id);
+  return absl::StrCat(id.job_id);
+}
+
+// One word of job ids ("12", "12,13", "12_3", "12_[1-3]", "12_*"; parseJobIdList's syntax).
+// Steps are refused: Muster acts on whole jobs.
+absl::StatusOr<std::vector<JobIdSpec>> parseJobIds(std::string_view command, std::string_view word) {
   auto specs = parseJobIdList(word);
   if (!specs.ok())
     return absl::InvalidArgumentError(absl::StrCat(av(command), ": error: ", specs.status().message()));
-  std::vector<int64_t> ids;
-  for (const JobIdSpec& spec : *specs) {
-    if (spec.array_task_id || spec.all_array_tasks)
-      return absl::InvalidArgumentError(absl::StrCat(
-          av(command), ": error: job array element ", av(word), ": job arrays are not written yet in Muster"));
+  for (const JobIdSpec& spec : *specs)
     if (spec.step_id)
       return absl::InvalidArgumentError(absl::StrCat(
           av(command), ": error: job step ", av(word), ": Muster acts on whole jobs, not steps"));
-    ids.push_back(spec.job_id);
-  }
-  return ids;
+  return *std::move(specs);
 }
 
 
@@ -130,8 +133,8 @@ int squeueMain(const std::vector<std::string>& args, const GlobalOptions& global
     return fail(err, absl::Status(jobs.status().code(),
                                   absl::StrCat("slurm_load_jobs error: ", jobs.status().message())));
   if (!options->job_ids.empty() &&
-      std::none_of(options->job_ids.begin(), options->job_ids.end(),
-                   [&](int64_t id) { return findJob(*jobs, id) != nullptr; }))
+      std::none_of(jobs->begin(), jobs->end(),
+                   [&](const JobView& j) { return jobIdMatchesAny(j, options->job_ids); }))
     return fail(err, absl::NotFoundError("slurm_load_jobs error: Invalid job id specified"));
   const std::string me = options->me ? whoAmI(**session, env) : "";
   out << renderSqueue(*options, *std::move(jobs), me, absl::Now());
@@ -173,7 +176,7 @@ int sacctMain(const std::vector<std::string>& args, const GlobalOptions& global,
 int scancelMain(const std::vector<std::string>& args, const GlobalOptions& global,
                 const std::map<std::string, std::string>& env, std::ostream& out, std::ostream& err) {
   SqueueOptions filter;  // the same filters as squeue's
-  std::vector<int64_t> ids;
+  std::vector<JobIdSpec> ids;
   bool quiet = false;
   int verbose = 0;
   bool any_filter = false;
@@ -262,38 +265,42 @@ int scancelMain(const std::vector<std::string>& args, const GlobalOptions& globa
   if (!jobs.ok()) return fail(err, jobs.status());
   const std::string me = filter.me ? whoAmI(**session, env) : "";
   int rc = 0;
+  auto active = [](const JobView& j) { return !isFinished(j.state) && !j.cancel_requested; };
   auto cancel = [&](const JobView& j) {
-    if (isFinished(j.state) || j.cancel_requested) {
-      if (!quiet)
-        err << "scancel: error: Kill job error on job id " << j.job_id
-            << ": Job/step already completing or completed\n";
-      rc = 1;
-      return;
-    }
-    if (verbose > 0) err << "scancel: Terminating job " << j.job_id << "\n";
+    if (verbose > 0) err << "scancel: Terminating job " << jobIdText(j) << "\n";
     if (absl::Status s = patchSlurmSpec(**session, j, R"({"cancel":true})"); !s.ok()) {
-      err << "scancel: error: Kill job error on job id " << j.job_id << ": " << s.message() << "\n";
+      err << "scancel: error: Kill job error on job id " << jobIdText(j) << ": " << s.message() << "\n";
       rc = 1;
     }
   };
   if (!ids.empty()) {
-    for (int64_t id : ids) {
-      const JobView* j = findJob(*jobs, id);
-      // With filters, an id names a job only when the job also passes them (scancel.1).
-      if (j == nullptr) {
-        err << "scancel: error: Kill job error on job id " << id << ": Invalid job id specified\n";
+    for (const JobIdSpec& id : ids) {
+      std::vector<const JobView*> named = jobsNamed(*jobs, id);
+      if (named.empty()) {
+        err << "scancel: error: Kill job error on job id " << jobIdWord(id)
+            << ": Invalid job id specified\n";
         rc = 1;
         continue;
       }
-      if (any_filter && !squeueSelects(filter, *j, me)) continue;
-      cancel(*j);
+      // With filters, an id names a job only when the job also passes them (scancel.1).
+      if (any_filter)
+        std::erase_if(named, [&](const JobView* j) { return !squeueSelects(filter, *j, me); });
+      if (named.empty()) continue;
+      // An array's tasks that have ended are passed over; an id whose jobs all have is an error.
+      if (std::none_of(named.begin(), named.end(), [&](const JobView* j) { return active(*j); })) {
+        if (!quiet)
+          err << "scancel: error: Kill job error on job id " << jobIdWord(id)
+              << ": Job/step already completing or completed\n";
+        rc = 1;
+        continue;
+      }
+      for (const JobView* j : named)
+        if (active(*j)) cancel(*j);
     }
     return rc;
   }
-  for (const JobView& j : *jobs) {
-    if (isFinished(j.state) || j.cancel_requested) continue;
-    if (squeueSelects(filter, j, me)) cancel(j);
-  }
+  for (const JobView& j : *jobs)
+    if (active(j) && squeueSelects(filter, j, me)) cancel(j);
   return rc;
 }
 
@@ -455,7 +462,7 @@ int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& g
     return scontrolNodeMain(args, global, env, out, err);
   const bool show = equalsIgnoreCase(args[0], "show");
   const bool hold = equalsIgnoreCase(args[0], "hold") || equalsIgnoreCase(args[0], "uhold");
-  std::vector<int64_t> ids;
+  std::vector<JobIdSpec> ids;
   for (size_t i = show ? 2 : 1; i < args.size(); ++i) {
     auto parsed = parseJobIds("scontrol", args[i]);
     if (!parsed.ok()) return fail(err, parsed.status());
@@ -473,7 +480,7 @@ int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& g
   if (show) {
     std::vector<const JobView*> chosen;
     for (const JobView& j : *jobs)
-      if (ids.empty() || std::find(ids.begin(), ids.end(), j.job_id) != ids.end()) chosen.push_back(&j);
+      if (ids.empty() || jobIdMatchesAny(j, ids)) chosen.push_back(&j);
     if (chosen.empty()) {
       if (ids.empty()) {
         out << "No jobs in the system\n";
@@ -489,23 +496,29 @@ int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& g
     return 0;
   }
   int rc = 0;
-  for (int64_t id : ids) {
-    const JobView* j = findJob(*jobs, id);
-    if (j == nullptr) {
-      err << "Invalid job id specified for job " << id << "\n";
+  for (const JobIdSpec& id : ids) {
+    std::vector<const JobView*> named = jobsNamed(*jobs, id);
+    if (named.empty()) {
+      err << "Invalid job id specified for job " << jobIdWord(id) << "\n";
       rc = 1;
       continue;
     }
-    if (j->state != JobState::kPending || j->cancel_requested) {
-      err << "Job is no longer pending execution for job " << id << "\n";
+    // An array's tasks that no longer wait are passed over; an id with none waiting is an error.
+    std::erase_if(named, [](const JobView* j) {
+      return j->state != JobState::kPending || j->cancel_requested;
+    });
+    if (named.empty()) {
+      err << "Job is no longer pending execution for job " << jobIdWord(id) << "\n";
       rc = 1;
       continue;
     }
-    if (j->hold == hold) continue;
-    if (absl::Status s = patchSlurmSpec(**session, *j, hold ? R"({"hold":true})" : R"({"hold":false})");
-        !s.ok()) {
-      err << "scontrol: error: job " << id << ": " << s.message() << "\n";
-      rc = 1;
+    for (const JobView* j : named) {
+      if (j->hold == hold) continue;
+      if (absl::Status s = patchSlurmSpec(**session, *j, hold ? R"({"hold":true})" : R"({"hold":false})");
+          !s.ok()) {
+        err << "scontrol: error: job " << jobIdText(*j) << ": " << s.message() << "\n";
+        rc = 1;
+      }
     }
   }
   return rc;

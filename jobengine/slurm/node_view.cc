@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "jobengine/slurm/array.h"
 #include "jobengine/slurm/hostlist.h"
 #include "jobengine/slurm/squeue_format.h"
 #include "jobengine/slurm/time.h"
@@ -269,7 +270,7 @@ std::string renderShowConfig(const SlurmConfig& config, absl::Time now) {
                                                                         : config.job_ids.namespace_,
                                     "/", config.job_ids.name)},
       {"JobRequeue", "1"},
-      {"MaxArraySize", "0 (job arrays are not written yet)"},
+      {"MaxArraySize", absl::StrCat(kDefaultMaxArraySize)},
       {"MinJobAge", config.accounting_retention_seconds
                         ? absl::StrCat(*config.accounting_retention_seconds, " sec")
                         : "UNLIMITED"},

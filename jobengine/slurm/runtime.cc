@@ -5,6 +5,7 @@
 #include "jobengine/naming.h"
 #include "jobengine/slurm/dependency.h"
 #include "jobengine/slurm/env.h"
+#include "jobengine/slurm/filename.h"
 #include "jobengine/slurm/hostlist.h"
 #include "jobengine/slurm/submit.h"
 #include "jobengine/ssh_attempt.h"
@@ -81,6 +82,18 @@ std::string singletonKey(const proto::ParallelJob& job) {
   return strCat("slurm-singleton:", job.meta.namespace_, "/", s.user, "/", s.job_name);
 }
 
+// The key every task of array `array_job_id` is known as (dependencies on the whole array).
+std::string arrayKey(std::string_view ns, int64_t array_job_id) {
+  return strCat("slurm-array:", ns, "/", array_job_id);
+}
+
+// The key a task of a throttled array is known as while it holds or frees a place under the
+// throttle (it runs, has ended, is held or cancelled): the array's waiting tasks look again
+// when such a task changes, not at every change of another waiting task.
+std::string arraySlotKey(std::string_view ns, int64_t array_job_id) {
+  return strCat("slurm-array-slot:", ns, "/", array_job_id);
+}
+
 // What a dependency sees of another Slurm job.
 DependencyTargetState targetState(const proto::ParallelJob& job) {
   DependencyTargetState t;
@@ -113,10 +126,21 @@ std::optional<DependencyVerdict> evaluateJobDependency(const proto::ParallelJob&
   if (v.spec.items.empty()) return std::nullopt;
   DependencyContext context;
   context.now = now;
+  if (s.array) context.own_array_task_id = static_cast<uint32_t>(s.array->task_id);
   context.lookup = [&](uint32_t id, std::optional<uint32_t> task,
                        bool all_tasks) -> std::optional<DependencyTargetState> {
-    // Muster has no job arrays: a task of a job names nothing (sbatch refuses it).
-    if (task || all_tasks) return std::nullopt;
+    // The tasks of array `id` (none when `id` is not an array's job id).
+    std::vector<DependencyTargetState> tasks;
+    for (const auto& other : jobs.knownAs(arrayKey(job.meta.namespace_, id))) {
+      if (!other->spec.slurm || !other->spec.slurm->array ||
+          other->spec.slurm->array->array_job_id != id)
+        continue;
+      if (task && other->spec.slurm->array->task_id != *task) continue;
+      tasks.push_back(targetState(*other));
+    }
+    if (task) return tasks.empty() ? std::nullopt : std::optional(tasks.front());
+    if (!tasks.empty()) return summarizeArray(tasks);  // "123" of an array: all of its tasks
+    if (all_tasks) return std::nullopt;
     auto target = jobs.get(job.meta.namespace_, jobObjectName(id));
     if (target == nullptr || !target->spec.slurm) return std::nullopt;  // gone: lifted
     return targetState(*target);
@@ -211,6 +235,15 @@ std::map<std::string, std::string> SlurmRuntime::nodeEnvironment(const proto::Pa
   if (!s.qos.empty()) in.qos = s.qos;
   if (!s.dependency.empty()) in.dependency = s.dependency;
   if (!s.user.empty()) in.user = s.user;
+  if (s.array) {
+    ArrayEnvironment& a = in.array.emplace();
+    a.array_job_id = static_cast<uint32_t>(s.array->array_job_id);
+    a.task_id = static_cast<uint32_t>(s.array->task_id);
+    a.task_count = static_cast<uint32_t>(s.array->task_count);
+    a.task_min = static_cast<uint32_t>(s.array->task_min);
+    a.task_max = static_cast<uint32_t>(s.array->task_max);
+    a.task_step = static_cast<uint32_t>(s.array->task_step);
+  }
   Environment env = batchEnvironment(in, index);
   const std::string ssh_config = strCat(kRunMountPath, "/ssh/config");
   env["MUSTER_SLURM_RSH"] = strCat("ssh -F ", ssh_config);
@@ -219,7 +252,9 @@ std::map<std::string, std::string> SlurmRuntime::nodeEnvironment(const proto::Pa
   if (index == 0) {
     env["MUSTER_SLURM_BATCH_DIR"] = kBatchMountPath;
     env["MUSTER_SLURM_WORKDIR"] = s.work_dir.empty() ? s.submit_dir : s.work_dir;
-    env["MUSTER_SLURM_STDOUT"] = s.stdout_pattern.empty() ? "slurm-%j.out" : s.stdout_pattern;
+    env["MUSTER_SLURM_STDOUT"] = s.stdout_pattern.empty()
+                                     ? std::string(defaultOutputPattern(s.array.has_value()))
+                                     : s.stdout_pattern;
     if (!s.stderr_pattern.empty()) env["MUSTER_SLURM_STDERR"] = s.stderr_pattern;
     env["MUSTER_SLURM_STDIN"] = s.stdin_path.empty() ? "/dev/null" : s.stdin_path;
     env["MUSTER_SLURM_USER"] = s.user;
@@ -324,14 +359,21 @@ FailureVerdict SlurmRuntime::onFailure(const proto::ParallelJob& job, int32_t in
 }
 
 std::vector<std::string> SlurmRuntime::waitsOn(const proto::ParallelJob& job) const {
-  if (!job.spec.slurm || job.spec.slurm->dependency.empty()) return {};
-  auto spec = parseDependency(job.spec.slurm->dependency);
-  if (!spec.ok()) return {};
+  if (!job.spec.slurm) return {};
   std::vector<std::string> keys;
-  for (const Dependency& d : spec->items)
-    keys.push_back(d.type == DependencyType::kSingleton
-                       ? singletonKey(job)
-                       : proto::objectKey(job.meta.namespace_, jobObjectName(d.job_id)));
+  if (const auto& a = job.spec.slurm->array; a && a->max_running)
+    keys.push_back(arraySlotKey(job.meta.namespace_, a->array_job_id));
+  if (job.spec.slurm->dependency.empty()) return keys;
+  auto spec = parseDependency(job.spec.slurm->dependency);
+  if (!spec.ok()) return keys;
+  for (const Dependency& d : spec->items) {
+    if (d.type == DependencyType::kSingleton) {
+      keys.push_back(singletonKey(job));
+      continue;
+    }
+    keys.push_back(proto::objectKey(job.meta.namespace_, jobObjectName(d.job_id)));
+    keys.push_back(arrayKey(job.meta.namespace_, d.job_id));  // the id may be an array's
+  }
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   return keys;
@@ -339,15 +381,53 @@ std::vector<std::string> SlurmRuntime::waitsOn(const proto::ParallelJob& job) co
 
 std::vector<std::string> SlurmRuntime::knownAs(const proto::ParallelJob& job) const {
   if (!job.spec.slurm) return {};
-  return {singletonKey(job)};
+  std::vector<std::string> keys{singletonKey(job)};
+  if (const auto& a = job.spec.slurm->array) {
+    keys.push_back(arrayKey(job.meta.namespace_, a->array_job_id));
+    const JobState state = targetState(job).state;
+    if (a->max_running && (state != JobState::kPending || job.spec.slurm->hold || job.spec.slurm->cancel))
+      keys.push_back(arraySlotKey(job.meta.namespace_, a->array_job_id));
+  }
+  return keys;
 }
 
 namespace {
 
 // The start gate of a Slurm job, given its dependency's verdict (evaluated once by the caller;
 // `have_jobs` false: no cache of other jobs to evaluate it against).
-StartGate gateOf(const proto::ParallelJob& job, absl::Time now, bool have_jobs,
+// The "%P" throttle of an array: the tasks that run count against P, and the places left go to
+// the waiting tasks (not held, not cancelled) in ascending task id order. Deterministic, so
+// that tasks reconciled one after another agree on who may start; a task whose gang is
+// already bound is not looked at again (it runs). nullopt: this task may start.
+std::optional<StartGate> throttleGate(const proto::ParallelJob& job, const JobDirectory& jobs) {
+  const proto::SlurmJobSpec& s = *job.spec.slurm;
+  if (!s.array || !s.array->max_running) return std::nullopt;
+  const proto::SlurmArrayTask& a = *s.array;
+  int64_t running = 0;
+  std::vector<int64_t> waiting{a.task_id};
+  for (const auto& other : jobs.knownAs(arrayKey(job.meta.namespace_, a.array_job_id))) {
+    if (other->meta.uid == job.meta.uid || !other->spec.slurm || !other->spec.slurm->array ||
+        other->spec.slurm->array->array_job_id != a.array_job_id)
+      continue;
+    const JobState state = targetState(*other).state;
+    if (isFinished(state)) continue;
+    if (state != JobState::kPending) ++running;
+    else if (!other->spec.slurm->hold && !other->spec.slurm->cancel)
+      waiting.push_back(other->spec.slurm->array->task_id);
+  }
+  std::sort(waiting.begin(), waiting.end());
+  const int64_t ahead = std::lower_bound(waiting.begin(), waiting.end(), a.task_id) - waiting.begin();
+  if (running + ahead < *a.max_running) return std::nullopt;
+  return StartGate{false, "JobArrayTaskLimit",
+                   strCat("task ", a.task_id, " of array job ", a.array_job_id, " waits: at most ",
+                          *a.max_running, " of its tasks run at once (--array ...%",
+                          *a.max_running, "); ", running, " run, ", ahead, " wait ahead of it"),
+                   std::nullopt};
+}
+
+StartGate gateOf(const proto::ParallelJob& job, absl::Time now, const JobDirectory* jobs,
                  const std::optional<DependencyVerdict>& v) {
+  const bool have_jobs = jobs != nullptr;
   const proto::SlurmJobSpec& s = *job.spec.slurm;
   if (s.hold)
     return {false, "JobHeldUser",
@@ -358,11 +438,21 @@ StartGate gateOf(const proto::ParallelJob& job, absl::Time now, bool have_jobs,
     return {false, "BeginTime",
             strCat("job ", s.job_id, " starts no earlier than ", s.begin_time, " (--begin)"),
             begin - now};
-  if (s.dependency.empty()) return {};
+  auto throttled = [&]() -> StartGate {
+    if (s.array && s.array->max_running && !have_jobs)
+      return {false, "JobArrayTaskLimit",
+              strCat("task ", s.array->task_id, " of array job ", s.array->array_job_id,
+                     " waits for a place under the array's throttle"),
+              std::nullopt};
+    if (have_jobs)
+      if (std::optional<StartGate> gate = throttleGate(job, *jobs)) return *gate;
+    return {};
+  };
+  if (s.dependency.empty()) return throttled();
   if (!have_jobs)
     return {false, "Dependency", strCat("job ", s.job_id, " waits for its dependency ", s.dependency),
             std::nullopt};
-  if (!v || v->evaluation.result == DependencyResult::kSatisfied) return {};
+  if (!v || v->evaluation.result == DependencyResult::kSatisfied) return throttled();
   if (v->evaluation.result == DependencyResult::kWaiting) {
     StartGate gate{false, "Dependency",
                    strCat("job ", s.job_id, " waits for its dependency ",
@@ -396,7 +486,7 @@ std::optional<DependencyVerdict> verdictOf(const proto::ParallelJob& job, absl::
 StartGate SlurmRuntime::startGate(const proto::ParallelJob& job, absl::Time now,
                                   const JobDirectory* jobs) const {
   if (!job.spec.slurm) return {};
-  return gateOf(job, now, jobs != nullptr, verdictOf(job, now, jobs));
+  return gateOf(job, now, jobs, verdictOf(job, now, jobs));
 }
 
 std::optional<std::string> SlurmRuntime::cancelled(const proto::ParallelJob& job) const {
@@ -452,7 +542,7 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
   } else {
     out.state = "PENDING";
     const std::optional<DependencyVerdict> verdict = verdictOf(job, now, jobs);
-    StartGate gate = gateOf(job, now, jobs != nullptr, verdict);
+    StartGate gate = gateOf(job, now, jobs, verdict);
     if (!gate.open) out.reason = gate.reason;
     else if (status->phase == "Restarting" || status->restarts > 0) out.reason = "Requeued";
     else out.reason = waitingReason(launcher);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "jobengine/slurm/job_ids.h"
+#include "jobengine/ssh_attempt.h"
 #include "jobengine/slurm/script.h"
 #include "jobengine/slurm/submit.h"
 #include "proto/codec.h"
@@ -83,6 +84,45 @@ int exitStatusOf(const std::string& exit_code, const std::string& state) {
   return code;
 }
 
+void removeJob(ApiSession& session, const std::string& name) {
+  proto::Request remove;
+  remove.verb = proto::Verb::kDelete;
+  remove.path = proto::resources::kParallelJobs.objectPath(session.ns(), name);
+  (void)session.client().callSync(std::move(remove));
+}
+
+// Creates the job and then its Secret, which the job owns (it goes when the job is deleted);
+// without the Secret the job goes again.
+absl::Status createJob(ApiSession& session, Submission& submission) {
+  proto::Request create_job;
+  create_job.verb = proto::Verb::kPost;
+  create_job.path = proto::resources::kParallelJobs.collectionPath(session.ns());
+  create_job.body = proto::encode(submission.job);
+  auto created = session.client().callSync(std::move(create_job));
+  if (!created.ok())
+    return absl::Status(created.status().code(),
+                        strCat("Batch job submission failed: ", created.status().message()));
+  proto::ParallelJob job;
+  if (absl::Status s = proto::decodeJson(*created, &job); !s.ok()) return s;
+  proto::OwnerReference owner = ownerOf(job);
+  // Blocking the job's deletion would need update on paralleljobs/finalizers, which a Slurm
+  // user has no use for.
+  owner.block_owner_deletion = false;
+  submission.batch.meta.owner_references.push_back(owner);
+  proto::Request create_secret;
+  create_secret.verb = proto::Verb::kPost;
+  create_secret.path = proto::resources::kSecrets.collectionPath(session.ns());
+  create_secret.body = proto::encode(submission.batch);
+  auto secret = session.client().callSync(std::move(create_secret));
+  if (!secret.ok()) {
+    removeJob(session, job.meta.name);
+    return absl::Status(secret.status().code(),
+                        strCat("Batch job submission failed: cannot store the batch script: ",
+                               secret.status().message()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int sbatchMain(const std::vector<std::string>& args, const GlobalOptions& global,
@@ -151,68 +191,56 @@ int sbatchMain(const std::vector<std::string>& args, const GlobalOptions& global
   if (absl::Status s = checkSubmission(*options, *config, ctx); !s.ok()) return fail(err, s);
   ctx.user = whoAmI(**session, env);
 
-  auto id = allocateJobId((*session)->client(), config->job_ids);
+  auto id = allocateJobIds((*session)->client(), config->job_ids, jobIdsNeeded(*options));
   if (!id.ok()) return fail(err, id.status());
-  auto submission = buildSubmission(*options, *config, ctx, *id);
-  if (!submission.ok()) return fail(err, submission.status());
-
-  proto::Request create_job;
-  create_job.verb = proto::Verb::kPost;
-  create_job.path = proto::resources::kParallelJobs.collectionPath(ctx.ns);
-  create_job.body = proto::encode(submission->job);
-  auto created = (*session)->client().callSync(std::move(create_job));
-  if (!created.ok())
-    return fail(err, absl::Status(created.status().code(),
-                                  strCat("Batch job submission failed: ", created.status().message())));
-  proto::ParallelJob job;
-  if (absl::Status s = proto::decodeJson(*created, &job); !s.ok()) return fail(err, s);
-  // The Secret belongs to the job: it goes when the job is deleted.
-  proto::OwnerReference owner;
-  owner.api_version = "preferred.jp/v1alpha1";
-  owner.kind = "ParallelJob";
-  owner.name = job.meta.name;
-  owner.uid = job.meta.uid;
-  owner.controller = true;
-  submission->batch.meta.owner_references.push_back(owner);
-  proto::Request create_secret;
-  create_secret.verb = proto::Verb::kPost;
-  create_secret.path = proto::resources::kSecrets.collectionPath(ctx.ns);
-  create_secret.body = proto::encode(submission->batch);
-  auto secret = (*session)->client().callSync(std::move(create_secret));
-  if (!secret.ok()) {
-    proto::Request remove;
-    remove.verb = proto::Verb::kDelete;
-    remove.path = proto::resources::kParallelJobs.objectPath(ctx.ns, job.meta.name);
-    (void)(*session)->client().callSync(std::move(remove));
-    return fail(err, absl::Status(secret.status().code(),
-                                  strCat("Batch job submission failed: cannot store the batch "
-                                         "script: ", secret.status().message())));
+  auto submissions = buildSubmissions(*options, *config, ctx, *id);
+  if (!submissions.ok()) return fail(err, submissions.status());
+  // An array's tasks are created in order; when one cannot be, those created go again, so that
+  // no array is left half submitted.
+  std::vector<std::string> created;
+  for (Submission& submission : *submissions) {
+    absl::Status s = createJob(**session, submission);
+    if (s.ok()) {
+      created.push_back(submission.job.meta.name);
+      continue;
+    }
+    for (const std::string& name : created) removeJob(**session, name);
+    return fail(err, s);
   }
+  const Submission* submission = &submissions->front();
   for (const std::string& note : submission->notes) err << note << "\n";
   if (options->parsable) out << *id << "\n";
   else out << "Submitted batch job " << *id << "\n";
   out.flush();
   if (!options->wait) return 0;
 
-  // --wait: until the job ends; its exit code is sbatch's.
-  for (;;) {
-    std::this_thread::sleep_for(std::chrono::seconds(2));
-    proto::Request get;
-    get.path = proto::resources::kParallelJobs.objectPath(ctx.ns, job.meta.name);
-    auto body = (*session)->client().callSync(std::move(get));
-    if (!body.ok()) {
-      if (proto::isNotFound(body.status())) {
-        err << "sbatch: error: job " << *id << " was deleted\n";
-        return 1;
+  // --wait: until the job (every task of an array) ends; its exit code is sbatch's (an array's:
+  // the highest of its tasks', as Slurm's).
+  int rc = 0;
+  for (const std::string& name : created) {
+    for (;;) {
+      proto::Request get;
+      get.path = proto::resources::kParallelJobs.objectPath(ctx.ns, name);
+      auto body = (*session)->client().callSync(std::move(get));
+      if (!body.ok()) {
+        if (proto::isNotFound(body.status())) {
+          err << "sbatch: error: job " << name << " was deleted\n";
+          return 1;
+        }
+      } else {
+        proto::ParallelJob now;
+        if (proto::decodeJson(*body, &now).ok() && now.status.slurm) {
+          const std::string& state = now.status.slurm->state;
+          if (state != "PENDING" && state != "RUNNING" && !state.empty()) {
+            rc = std::max(rc, exitStatusOf(now.status.slurm->exit_code, state));
+            break;
+          }
+        }
       }
-      continue;
+      std::this_thread::sleep_for(std::chrono::seconds(2));
     }
-    proto::ParallelJob now;
-    if (!proto::decodeJson(*body, &now).ok() || !now.status.slurm) continue;
-    const std::string& state = now.status.slurm->state;
-    if (state == "PENDING" || state == "RUNNING" || state.empty()) continue;
-    return exitStatusOf(now.status.slurm->exit_code, state);
   }
+  return rc;
 }
 
 }  // namespace muster::jobengine::slurm

@@ -1,7 +1,5 @@
 #include "jobengine/slurm/submit.h"
 
-#include "jobengine/slurm/dependency.h"
-
 #include <algorithm>
 
 #include "absl/strings/str_split.h"
@@ -51,6 +49,7 @@ struct Shape {
   // -C as OR of AND-terms; each term: label -> value ("" for "exists").
   std::vector<std::map<std::string, std::string>> constraint;
   std::optional<absl::Time> begin;
+  std::optional<ArraySpec> array;  // --array
 };
 
 absl::StatusOr<std::vector<std::map<std::string, std::string>>> parseConstraint(
@@ -91,19 +90,19 @@ absl::StatusOr<Shape> shapeOf(const BatchOptions& o, const SlurmConfig& config,
   if (s.partition == nullptr)
     return o.partition ? refused("Invalid partition name specified")
                        : refused("No partition specified or system default partition");
-  if (o.array) return error("--array is not supported by Muster yet; submit the tasks one by one");
+  if (o.array) {
+    auto array = parseArraySpec(*o.array);
+    if (!array.ok()) return refused(std::string(array.status().message()));
+    s.array = *std::move(array);
+  }
   if (o.dependency) {
     auto dep = parseDependency(*o.dependency);
     if (!dep.ok()) return refused("Job dependency problem");
     for (const Dependency& d : dep->items) {
-      if (!isSupported(d.type) || d.type == DependencyType::kAfterCorr)
+      if (!isSupported(d.type))
         return error(strCat("--dependency ", dependencyTypeName(d.type),
-                            " is not supported by Muster (it has no ",
-                            d.type == DependencyType::kAfterCorr ? "job arrays" : "burst buffers",
-                            "); nothing was submitted"));
-      if (d.array_task_id || d.all_array_tasks)
-        return error(strCat("--dependency on an array task (", d.job_id,
-                            "_...): Muster has no job arrays yet; nothing was submitted"));
+                            " is not supported by Muster (it has no burst buffers and does not "
+                            "grow jobs); nothing was submitted"));
       // A job Slurm does not know is refused (one that ended and was purged cannot be told
       // apart from one that never was).
       if (d.job_id != 0 && ctx.job_exists && !ctx.job_exists(d.job_id))
@@ -308,11 +307,11 @@ absl::Status checkSubmission(const BatchOptions& options, const SlurmConfig& con
   return shapeOf(options, config, context).status();
 }
 
-absl::StatusOr<Submission> buildSubmission(const BatchOptions& o, const SlurmConfig& config,
-                                           const SubmitContext& ctx, int64_t job_id) {
-  auto shape = shapeOf(o, config, ctx);
-  if (!shape.ok()) return shape.status();
-  const Shape& s = *shape;
+namespace {
+
+// The submission of job `job_id`: the whole job, or task `task` of the array.
+Submission buildOne(const BatchOptions& o, const Shape& s, const SubmitContext& ctx,
+                    int64_t job_id, std::optional<proto::SlurmArrayTask> task) {
   Submission out;
   for (const IgnoredOption& ignored : o.ignored) out.notes.push_back(ignored.warning);
 
@@ -320,6 +319,8 @@ absl::StatusOr<Submission> buildSubmission(const BatchOptions& o, const SlurmCon
   job.meta.name = jobObjectName(job_id);
   job.meta.namespace_ = ctx.ns;
   job.meta.labels[proto::vocabulary::kSlurmJobIdLabel] = strCat(job_id);
+  if (task)
+    job.meta.labels[proto::vocabulary::kSlurmArrayJobIdLabel] = strCat(task->array_job_id);
   if (!s.partition->topology_required.empty())
     job.meta.annotations[proto::vocabulary::kTopologyRequiredAnnotation] = s.partition->topology_required;
   if (!s.partition->topology_preferred.empty())
@@ -335,6 +336,7 @@ absl::StatusOr<Submission> buildSubmission(const BatchOptions& o, const SlurmCon
 
   proto::SlurmJobSpec& j = job.spec.slurm.emplace();
   j.job_id = job_id;
+  j.array = task;
   j.job_name = o.job_name.value_or(defaultJobName(o));
   j.partition = s.partition->name;
   j.user = ctx.user;
@@ -379,6 +381,47 @@ absl::StatusOr<Submission> buildSubmission(const BatchOptions& o, const SlurmCon
   }
   out.batch.string_data["args"] = args;
   return out;
+}
+
+}  // namespace
+
+int64_t jobIdsNeeded(const BatchOptions& options) {
+  if (!options.array) return 1;
+  auto array = parseArraySpec(*options.array);
+  return array.ok() ? array->taskCount() : 1;
+}
+
+absl::StatusOr<std::vector<Submission>> buildSubmissions(const BatchOptions& o,
+                                                         const SlurmConfig& config,
+                                                         const SubmitContext& ctx,
+                                                         int64_t first_job_id) {
+  auto shape = shapeOf(o, config, ctx);
+  if (!shape.ok()) return shape.status();
+  std::vector<Submission> out;
+  if (!shape->array) {
+    out.push_back(buildOne(o, *shape, ctx, first_job_id, std::nullopt));
+    return out;
+  }
+  const ArraySpec& a = *shape->array;
+  for (size_t k = 0; k < a.task_ids.size(); ++k) {
+    proto::SlurmArrayTask task;
+    task.array_job_id = first_job_id;
+    task.task_id = a.task_ids[k];
+    task.task_count = a.taskCount();
+    task.task_min = a.minTaskId();
+    task.task_max = a.maxTaskId();
+    task.task_step = a.step;
+    if (a.max_running) task.max_running = static_cast<int32_t>(*a.max_running);
+    out.push_back(buildOne(o, *shape, ctx, first_job_id + static_cast<int64_t>(k), task));
+  }
+  return out;
+}
+
+absl::StatusOr<Submission> buildSubmission(const BatchOptions& o, const SlurmConfig& config,
+                                           const SubmitContext& ctx, int64_t job_id) {
+  auto all = buildSubmissions(o, config, ctx, job_id);
+  if (!all.ok()) return all.status();
+  return std::move(all->front());
 }
 
 }  // namespace muster::jobengine::slurm

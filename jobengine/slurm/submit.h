@@ -24,7 +24,12 @@
 //   --requeue/--no-requeue failurePolicy.maxRestarts 3 / 0 (a lost node requeues the job)
 //   -H, --begin            the job is created held / not before that time
 //   -o -e -i -D --export   recorded; the batch step applies them
-//   --array, --dependency  refused for now (the next issue), never silently ignored
+//   --array=spec           one ParallelJob per task ("0-15%4", "1,3,5-9:2"), each with its own
+//                          job id: the array's job id A is the first task's, the task at
+//                          position k (in ascending task id order) gets A+k; spec.slurm.array
+//                          says which task it is, label muster.dev/slurm-array-job-id=A marks
+//                          them all; the "%P" throttle is kept by the job engine
+//   -d                     spec.slurm.dependency, checked here (jobengine/slurm/dependency.h)
 //
 // Refusals say what Slurm says (sbatch: error: Batch job submission failed: ...), and nothing is
 // created for them.
@@ -38,6 +43,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "jobengine/slurm/array.h"
 #include "jobengine/slurm/cluster_config.h"
 #include "jobengine/slurm/options.h"
 #include "proto/objects.h"
@@ -81,7 +87,16 @@ struct Submission {
 std::string jobObjectName(int64_t job_id);
 std::string batchSecretName(int64_t job_id);
 
-// Checks the request and builds what to submit for job `job_id`.
+// How many consecutive job ids the request takes: the tasks of its --array, else 1.
+int64_t jobIdsNeeded(const BatchOptions& options);
+
+// Checks the request and builds what to submit, from job id `first_job_id` on: one Submission,
+// or one per array task (in ascending task id order, job ids first_job_id, first_job_id+1, ...).
+absl::StatusOr<std::vector<Submission>> buildSubmissions(const BatchOptions& options,
+                                                         const SlurmConfig& config,
+                                                         const SubmitContext& context,
+                                                         int64_t first_job_id);
+// The first of buildSubmissions (the job, or an array's first task).
 absl::StatusOr<Submission> buildSubmission(const BatchOptions& options, const SlurmConfig& config,
                                            const SubmitContext& context, int64_t job_id);
 // The checks alone (what buildSubmission refuses), for before a job id is taken.

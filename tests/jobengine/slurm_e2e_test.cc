@@ -105,6 +105,31 @@ slurm:
     }, kTimeout, std::chrono::milliseconds(300));
   }
 
+  // muster-slurm ARGS, which must succeed: what it printed.
+  std::string ok(const std::vector<std::string>& args) {
+    auto out = slurm(args);
+    INFO(absl::StrJoin(args, " ") << ": " << out.status().ToString());
+    REQUIRE(out.ok());
+    return *out;
+  }
+
+  // muster-slurm ARGS, which must fail: its message.
+  std::string refused(const std::vector<std::string>& args) {
+    auto out = slurm(args);
+    INFO(absl::StrJoin(args, " ") << " printed " << out.value_or(""));
+    REQUIRE_FALSE(out.ok());
+    return std::string(out.status().message());
+  }
+
+  // Checks that muster-slurm ARGS prints `want` before the timeout.
+  void expectPrints(const std::vector<std::string>& args, const std::string& want) {
+    std::string last;
+    const bool printed = printsWithin(args, want, &last);
+    INFO(absl::StrJoin(args, " ") << " printed:\n" << last << "wanted:\n" << want);
+    INFO(scheduler().logTail());
+    CHECK(printed);
+  }
+
   std::string script(const std::string& name, const std::string& text) {
     std::string path = dir_ + "/" + name;
     std::ofstream(path) << text;
@@ -251,71 +276,55 @@ TEST_CASE("squeue, scontrol and scancel follow jobs through a hold, a wait for r
   SlurmFixture f;
   std::string path = f.script("gang.sh", "#!/bin/bash\n#SBATCH -J gang\n#SBATCH -N 4\n"
                                          "#SBATCH --gpus-per-node=8\nsrun hostname\n");
-  auto slurm = [&](const std::vector<std::string>& args) {
-    auto out = f.slurm(args);
-    INFO(absl::StrJoin(args, " ") << ": " << out.status().ToString());
-    REQUIRE(out.ok());
-    return *out;
-  };
-  auto refused = [&](const std::vector<std::string>& args) {
-    auto out = f.slurm(args);
-    INFO(absl::StrJoin(args, " ") << " printed " << out.value_or(""));
-    REQUIRE_FALSE(out.ok());
-    return std::string(out.status().message());
-  };
   // Waits until `squeue ARGS` prints `want`.
   auto squeueShows = [&](std::vector<std::string> args, const std::string& want) {
     args.insert(args.begin(), "squeue");
-    std::string last;
-    bool ok = f.printsWithin(args, want, &last);
-    INFO(absl::StrJoin(args, " ") << " printed:\n" << last << "wanted:\n" << want);
-    INFO(f.scheduler().logTail());
-    CHECK(ok);
+    f.expectPrints(args, want);
   };
-  const std::string sa = std::to_string(f.submittedId(slurm({"sbatch", "-H", path})));
+  const std::string sa = std::to_string(f.submittedId(f.ok({"sbatch", "-H", path})));
   // Held: pending for JobHeldUser, and no pod exists.
   squeueShows({"-h", "-o", "%i %t %R", "-j", sa}, sa + " PD (JobHeldUser)\n");
   CHECK(f.pods("muster.dev/slurm-job-id=" + sa).empty());
-  std::string shown = slurm({"scontrol", "show", "job", sa});
+  std::string shown = f.ok({"scontrol", "show", "job", sa});
   CHECK(shown.find("JobId=" + sa + " JobName=gang\n") == 0);
   CHECK(shown.find("   JobState=PENDING Reason=JobHeldUser ") != std::string::npos);
 
   // Two more jobs take both racks.
-  const std::string sb = std::to_string(f.submittedId(slurm({"sbatch", path})));
-  const std::string sc = std::to_string(f.submittedId(slurm({"sbatch", path})));
+  const std::string sb = std::to_string(f.submittedId(f.ok({"sbatch", path})));
+  const std::string sc = std::to_string(f.submittedId(f.ok({"sbatch", path})));
   squeueShows({"-h", "-o", "%i %t"}, sa + " PD\n" + sb + " R\n" + sc + " R\n");
   // The default layout: Slurm's header, pending jobs first, a running job's node list.
-  std::string table = slurm({"squeue"});
+  std::string table = f.ok({"squeue"});
   INFO("squeue printed:\n" << table);
   CHECK(table.rfind("             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n", 0) == 0);
   CHECK(table.find("      gpu     gang ") != std::string::npos);
   CHECK(table.find("slurm-" + sb + "-0-[0-3]\n") != std::string::npos);
 
   // Released, the first job waits for room: Resources.
-  slurm({"scontrol", "release", sa});
+  f.ok({"scontrol", "release", sa});
   squeueShows({"-h", "-o", "%i %t %R", "-j", sa}, sa + " PD (Resources)\n");
-  CHECK(refused({"scontrol", "hold", sc}).find(
+  CHECK(f.refused({"scontrol", "hold", sc}).find(
             absl::StrCat("Job is no longer pending execution for job ", sc, "\n")) != std::string::npos);
 
   // Cancelling the second gives its rack to the first; the cancelled job keeps no pod.
-  slurm({"scancel", sb});
+  f.ok({"scancel", sb});
   squeueShows({"-h", "-t", "all", "-o", "%i %t"}, sb + " CA\n" + sa + " R\n" + sc + " R\n");
   CHECK(waitFor([&] { return f.pods("muster.dev/slurm-job-id=" + sb).empty(); }, kTimeout));
-  shown = slurm({"scontrol", "show", "job", sb});
+  shown = f.ok({"scontrol", "show", "job", sb});
   CHECK(shown.find("   JobState=CANCELLED Reason=None ") != std::string::npos);
   CHECK(shown.find(" ExitCode=0:15\n") != std::string::npos);
   // Without -t a finished job is not listed.
   squeueShows({"-h", "-o", "%i"}, sa + "\n" + sc + "\n");
 
   // Slurm's errors, and the other jobs of the call are still handled.
-  CHECK(refused({"scancel", sb}).find(absl::StrCat("scancel: error: Kill job error on job id ", sb,
+  CHECK(f.refused({"scancel", sb}).find(absl::StrCat("scancel: error: Kill job error on job id ", sb,
                                                    ": Job/step already completing or completed")) !=
         std::string::npos);
-  CHECK(refused({"scancel", "99999", sc}).find(
+  CHECK(f.refused({"scancel", "99999", sc}).find(
             "scancel: error: Kill job error on job id 99999: Invalid job id specified") !=
         std::string::npos);
   squeueShows({"-h", "-t", "CA", "-o", "%i"}, sb + "\n" + sc + "\n");
-  CHECK(refused({"squeue", "-j", "99999"}).find("slurm_load_jobs error: Invalid job id specified") !=
+  CHECK(f.refused({"squeue", "-j", "99999"}).find("slurm_load_jobs error: Invalid job id specified") !=
         std::string::npos);
 }
 
@@ -324,19 +333,8 @@ TEST_CASE("sbatch -d starts jobs once their dependencies are met and cancels one
           "[slurm]") {
   SlurmFixture f;
   std::string path = f.script("step.sh", "#!/bin/sh\n#SBATCH -N 1\ntrue\n");
-  auto slurm = [&](const std::vector<std::string>& args) {
-    auto out = f.slurm(args);
-    INFO(absl::StrJoin(args, " ") << ": " << out.status().ToString());
-    REQUIRE(out.ok());
-    return *out;
-  };
   auto squeueShows = [&](const std::string& id, const std::string& want) {
-    std::vector<std::string> args{"squeue", "-h", "-t", "all", "-j", id, "-o", "%i %t %r %E"};
-    std::string last;
-    bool ok = f.printsWithin(args, want, &last);
-    INFO(absl::StrJoin(args, " ") << " printed:\n" << last << "wanted:\n" << want);
-    INFO(f.scheduler().logTail());
-    CHECK(ok);
+    f.expectPrints({"squeue", "-h", "-t", "all", "-j", id, "-o", "%i %t %r %E"}, want);
   };
   // A job that does not exist is refused, and nothing is created.
   auto unknown = f.slurm({"sbatch", "-d", "afterok:99999", path});
@@ -345,20 +343,20 @@ TEST_CASE("sbatch -d starts jobs once their dependencies are met and cancels one
             "sbatch: error: Batch job submission failed: Job dependency problem") != std::string::npos);
   CHECK(f.count("paralleljobs") == 0);
 
-  const std::string a = std::to_string(f.submittedId(slurm({"sbatch", "-J", "nightly", path})));
+  const std::string a = std::to_string(f.submittedId(f.ok({"sbatch", "-J", "nightly", path})));
   squeueShows(a, a + " R None (null)\n");
-  const std::string ok = std::to_string(f.submittedId(slurm({"sbatch", "-d", "afterok:" + a, path})));
+  const std::string ok = std::to_string(f.submittedId(f.ok({"sbatch", "-d", "afterok:" + a, path})));
   const std::string notok =
-      std::to_string(f.submittedId(slurm({"sbatch", "--dependency=afternotok:" + a, path})));
+      std::to_string(f.submittedId(f.ok({"sbatch", "--dependency=afternotok:" + a, path})));
   const std::string kept = std::to_string(
-      f.submittedId(slurm({"sbatch", "-d", "afternotok:" + a, "--kill-on-invalid-dep=no", path})));
+      f.submittedId(f.ok({"sbatch", "-d", "afternotok:" + a, "--kill-on-invalid-dep=no", path})));
   const std::string single =
-      std::to_string(f.submittedId(slurm({"sbatch", "-J", "nightly", "-d", "singleton", path})));
+      std::to_string(f.submittedId(f.ok({"sbatch", "-J", "nightly", "-d", "singleton", path})));
   squeueShows(ok, ok + " PD Dependency afterok:" + a + "(unfulfilled)\n");
   squeueShows(notok, notok + " PD Dependency afternotok:" + a + "(unfulfilled)\n");
   squeueShows(single, single + " PD Dependency singleton(unfulfilled)\n");
   CHECK(f.pods("muster.dev/slurm-job-id=" + ok).empty());
-  CHECK(slurm({"scontrol", "show", "job", ok}).find(
+  CHECK(f.ok({"scontrol", "show", "job", ok}).find(
             "   JobState=PENDING Reason=Dependency Dependency=afterok:" + a + "(unfulfilled)\n") !=
         std::string::npos);
 
@@ -370,70 +368,95 @@ TEST_CASE("sbatch -d starts jobs once their dependencies are met and cancels one
   squeueShows(notok, notok + " CA DependencyNeverSatisfied (null)\n");
   squeueShows(kept, kept + " PD DependencyNeverSatisfied afternotok:" + a + "(failed)\n");
   CHECK(f.pods("muster.dev/slurm-job-id=" + notok).empty());
-  std::string shown = slurm({"scontrol", "show", "job", notok});
+  std::string shown = f.ok({"scontrol", "show", "job", notok});
   CHECK(shown.find("   JobState=CANCELLED Reason=DependencyNeverSatisfied Dependency=(null)\n") !=
         std::string::npos);
 }
 
 
+TEST_CASE("sbatch --array runs every task, at most %N at once, and scancel takes one element",
+          "[slurm]") {
+  SlurmFixture f;
+  std::string path = f.script("task.sh", "#!/bin/sh\n#SBATCH -N 1\n#SBATCH -J sweep\ntrue\n");
+  auto succeed = [&](int64_t job_id) {
+    kubectl({"annotate", "pod", "-n", f.ns(), "slurm-" + std::to_string(job_id) + "-0-0",
+             "muster.dev/sim-succeed-after=1s"});
+  };
+  // A bad specification is refused, and nothing is created.
+  auto bad = f.slurm({"sbatch", "--array=5-2", path});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()).find(
+            "sbatch: error: Batch job submission failed: Invalid job array specification") != std::string::npos);
+  CHECK(f.count("paralleljobs") == 0);
+
+  const int64_t a = f.submittedId(f.ok({"sbatch", "--array=0-4%2", path}));
+  const std::string id = std::to_string(a);
+  CHECK(f.count("paralleljobs") == 5);
+  // Two run; the rest wait on one line, as slurmctld shows the tasks it has not started.
+  const std::vector<std::string> queue{"squeue", "-h", "-o", "%i %t %r"};
+  f.expectPrints(queue, id + "_[2-4%2] PD JobArrayTaskLimit\n" + id + "_0 R None\n" + id + "_1 R None\n");
+  CHECK(f.pods("muster.dev/slurm-job-id=" + std::to_string(a + 2)).empty());
+  CHECK(f.ok({"scontrol", "show", "job", id + "_1"}).rfind(
+            "JobId=" + std::to_string(a + 1) + " ArrayJobId=" + id + " ArrayTaskId=1 ArrayTaskThrottle=2 JobName=sweep\n", 0) == 0);
+
+  f.ok({"scancel", id + "_3"});
+  const std::vector<std::string> each{"squeue", "-h", "-r", "-t", "all", "-o", "%i %t"};
+  f.expectPrints(each, id + "_3 CA\n" + id + "_2 PD\n" + id + "_4 PD\n" + id + "_0 R\n" + id + "_1 R\n");
+  // Task 0 ends: task 2 takes its place; then 1 and 2 end and 4 runs (3 was cancelled).
+  succeed(a);
+  f.expectPrints(queue, id + "_4 PD JobArrayTaskLimit\n" + id + "_1 R None\n" + id + "_2 R None\n");
+  succeed(a + 1);
+  succeed(a + 2);
+  f.expectPrints(queue, id + "_4 R None\n");
+  succeed(a + 4);
+  f.expectPrints({"sacct", "-P", "-n", "-X", "-j", id, "-o", "JobID,JobIDRaw,State"},
+        id + "_0|" + id + "|COMPLETED\n" + id + "_1|" + std::to_string(a + 1) + "|COMPLETED\n" +
+            id + "_2|" + std::to_string(a + 2) + "|COMPLETED\n" + id + "_3|" +
+            std::to_string(a + 3) + "|CANCELLED\n" + id + "_4|" + std::to_string(a + 4) + "|COMPLETED\n");
+  // Cancelling the finished array says so, as Slurm does.
+  auto again = f.slurm({"scancel", id});
+  REQUIRE_FALSE(again.ok());
+  CHECK(std::string(again.status().message()).find(
+            "Kill job error on job id " + id + ": Job/step already completing or completed") != std::string::npos);
+}
+
 TEST_CASE("sacct shows a job and its batch step until the retention ends, then the job is deleted",
           "[slurm]") {
   SlurmFixture f("  accountingRetention: \"0:20\"\n");
   std::string path = f.script("acct.sh", "#!/bin/sh\n#SBATCH -N 2\n#SBATCH -J acct\ntrue\n");
-  auto slurm = [&](const std::vector<std::string>& args) {
-    auto out = f.slurm(args);
-    INFO(absl::StrJoin(args, " ") << ": " << out.status().ToString());
-    REQUIRE(out.ok());
-    return *out;
-  };
-  auto shows = [&](const std::vector<std::string>& args, const std::string& want) {
-    std::string last;
-    bool ok = f.printsWithin(args, want, &last);
-    INFO(absl::StrJoin(args, " ") << " printed:\n" << last << "wanted:\n" << want);
-    CHECK(ok);
-  };
-  const std::string id = std::to_string(f.submittedId(slurm({"sbatch", path})));
+  const std::string id = std::to_string(f.submittedId(f.ok({"sbatch", path})));
   const std::vector<std::string> sacct{"sacct", "-P", "-n", "-j", id, "-o", "JobID,JobName,State,ExitCode,NNodes"};
-  shows(sacct, id + "|acct|RUNNING|0:0|2\n" + id + ".batch|batch|RUNNING|0:0|1\n");
+  f.expectPrints(sacct, id + "|acct|RUNNING|0:0|2\n" + id + ".batch|batch|RUNNING|0:0|1\n");
   // The caller's own jobs of today by default, in Slurm's layout.
-  std::string table = slurm({"sacct", "-X"});
+  std::string table = f.ok({"sacct", "-X"});
   INFO("sacct -X printed:\n" << table);
   CHECK(table.rfind("JobID           JobName  Partition    Account  AllocCPUS      State ExitCode \n"
                     "------------ ---------- ---------- ---------- ---------- ---------- -------- \n", 0) == 0);
   CHECK(table.find("\n" + id + std::string(12 - id.size(), ' ') + "       acct        gpu ") != std::string::npos);
 
   kubectl({"annotate", "pod", "-n", f.ns(), "slurm-" + id + "-0-0", "muster.dev/sim-succeed-after=1s"});
-  shows(sacct, id + "|acct|COMPLETED|0:0|2\n" + id + ".batch|batch|COMPLETED|0:0|1\n");
-  shows({"sacct", "-n", "-X", "-s", "CD", "-o", "JobID%-10"}, id + std::string(10 - id.size(), ' ') + " \n");
+  f.expectPrints(sacct, id + "|acct|COMPLETED|0:0|2\n" + id + ".batch|batch|COMPLETED|0:0|1\n");
+  f.expectPrints({"sacct", "-n", "-X", "-s", "CD", "-o", "JobID%-10"}, id + std::string(10 - id.size(), ' ') + " \n");
   // 20 s after it ended the job engine deletes the job: sacct no longer knows it.
   bool deleted = waitFor([&] { return f.count("paralleljobs") == 0; }, kTimeout);
   INFO(f.scheduler().logTail());
   CHECK(deleted);
-  CHECK(slurm(sacct).empty());
+  CHECK(f.ok(sacct).empty());
 }
 
 
 TEST_CASE("sinfo shows the partition's nodes idle, allocated and drained, and scontrol drains and resumes",
           "[slurm]") {
   SlurmFixture f;
-  auto slurm = [&](const std::vector<std::string>& args) {
-    auto out = f.slurm(args);
-    INFO(absl::StrJoin(args, " ") << ": " << out.status().ToString());
-    REQUIRE(out.ok());
-    return *out;
-  };
   auto sinfoShows = [&](std::vector<std::string> args, const std::string& want) {
     args.insert(args.begin(), "sinfo");
-    std::string last;
-    bool ok = f.printsWithin(args, want, &last);
-    INFO(absl::StrJoin(args, " ") << " printed:\n" << last << "wanted:\n" << want);
-    CHECK(ok);
+    f.expectPrints(args, want);
   };
   const std::string r0 = f.run() + "-r0-[0-3]", r1 = f.run() + "-r1-[0-3]";
   sinfoShows({"-h", "-o", "%R %t %D %N"}, "gpu idle 8 " + r0 + "," + r1 + "\n");
   // A 4-node job of 8 GPUs a node takes one rack whole.
   std::string path = f.script("gang.sh", "#!/bin/sh\n#SBATCH -N 4\n#SBATCH --gpus-per-node=8\ntrue\n");
-  slurm({"sbatch", path});
+  f.ok({"sbatch", path});
   std::string last;
   bool allocated = waitFor([&] {
     auto out = f.slurm({"sinfo", "-h", "-o", "%t %D %N"});
@@ -450,26 +473,26 @@ TEST_CASE("sinfo shows the partition's nodes idle, allocated and drained, and sc
   auto no_reason = f.slurm({"scontrol", "update", "NodeName=" + idle_node, "State=DRAIN"});
   REQUIRE_FALSE(no_reason.ok());
   CHECK(std::string(no_reason.status().message()).find("You must specify a reason") != std::string::npos);
-  slurm({"scontrol", "update", "NodeName=" + idle_node, "State=DRAIN", "Reason=bad DIMM"});
+  f.ok({"scontrol", "update", "NodeName=" + idle_node, "State=DRAIN", "Reason=bad DIMM"});
   CHECK(kubectl({"get", "node", idle_node, "-o", "jsonpath={.spec.unschedulable}"}) == "true");
   sinfoShows({"-h", "-t", "drain", "-o", "%N %E"}, idle_node + " bad DIMM\n");
-  std::string reasons = slurm({"sinfo", "-R", "-h", "-o", "%E|%N"});
+  std::string reasons = f.ok({"sinfo", "-R", "-h", "-o", "%E|%N"});
   CHECK(reasons == "bad DIMM|" + idle_node + "\n");
-  std::string shown = slurm({"scontrol", "show", "node", idle_node});
+  std::string shown = f.ok({"scontrol", "show", "node", idle_node});
   CHECK(shown.find("\n   State=DRAINED ") != std::string::npos);
   CHECK(shown.find("\n   Reason=bad DIMM\n") != std::string::npos);
-  CHECK(slurm({"scontrol", "show", "partition", "gpu"}).find("TotalNodes=8") != std::string::npos);
-  const std::string config = slurm({"scontrol", "show", "config"});
+  CHECK(f.ok({"scontrol", "show", "partition", "gpu"}).find("TotalNodes=8") != std::string::npos);
+  const std::string config = f.ok({"scontrol", "show", "config"});
   INFO("scontrol show config printed:\n" << config);
   CHECK(config.rfind("Configuration data as of ", 0) == 0);
   CHECK(config.find("\nClusterName             = e2e\n") != std::string::npos);
   CHECK(config.find("\nPartitionNames          = gpu\n") != std::string::npos);
 
   // Resumed: schedulable again, idle, no reason left.
-  slurm({"scontrol", "update", "NodeName=" + idle_node, "State=RESUME"});
+  f.ok({"scontrol", "update", "NodeName=" + idle_node, "State=RESUME"});
   CHECK(kubectl({"get", "node", idle_node, "-o", "jsonpath={.spec.unschedulable}"}) != "true");
   sinfoShows({"-h", "-t", "drain", "-o", "%N"}, "");
-  CHECK(slurm({"sinfo", "-R", "-h"}).empty());
+  CHECK(f.ok({"sinfo", "-R", "-h"}).empty());
 }
 
 }  // namespace

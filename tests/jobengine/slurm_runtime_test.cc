@@ -230,7 +230,8 @@ TEST_CASE("what no partition can ever run is refused with Slurm's words", "[slur
   CHECK(refusal({"-w", "gpu-9"}).find("node gpu-9 is not in partition gpu") != std::string::npos);
   CHECK(refusal({"-N", "5", "--exclusive", "--gpus-per-node=8"}) ==
         "sbatch: error: Batch job submission failed: Requested node configuration is not available");
-  CHECK(refusal({"--array=0-3"}).find("--array is not supported") != std::string::npos);
+  CHECK(refusal({"--array=3-1"}) == "sbatch: error: Batch job submission failed: Invalid job array specification");
+  CHECK(refusal({"--array=0-1001"}) == "sbatch: error: Batch job submission failed: Invalid job array specification");
   CHECK(refusal({"--dependency=after:1:"}) == "sbatch: error: Batch job submission failed: Job dependency problem");
   // Without the nodes (the user may not list them), only the partition's own limits apply.
   SubmitContext blind = context();
@@ -315,6 +316,14 @@ struct Job {
     }
   }
   proto::Pod& pod(int i) { return const_cast<proto::Pod&>(*pods[i]); }
+  // Task `k` (in task id order) of the array `argv` submits from job id `first_id`.
+  void becomeTask(const std::vector<std::string>& argv, int64_t first_id, size_t k) {
+    auto subs = buildSubmissions(options(argv), config(), context(), first_id);
+    REQUIRE(subs.ok());
+    REQUIRE(k < subs->size());
+    job = submitted((*subs)[k]);
+    job.meta.uid = "uid-" + std::to_string(job.spec.slurm->job_id);
+  }
 
   RuntimeRegistry runtimes;
   proto::ParallelJob job;
@@ -525,6 +534,22 @@ struct Directory final : JobDirectory {
     }
     return out;
   }
+  // The tasks of an array (sbatch `argv`, job ids from `first_id`), each PENDING, uids
+  // "uid-<job id>".
+  std::vector<std::shared_ptr<proto::ParallelJob>> addArray(const std::vector<std::string>& argv,
+                                                            int64_t first_id) {
+    auto subs = buildSubmissions(options(argv), config(), context(), first_id);
+    REQUIRE(subs.ok());
+    std::vector<std::shared_ptr<proto::ParallelJob>> tasks;
+    for (const Submission& sub : *subs) {
+      auto j = std::make_shared<proto::ParallelJob>(submitted(sub));
+      j->meta.uid = "uid-" + std::to_string(j->spec.slurm->job_id);
+      j->status.slurm.emplace().state = "PENDING";
+      jobs.push_back(j);
+      tasks.push_back(j);
+    }
+    return tasks;
+  }
   // Another job of the same submitter, in Slurm state `state`.
   std::shared_ptr<proto::ParallelJob> add(int64_t id, const std::string& state,
                                           const std::vector<std::string>& argv = {"-N", "1"}) {
@@ -555,7 +580,7 @@ TEST_CASE("a job with -d afterok waits for Dependency until its job COMPLETED, t
   CHECK(j.job.status.message == "job 55 waits for its dependency afterok:40(unfulfilled)");
   // Reconciled again whenever job 40 changes.
   SlurmRuntime runtime(runtimeOptions());
-  CHECK(runtime.waitsOn(j.job) == std::vector<std::string>{"alice/slurm-40"});
+  CHECK(runtime.waitsOn(j.job) == std::vector<std::string>{"alice/slurm-40", "slurm-array:alice/40"});
 
   first->status.slurm->state = "COMPLETED";
   Plan q = j.run();
@@ -677,9 +702,151 @@ TEST_CASE("sbatch -d is refused for unknown jobs, bad syntax and what Muster lac
   CHECK(refusal({"-d", "afterok:40:"}) == "sbatch: error: Batch job submission failed: Job dependency problem");
   CHECK(refusal({"-d", "afterok:40,singleton?after:40"}) ==
         "sbatch: error: Batch job submission failed: Job dependency problem");
-  CHECK(refusal({"-d", "aftercorr:40"}).find("aftercorr is not supported by Muster") != std::string::npos);
   CHECK(refusal({"-d", "afterburstbuffer:40"}).find("afterburstbuffer is not supported") != std::string::npos);
-  CHECK(refusal({"-d", "afterok:40_3"}).find("Muster has no job arrays yet") != std::string::npos);
+  CHECK(refusal({"-d", "expand:40"}).find("expand is not supported") != std::string::npos);
+  // Arrays: a task, every task, the corresponding task.
+  CHECK(checkSubmission(options({"-d", "afterok:40_3"}), config(), ctx).ok());
+  CHECK(checkSubmission(options({"-d", "afterany:40_*"}), config(), ctx).ok());
+  CHECK(checkSubmission(options({"--array=0-3", "-d", "aftercorr:40"}), config(), ctx).ok());
+  CHECK(refusal({"-d", "afterok:41_2"}) == "sbatch: error: Batch job submission failed: Job dependency problem");
+}
+
+TEST_CASE("sbatch --array makes one job per task, with consecutive job ids and Slurm's array "
+          "variables", "[slurm]") {
+  const BatchOptions o = options({"-N", "1", "--array=1,3,5-9:2%2"});
+  CHECK(jobIdsNeeded(o) == 5);
+  CHECK(jobIdsNeeded(options({"-N", "1"})) == 1);
+  auto subs = buildSubmissions(o, config(), context(), 70);
+  INFO(subs.status().ToString());
+  REQUIRE(subs.ok());
+  REQUIRE(subs->size() == 5);
+  std::vector<int64_t> ids, tasks;
+  for (const Submission& sub : *subs) {
+    ids.push_back(sub.job.spec.slurm->job_id);
+    tasks.push_back(sub.job.spec.slurm->array->task_id);
+    CHECK(sub.job.meta.labels.at("muster.dev/slurm-array-job-id") == "70");
+    CHECK(sub.job.meta.labels.at("muster.dev/slurm-job-id") == std::to_string(sub.job.spec.slurm->job_id));
+    CHECK(sub.job.meta.name == "slurm-" + std::to_string(sub.job.spec.slurm->job_id));
+    CHECK(sub.batch.meta.name == "slurm-" + std::to_string(sub.job.spec.slurm->job_id) + "-batch");
+  }
+  CHECK(ids == std::vector<int64_t>{70, 71, 72, 73, 74});
+  CHECK(tasks == std::vector<int64_t>{1, 3, 5, 7, 9});
+  // Through the API server's encoding and back.
+  proto::ParallelJob job = submitted((*subs)[2]);
+  REQUIRE(job.spec.slurm->array);
+  const proto::SlurmArrayTask& a = *job.spec.slurm->array;
+  CHECK(a.array_job_id == 70);
+  CHECK(a.task_count == 5);
+  CHECK(a.task_min == 1);
+  CHECK(a.task_max == 9);
+  CHECK(a.task_step == 2);
+  CHECK(a.max_running == 2);
+
+  SlurmRuntime runtime(runtimeOptions());
+  auto pod = podOf(runtime, job, 0, 0);
+  const auto& main = pod["spec"]["containers"][0];
+  CHECK(envOf(main, "SLURM_JOB_ID") == "72");
+  CHECK(envOf(main, "SLURM_ARRAY_JOB_ID") == "70");
+  CHECK(envOf(main, "SLURM_ARRAY_TASK_ID") == "5");
+  CHECK(envOf(main, "SLURM_ARRAY_TASK_COUNT") == "5");
+  CHECK(envOf(main, "SLURM_ARRAY_TASK_MIN") == "1");
+  CHECK(envOf(main, "SLURM_ARRAY_TASK_MAX") == "9");
+  CHECK(envOf(main, "SLURM_ARRAY_TASK_STEP") == "2");
+  CHECK(envOf(main, "MUSTER_SLURM_STDOUT") == "slurm-%A_%a.out");
+  // A job that is no array has none of them.
+  auto plain = buildSubmission(options({"-N", "1"}), config(), context(), 69);
+  REQUIRE(plain.ok());
+  CHECK_FALSE(plain->job.spec.slurm->array);
+  CHECK(envOf(podOf(runtime, submitted(*plain), 0, 0)["spec"]["containers"][0], "SLURM_ARRAY_JOB_ID") == "<unset>");
+}
+
+TEST_CASE("an array's %N throttle lets N tasks run at once, in task id order, and the next "
+          "start as tasks end", "[slurm]") {
+  const std::vector<std::string> argv{"-N", "1", "--array=0-3%2"};
+  Directory dir;
+  auto tasks = dir.addArray(argv, 80);
+  SlurmRuntime runtime(runtimeOptions());
+  // A waiting task looks again when a task of its array takes or frees a place, and only then.
+  CHECK(runtime.waitsOn(*tasks[2]) == std::vector<std::string>{"slurm-array-slot:alice/80"});
+  auto known = [&](const proto::ParallelJob& j, const std::string& key) {
+    const std::vector<std::string> keys = runtime.knownAs(j);
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  };
+  CHECK(known(*tasks[1], "slurm-array:alice/80"));
+  CHECK_FALSE(known(*tasks[1], "slurm-array-slot:alice/80"));
+
+  Job third;
+  third.becomeTask(argv, 80, 2);
+  third.jobs = &dir;
+  third.apply(third.run());
+  Plan p = third.run();
+  CHECK_FALSE(p.create_pods_needed);
+  third.apply(p);
+  CHECK(third.job.status.slurm->state == "PENDING");
+  CHECK(third.job.status.slurm->reason == "JobArrayTaskLimit");
+  CHECK(third.job.status.message ==
+        "task 2 of array job 80 waits: at most 2 of its tasks run at once (--array ...%2); 0 run, 2 wait ahead of it");
+  // Tasks 0 and 1 go first; task 0 running still leaves no place.
+  Job first;
+  first.becomeTask(argv, 80, 0);
+  first.jobs = &dir;
+  first.apply(first.run());
+  CHECK(first.run().create_pods_needed);
+  tasks[0]->status.slurm->state = "RUNNING";
+  CHECK(known(*tasks[0], "slurm-array-slot:alice/80"));
+  CHECK_FALSE(third.run().create_pods_needed);
+  // Task 1 ends: task 2 takes its place; task 3 still waits.
+  tasks[1]->status.slurm->state = "COMPLETED";
+  CHECK(third.run().create_pods_needed);
+  tasks[2]->status.slurm->state = "RUNNING";
+  Job fourth;
+  fourth.becomeTask(argv, 80, 3);
+  fourth.jobs = &dir;
+  fourth.apply(fourth.run());
+  CHECK_FALSE(fourth.run().create_pods_needed);
+  // A held task does not keep a place (scontrol hold 80_2 before it ran).
+  tasks[2]->status.slurm->state = "PENDING";
+  tasks[2]->spec.slurm->hold = true;
+  CHECK(fourth.run().create_pods_needed);
+}
+
+TEST_CASE("a dependency on an array waits for all of its tasks, on one task for that task, and "
+          "aftercorr for the task of the same id", "[slurm]") {
+  Directory dir;
+  auto tasks = dir.addArray({"-N", "1", "--array=0-2"}, 90);
+  tasks[0]->status.slurm->state = "COMPLETED";
+  tasks[1]->status.slurm->state = "RUNNING";
+  tasks[2]->status.slurm->state = "COMPLETED";
+  auto starts = [&](const std::vector<std::string>& argv, size_t task = 0) {
+    Job j;
+    j.becomeTask(argv, 100, task);
+    j.jobs = &dir;
+    j.apply(j.run());
+    Plan p = j.run();
+    j.apply(p);
+    return std::pair{p.create_pods_needed, j.job};
+  };
+  auto [all_ok, all] = starts({"-N", "1", "-d", "afterok:90"});
+  CHECK_FALSE(all_ok);
+  CHECK(all.status.slurm->dependency == "afterok:90(unfulfilled)");
+  SlurmRuntime runtime(runtimeOptions());
+  const auto keys = runtime.waitsOn(all);
+  CHECK(std::find(keys.begin(), keys.end(), "slurm-array:alice/90") != keys.end());
+  CHECK(starts({"-N", "1", "-d", "afterok:90_0"}).first);
+  CHECK_FALSE(starts({"-N", "1", "-d", "afterok:90_1"}).first);
+  CHECK_FALSE(starts({"-N", "1", "-d", "afterany:90_*"}).first);
+  // Job id 91 is task 1's own: that task alone.
+  CHECK_FALSE(starts({"-N", "1", "-d", "afterok:91"}).first);
+  CHECK(starts({"-N", "1", "-d", "afterok:92"}).first);
+  // aftercorr: task 0 after task 0 of array 90, task 1 after task 1.
+  CHECK(starts({"-N", "1", "--array=0-1", "-d", "aftercorr:90"}, 0).first);
+  CHECK_FALSE(starts({"-N", "1", "--array=0-1", "-d", "aftercorr:90"}, 1).first);
+  // A task that fails: the whole array is not ok, the job can never start.
+  tasks[1]->status.slurm->state = "FAILED";
+  auto [never, cancelled] = starts({"-N", "1", "-d", "afterok:90"});
+  CHECK_FALSE(never);
+  CHECK(cancelled.status.slurm->state == "CANCELLED");
+  CHECK(starts({"-N", "1", "-d", "afterany:90"}).first);
 }
 
 }  // namespace

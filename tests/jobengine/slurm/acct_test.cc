@@ -141,5 +141,23 @@ TEST_CASE("sacct refuses bad fields, states and times, and says what Muster lack
   CHECK(refusal({"-o", "JobID%x"}) == "sacct: error: Invalid field width: JobID%x");
 }
 
+TEST_CASE("sacct names an array's tasks 60_<task> and -j 60 takes them all", "[sacct]") {
+  std::vector<JobView> tasks;
+  for (int t = 0; t < 2; ++t) {
+    JobView v = job(60 + t, "sweep", "alice", "COMPLETED", 1, "2026-01-01T11:00:00Z",
+                    "2026-01-01T11:01:00Z", "2026-01-01T11:02:00Z");
+    v.array_job_id = 60;
+    v.array_task_id = t * 5;
+    tasks.push_back(v);
+  }
+  tasks.push_back(jobs()[0]);
+  const std::string want = "60_0|60|COMPLETED\n60_0.batch|60.batch|COMPLETED\n"
+                           "60_5|61|COMPLETED\n60_5.batch|61.batch|COMPLETED\n";
+  CHECK(renderSacct(parse({"-P", "-n", "-j", "60", "-o", "JobID,JobIDRaw,State"}), tasks, "alice", kNow) == want);
+  CHECK(renderSacct(parse({"-P", "-n", "-X", "-j", "60_5", "-o", "JobID,JobIDRaw"}), tasks, "alice", kNow) ==
+        "60_5|61\n");
+  CHECK(renderSacct(parse({"-P", "-n", "-X", "-j", "61", "-o", "JobID"}), tasks, "alice", kNow) == "60_5\n");
+}
+
 }  // namespace
 }  // namespace muster::jobengine::slurm

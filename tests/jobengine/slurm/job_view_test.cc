@@ -126,7 +126,7 @@ TEST_CASE("squeue refuses unknown options, bad states and what Muster lacks, say
   CHECK(err({"-t", "SLEEPING"}) == "squeue: error: Invalid job state specified: SLEEPING");
   CHECK(err({"-u"}) == "squeue: option '-u' requires an argument\nTry \"squeue --help\" for more information");
   CHECK(err({"--json"}).find("not supported by Muster's squeue") != std::string::npos);
-  CHECK(err({"-j", "12_3"}).find("job arrays are not written yet") != std::string::npos);
+  CHECK(err({"-j", "12.1"}).find("not supported by Muster's squeue") != std::string::npos);
   CHECK(err({"-j", "abc"}) == "squeue: error: Invalid job id: abc");
 }
 
@@ -158,6 +158,65 @@ TEST_CASE("a ParallelJob of another runtime is no Slurm job", "[squeue]") {
   proto::ParallelJob mpi;
   mpi.spec.runtime_ref_name = "mpi-openmpi";
   CHECK_FALSE(viewOf(mpi));
+}
+
+// Array 50 (--array=0-3%2): tasks 0 and 1 run (job ids 50, 51), 2 and 3 wait for a place.
+std::vector<JobView> array() {
+  std::vector<JobView> out;
+  for (int t = 0; t < 4; ++t) {
+    auto j = slurmJob(50 + t, "sweep", "alice", t < 2 ? "RUNNING" : "PENDING", 1);
+    j.spec.slurm->array = proto::SlurmArrayTask{50, t, 4, 0, 3, 1, 2};
+    if (t < 2) j.status.slurm->start_time = "2025-12-31T23:59:00Z";
+    else j.status.slurm->reason = "JobArrayTaskLimit";
+    out.push_back(view(j));
+  }
+  return out;
+}
+
+TEST_CASE("squeue shows array tasks as 50_1, an array's waiting tasks on one line, each with -r",
+          "[squeue]") {
+  const std::vector<std::string> fmt{"-h", "-o", "%i|%A|%F|%K|%t|%r"};
+  CHECK(renderSqueue(parse(fmt), array(), "", kNow) ==
+        "50_[2-3%2]|50|50|2-3%2|PD|JobArrayTaskLimit\n"
+        "50_0|50|50|0|R|None\n"
+        "50_1|51|50|1|R|None\n");
+  std::vector<std::string> each = fmt;
+  each.push_back("-r");
+  CHECK(renderSqueue(parse(each), array(), "", kNow) ==
+        "50_2|52|50|2|PD|JobArrayTaskLimit\n"
+        "50_3|53|50|3|PD|JobArrayTaskLimit\n"
+        "50_0|50|50|0|R|None\n"
+        "50_1|51|50|1|R|None\n");
+  // -j: the array's id names every task, 50_3 one task, 51 task 1 by its own job id.
+  auto ids = [&](const std::string& j) {
+    std::vector<std::string> args{"-h", "-r", "-o", "%i", "-j", j};
+    return renderSqueue(parse(args), array(), "", kNow);
+  };
+  CHECK(ids("50") == "50_2\n50_3\n50_0\n50_1\n");
+  CHECK(ids("50_3") == "50_3\n");
+  CHECK(ids("50_[0,3]") == "50_3\n50_0\n");
+  CHECK(ids("51") == "50_1\n");
+  CHECK(ids("50_*,42") == "50_2\n50_3\n50_0\n50_1\n");
+  // Tasks waiting for different reasons are not folded together.
+  std::vector<JobView> mixed = array();
+  mixed[3].reason = "JobHeldUser";
+  CHECK(renderSqueue(parse({"-h", "-o", "%i %r"}), mixed, "", kNow) ==
+        "50_2 JobArrayTaskLimit\n50_3 JobHeldUser\n50_0 None\n50_1 None\n");
+}
+
+TEST_CASE("scontrol show job names an array task's array, task and throttle", "[squeue]") {
+  const JobView task = array()[2];
+  CHECK(jobIdText(task) == "50_2");
+  const std::string shown = renderShowJob(task, kNow);
+  INFO(shown);
+  CHECK(shown.rfind("JobId=52 ArrayJobId=50 ArrayTaskId=2 ArrayTaskThrottle=2 JobName=sweep\n", 0) == 0);
+  CHECK(shown.find("   StdOut=/home/alice/proj/slurm-50_2.out\n") != std::string::npos);
+  CHECK(jobIdMatches(task, {50, std::nullopt, false, std::nullopt}));
+  CHECK(jobIdMatches(task, {50, 2, false, std::nullopt}));
+  CHECK_FALSE(jobIdMatches(task, {50, 3, false, std::nullopt}));
+  CHECK(jobIdMatches(task, {52, std::nullopt, false, std::nullopt}));
+  CHECK_FALSE(jobIdMatches(task, {52, 2, false, std::nullopt}));
+  CHECK(jobIdMatches(task, {50, std::nullopt, true, std::nullopt}));
 }
 
 }  // namespace
