@@ -130,6 +130,27 @@ std::string whoAmI(ApiSession& session, const std::map<std::string, std::string>
   return envOr(env, "USER", "unknown");
 }
 
+bool mayI(ApiSession& session, std::string_view verb, std::string_view resource) {
+  proto::Request req;
+  req.verb = proto::Verb::kPost;
+  req.path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+  proto::JsonWriter w;
+  w.beginObject().stringField("apiVersion", "authorization.k8s.io/v1");
+  w.stringField("kind", "SelfSubjectAccessReview");
+  w.key("spec").beginObject().key("resourceAttributes").beginObject();
+  w.stringField("verb", verb).stringField("resource", resource);
+  w.endObject().endObject().endObject();
+  req.body = w.str();
+  auto body = session.client().callSync(std::move(req));
+  if (!body.ok()) return false;
+  auto doc = proto::parseJson(*body);
+  if (!doc.ok() || !doc->IsObject()) return false;
+  auto st = doc->FindMember("status");
+  if (st == doc->MemberEnd() || !st->value.IsObject()) return false;
+  auto allowed = st->value.FindMember("allowed");
+  return allowed != st->value.MemberEnd() && allowed->value.IsBool() && allowed->value.GetBool();
+}
+
 absl::StatusOr<Invocation> parseInvocation(int argc, char** argv) {
   Invocation inv;
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -99,6 +99,10 @@ std::string slurmConfigSource(const std::map<std::string, std::string>& env);
 // not say.
 std::string whoAmI(ApiSession& session, const std::map<std::string, std::string>& env);
 
+// Whether the session's user may `verb` the cluster-scoped `resource` of the core group
+// (SelfSubjectAccessReview); false when the API server does not answer.
+bool mayI(ApiSession& session, std::string_view verb, std::string_view resource);
+
 // Splits "muster-slurm [global options] <command> ..." or "<command> ..." (argv[0] a symlink):
 // the command, its arguments, and the global options. InvalidArgument for a bad global option.
 struct Invocation {

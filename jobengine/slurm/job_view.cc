@@ -475,4 +475,71 @@ std::string renderShowJob(const JobView& j, absl::Time now) {
   return out;
 }
 
+absl::StatusOr<JobUpdate> parseJobUpdate(const std::vector<std::string>& args) {
+  JobUpdate u;
+  bool have_limit = false;
+  for (const std::string& a : args) {
+    const size_t eq = a.find('=');
+    if (eq == std::string::npos)
+      return absl::InvalidArgumentError(absl::StrCat("scontrol: error: Invalid input: ", a, "\nRequest aborted"));
+    const std::string key = a.substr(0, eq);
+    std::string value = a.substr(eq + 1);
+    if (equalsIgnoreCase(key, "JobId")) {
+      auto ids = parseJobIdList(value);
+      if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat("scontrol: error: Invalid job id ", value));
+      for (const JobIdSpec& id : *ids) {
+        if (id.step_id)
+          return absl::InvalidArgumentError(absl::StrCat("scontrol: error: Invalid job id ", value));
+        u.ids.push_back(id);
+      }
+    } else if (equalsIgnoreCase(key, "TimeLimit")) {
+      if (!value.empty() && (value[0] == '+' || value[0] == '-')) {
+        u.adjust = value[0] == '+' ? JobUpdate::Adjust::kAdd : JobUpdate::Adjust::kSubtract;
+        value.erase(0, 1);
+      }
+      auto limit = parseTimeLimit(value);
+      if (!limit.ok() || (u.adjust != JobUpdate::Adjust::kSet && !*limit))
+        return absl::InvalidArgumentError(absl::StrCat("scontrol: error: Invalid TimeLimit value: ", a.substr(eq + 1)));
+      u.time_limit = *limit;
+      have_limit = true;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "scontrol: error: Update of ", key, " is not supported by Muster's scontrol (JobId and TimeLimit are)"));
+    }
+  }
+  if (u.ids.empty())
+    return absl::InvalidArgumentError("scontrol: error: No valid entity in update command\nRequest aborted");
+  if (!have_limit)
+    return absl::InvalidArgumentError("scontrol: error: Update of a job needs TimeLimit=");
+  return u;
+}
+
+absl::StatusOr<std::optional<int64_t>> updatedTimeLimit(const JobView& j, const JobUpdate& u,
+                                                        bool is_operator) {
+  const std::string job = jobIdText(j);
+  auto denied = [&](std::string_view slurm_words, std::string_view why) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("slurm_update error: ", av(slurm_words), " for job ", job, av(why)));
+  };
+  if (isFinished(j.state) || j.cancel_requested)
+    return denied("Job/step already completing or completed", "");
+  std::optional<int64_t> next = u.time_limit;
+  if (u.adjust != JobUpdate::Adjust::kSet) {
+    if (!j.time_limit) return j.time_limit;  // UNLIMITED stays UNLIMITED, as in Slurm
+    next = u.adjust == JobUpdate::Adjust::kAdd ? *j.time_limit + *u.time_limit
+                                               : std::max<int64_t>(60, *j.time_limit - *u.time_limit);
+  }
+  const bool raises = !next ? j.time_limit.has_value() : j.time_limit && *next > *j.time_limit;
+  if (!raises) return next;
+  if (!is_operator)
+    return denied("Access/permission denied", " (only an operator may raise a time limit)");
+  // Pods exist once the job runs or its gang waits for room; their activeDeadlineSeconds holds.
+  if (j.state != JobState::kPending || j.reason == "Resources" || j.reason == "Priority" ||
+      j.reason == "Requeued")
+    return denied("Requested operation not supported on this job",
+                  absl::StrCat(" (its pods exist, and their activeDeadlineSeconds can only be lowered",
+                               j.state == JobState::kPending ? ": scontrol hold it, raise the limit, release it)" : ")"));
+  return next;
+}
+
 }  // namespace muster::jobengine::slurm

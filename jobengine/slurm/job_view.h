@@ -114,4 +114,21 @@ std::string renderSqueue(const SqueueOptions& options, std::vector<JobView> jobs
 // `scontrol show job`: one block per job, blocks separated by an empty line, as Slurm prints.
 std::string renderShowJob(const JobView& job, absl::Time now);
 
+// scontrol update JobId=<ids> TimeLimit=[+|-]<time> (scontrol.1; the words after "update").
+// Other job fields are refused, naming the ones Muster has.
+struct JobUpdate {
+  std::vector<JobIdSpec> ids;
+  enum class Adjust { kSet, kAdd, kSubtract } adjust = Adjust::kSet;
+  std::optional<int64_t> time_limit;  // seconds; nullopt with kSet: UNLIMITED
+};
+absl::StatusOr<JobUpdate> parseJobUpdate(const std::vector<std::string>& args);
+
+// The time limit the update gives `job`, or why not, in Slurm's words with Muster's reason:
+// anyone may lower a limit; raising one is for operators (who may exceed the partition's
+// MaxTime), as slurmctld allows it only to operators and admins, and only while the job has
+// no pods yet (a pod's activeDeadlineSeconds, the engine's backstop, can only be lowered).
+// An ended job cannot be updated.
+absl::StatusOr<std::optional<int64_t>> updatedTimeLimit(const JobView& job, const JobUpdate& update,
+                                                        bool is_operator);
+
 }  // namespace muster::jobengine::slurm

@@ -18,11 +18,14 @@
 namespace muster::jobengine::slurm {
 namespace {
 
-// Every Slurm job of the session's namespace (ParallelJobs with spec.slurm).
-absl::StatusOr<std::vector<JobView>> listJobs(ApiSession& session) {
+// Every Slurm job of the session's namespace (ParallelJobs with spec.slurm); an error's message
+// begins with `error_prefix` (Slurm's "slurm_load_jobs error: ").
+absl::StatusOr<std::vector<JobView>> listJobs(ApiSession& session,
+                                              std::string_view error_prefix = "slurm_load_jobs error: ") {
   auto jobs = listAll<proto::ParallelJob>(
       session, proto::resources::kParallelJobs.collectionPath(session.ns()), {});
-  if (!jobs.ok()) return jobs.status();
+  if (!jobs.ok())
+    return absl::Status(jobs.status().code(), absl::StrCat(av(error_prefix), jobs.status().message()));
   std::vector<JobView> out;
   for (const proto::ParallelJob& job : *jobs)
     if (auto v = viewOf(job)) out.push_back(*std::move(v));
@@ -129,9 +132,7 @@ int squeueMain(const std::vector<std::string>& args, const GlobalOptions& global
   auto session = ApiSession::open(global, env);
   if (!session.ok()) return fail(err, session.status());
   auto jobs = listJobs(**session);
-  if (!jobs.ok())
-    return fail(err, absl::Status(jobs.status().code(),
-                                  absl::StrCat("slurm_load_jobs error: ", jobs.status().message())));
+  if (!jobs.ok()) return fail(err, jobs.status());
   if (!options->job_ids.empty() &&
       std::none_of(jobs->begin(), jobs->end(),
                    [&](const JobView& j) { return jobIdMatchesAny(j, options->job_ids); }))
@@ -164,10 +165,8 @@ int sacctMain(const std::vector<std::string>& args, const GlobalOptions& global,
   }
   auto session = ApiSession::open(global, env);
   if (!session.ok()) return fail(err, session.status());
-  auto jobs = listJobs(**session);
-  if (!jobs.ok())
-    return fail(err, absl::Status(jobs.status().code(),
-                                  absl::StrCat("sacct: error: ", jobs.status().message())));
+  auto jobs = listJobs(**session, "sacct: error: ");
+  if (!jobs.ok()) return fail(err, jobs.status());
   const std::string me = options->all_users || !options->users.empty() ? "" : whoAmI(**session, env);
   out << renderSacct(*options, *std::move(jobs), me, now);
   return 0;
@@ -261,7 +260,7 @@ int scancelMain(const std::vector<std::string>& args, const GlobalOptions& globa
 
   auto session = ApiSession::open(global, env);
   if (!session.ok()) return fail(err, session.status());
-  auto jobs = listJobs(**session);
+  auto jobs = listJobs(**session, "");
   if (!jobs.ok()) return fail(err, jobs.status());
   const std::string me = filter.me ? whoAmI(**session, env) : "";
   int rc = 0;
@@ -332,7 +331,8 @@ bool isScontrolJobCommand(const std::vector<std::string>& args) {
       equalsIgnoreCase(verb, "uhold"))
     return true;
   if (equalsIgnoreCase(verb, "update"))
-    return args.size() >= 2 && startsWithIgnoreCase(args[1], "NodeName=");
+    return args.size() >= 2 &&
+           (startsWithIgnoreCase(args[1], "NodeName=") || startsWithIgnoreCase(args[1], "JobId="));
   if (!equalsIgnoreCase(verb, "show") || args.size() < 2) return false;
   for (const char* what : {"job", "jobs", "jobid", "node", "nodes", "partition", "partitions", "config"})
     if (equalsIgnoreCase(args[1], what)) return true;
@@ -444,6 +444,48 @@ int scontrolNodeMain(const std::vector<std::string>& args, const GlobalOptions& 
   return 0;
 }
 
+// scontrol update JobId=... TimeLimit=...: spec.slurm.timeLimitSeconds of each job named. An
+// operator is who may patch nodes (the chart's slurm.operators, who also drain them).
+int scontrolUpdateJobMain(const std::vector<std::string>& args, const GlobalOptions& global,
+                          const std::map<std::string, std::string>& env, std::ostream& err) {
+  auto update = parseJobUpdate(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!update.ok()) return fail(err, update.status());
+  auto session = ApiSession::open(global, env);
+  if (!session.ok()) return fail(err, session.status());
+  auto jobs = listJobs(**session);
+  if (!jobs.ok()) return fail(err, jobs.status());
+  std::optional<bool> is_operator;  // asked once, when a limit would go up
+  int rc = 0;
+  for (const JobIdSpec& id : update->ids) {
+    std::vector<const JobView*> named = jobsNamed(*jobs, id);
+    if (named.empty()) {
+      err << "slurm_update error: Invalid job id specified for job " << jobIdWord(id) << "\n";
+      rc = 1;
+      continue;
+    }
+    for (const JobView* j : named) {
+      auto limit = updatedTimeLimit(*j, *update, /*is_operator=*/false);
+      if (!limit.ok() && absl::IsPermissionDenied(limit.status()) && !isFinished(j->state)) {
+        if (!is_operator) is_operator = mayI(**session, "patch", "nodes");
+        if (*is_operator) limit = updatedTimeLimit(*j, *update, true);
+      }
+      if (!limit.ok()) {
+        err << limit.status().message() << "\n";
+        rc = 1;
+        continue;
+      }
+      if (*limit == j->time_limit) continue;
+      const std::string patch =
+          *limit ? absl::StrCat(R"({"timeLimitSeconds":)", **limit, "}") : R"({"timeLimitSeconds":null})";
+      if (absl::Status s = patchSlurmSpec(**session, *j, patch); !s.ok()) {
+        err << "slurm_update error: job " << jobIdText(*j) << ": " << s.message() << "\n";
+        rc = 1;
+      }
+    }
+  }
+  return rc;
+}
+
 }  // namespace
 
 int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& global,
@@ -457,6 +499,8 @@ int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& g
     out << renderShowConfig(*config, absl::Now());
     return 0;
   }
+  if (equalsIgnoreCase(args[0], "update") && args.size() >= 2 && startsWithIgnoreCase(args[1], "JobId="))
+    return scontrolUpdateJobMain(args, global, env, err);
   if (equalsIgnoreCase(args[0], "update") ||
       (args.size() >= 2 && (startsWithIgnoreCase(args[1], "node") || startsWithIgnoreCase(args[1], "partition"))))
     return scontrolNodeMain(args, global, env, out, err);
@@ -474,9 +518,7 @@ int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& g
   auto session = ApiSession::open(global, env);
   if (!session.ok()) return fail(err, session.status());
   auto jobs = listJobs(**session);
-  if (!jobs.ok())
-    return fail(err, absl::Status(jobs.status().code(),
-                                  absl::StrCat("slurm_load_jobs error: ", jobs.status().message())));
+  if (!jobs.ok()) return fail(err, jobs.status());
   if (show) {
     std::vector<const JobView*> chosen;
     for (const JobView& j : *jobs)

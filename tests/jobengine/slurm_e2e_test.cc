@@ -281,18 +281,27 @@ TEST_CASE("squeue, scontrol and scancel follow jobs through a hold, a wait for r
     args.insert(args.begin(), "squeue");
     f.expectPrints(args, want);
   };
-  const std::string sa = std::to_string(f.submittedId(f.ok({"sbatch", "-H", path})));
+  const std::string sa = std::to_string(f.submittedId(f.ok({"sbatch", "-H", "-t", "60", path})));
   // Held: pending for JobHeldUser, and no pod exists.
   squeueShows({"-h", "-o", "%i %t %R", "-j", sa}, sa + " PD (JobHeldUser)\n");
   CHECK(f.pods("muster.dev/slurm-job-id=" + sa).empty());
   std::string shown = f.ok({"scontrol", "show", "job", sa});
   CHECK(shown.find("JobId=" + sa + " JobName=gang\n") == 0);
   CHECK(shown.find("   JobState=PENDING Reason=JobHeldUser ") != std::string::npos);
+  // The test's user may patch nodes, so it is an operator: it raises the held job's limit.
+  f.ok({"scontrol", "update", "JobId=" + sa, "TimeLimit=3:00:00"});
+  squeueShows({"-h", "-o", "%i %l", "-j", sa}, sa + " 3:00:00\n");
 
   // Two more jobs take both racks.
   const std::string sb = std::to_string(f.submittedId(f.ok({"sbatch", path})));
   const std::string sc = std::to_string(f.submittedId(f.ok({"sbatch", path})));
   squeueShows({"-h", "-o", "%i %t"}, sa + " PD\n" + sb + " R\n" + sc + " R\n");
+  // A running job's limit goes down, never up: its pods' activeDeadlineSeconds holds.
+  f.ok({"scontrol", "update", "JobId=" + sc, "TimeLimit=2:00:00"});
+  squeueShows({"-h", "-o", "%i %l", "-j", sc}, sc + " 2:00:00\n");
+  CHECK(f.refused({"scontrol", "update", "JobId=" + sc, "TimeLimit=+10"}).find(
+            "slurm_update error: Requested operation not supported on this job for job " + sc +
+            " (its pods exist") != std::string::npos);
   // The default layout: Slurm's header, pending jobs first, a running job's node list.
   std::string table = f.ok({"squeue"});
   INFO("squeue printed:\n" << table);

@@ -404,6 +404,19 @@ TEST_CASE("past --time the job is TIMEOUT and every pod is stopped", "[slurm]") 
   CHECK(late.delete_pods.size() == 2);
 }
 
+TEST_CASE("a time limit lowered while the job runs (scontrol update TimeLimit) ends it then",
+          "[slurm]") {
+  Job j({"-N", "2", "-t", "60"});
+  j.startRunning();
+  const absl::Time started = absl::FromUnixSeconds(1767225600);
+  CHECK_FALSE(j.run(started + absl::Minutes(20)).status);
+  j.job.spec.slurm->time_limit_seconds = 15 * 60;
+  Plan late = j.run(started + absl::Minutes(20));
+  REQUIRE(late.status);
+  CHECK(late.status->slurm->state == "TIMEOUT");
+  CHECK(late.delete_pods.size() == 2);
+}
+
 TEST_CASE("a held job creates no pods and one with --begin waits until then", "[slurm]") {
   Job held({"-H"});
   held.apply(held.run());

@@ -160,6 +160,55 @@ TEST_CASE("a ParallelJob of another runtime is no Slurm job", "[squeue]") {
   CHECK_FALSE(viewOf(mpi));
 }
 
+TEST_CASE("scontrol update JobId TimeLimit: anyone lowers, only an operator raises, and only "
+          "before the job has pods", "[squeue]") {
+  auto update = [](const std::vector<std::string>& args) {
+    auto u = parseJobUpdate(args);
+    INFO(u.status().ToString());
+    REQUIRE(u.ok());
+    return *u;
+  };
+  auto refusal = [](const std::vector<std::string>& args) {
+    auto u = parseJobUpdate(args);
+    REQUIRE_FALSE(u.ok());
+    return std::string(u.status().message());
+  };
+  const JobUpdate thirty = update({"JobId=42,43", "TimeLimit=30"});
+  CHECK(thirty.ids.size() == 2);
+  CHECK(thirty.time_limit == 1800);
+  CHECK(update({"jobid=42", "timelimit=+1:00:00"}).adjust == JobUpdate::Adjust::kAdd);
+  CHECK(update({"JobId=42", "TimeLimit=UNLIMITED"}).time_limit == std::nullopt);
+  CHECK(refusal({"JobId=42", "Partition=cpu"}) ==
+        "scontrol: error: Update of Partition is not supported by Muster's scontrol (JobId and TimeLimit are)");
+  CHECK(refusal({"JobId=42", "TimeLimit=soon"}) == "scontrol: error: Invalid TimeLimit value: soon");
+  CHECK(refusal({"JobId=42"}) == "scontrol: error: Update of a job needs TimeLimit=");
+
+  const std::vector<JobView> q = queue();
+  const JobView& running = q[0];  // 42, limit 1:00:00
+  JobView pending = q[1];         // 43, waits for Resources: its pods exist
+  const JobView& done = q[2];
+  CHECK(*updatedTimeLimit(running, thirty, false) == 1800);
+  CHECK(*updatedTimeLimit(running, update({"JobId=42", "TimeLimit=-10"}), false) == 3000);
+  auto denied = [](const absl::StatusOr<std::optional<int64_t>>& r) {
+    REQUIRE_FALSE(r.ok());
+    return std::string(r.status().message());
+  };
+  const JobUpdate raise = update({"JobId=42", "TimeLimit=+30"});
+  CHECK(denied(updatedTimeLimit(running, raise, false)) ==
+        "slurm_update error: Access/permission denied for job 42 (only an operator may raise a time limit)");
+  CHECK(denied(updatedTimeLimit(running, update({"JobId=42", "TimeLimit=UNLIMITED"}), false))
+            .find("Access/permission denied") != std::string::npos);
+  CHECK(denied(updatedTimeLimit(running, raise, true)) ==
+        "slurm_update error: Requested operation not supported on this job for job 42 (its pods exist, "
+        "and their activeDeadlineSeconds can only be lowered)");
+  CHECK(denied(updatedTimeLimit(pending, raise, true)).find("scontrol hold it, raise the limit, release it") !=
+        std::string::npos);
+  pending.reason = "JobHeldUser";
+  CHECK(*updatedTimeLimit(pending, raise, true) == 5400);
+  CHECK(denied(updatedTimeLimit(done, thirty, true)) ==
+        "slurm_update error: Job/step already completing or completed for job 41");
+}
+
 // Array 50 (--array=0-3%2): tasks 0 and 1 run (job ids 50, 51), 2 and 3 wait for a place.
 std::vector<JobView> array() {
   std::vector<JobView> out;
