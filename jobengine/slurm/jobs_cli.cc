@@ -39,7 +39,17 @@ absl::Status patchSlurmSpec(ApiSession& session, const JobView& job, std::string
   req.content_type = std::string(proto::contentType(proto::PatchType::kMerge));
   req.body = absl::StrCat(R"({"spec":{"slurm":)", av(slurm_json), "}}");
   auto body = session.client().callSync(std::move(req));
-  return body.ok() ? absl::OkStatus() : body.status();
+  if (body.ok()) return absl::OkStatus();
+  // An admission policy's refusal (the chart's owner check) in its own words, as slurmctld
+  // answers "Access/permission denied", without the request line around it.
+  const std::string message(body.status().message());
+  constexpr std::string_view kDenied = "denied request: ";
+  if (auto at = message.find(kDenied); absl::IsPermissionDenied(body.status()) && at != std::string::npos) {
+    std::string why = message.substr(at + kDenied.size());
+    if (auto end = why.rfind(" (403 Forbidden)"); end != std::string::npos) why.erase(end);
+    return absl::PermissionDeniedError(why);
+  }
+  return body.status();
 }
 
 // The jobs a job id word names (jobIdMatches: an array's id names all of its tasks).

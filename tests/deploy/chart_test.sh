@@ -21,12 +21,17 @@
 #   6. helm install / upgrade / uninstall of a second release: an existing CRD is left untouched,
 #      an upgrade that changes the config rolls the pods (checksum), uninstall removes the objects
 #      and keeps the CRDs.
+#   7. Slurm on (slurm.partitions): the owner check (ValidatingAdmissionPolicy) with two users'
+#      and an operator's ServiceAccount tokens: a job created as another user is refused, a
+#      second user can neither cancel, hold nor delete the first user's job, the owner can, and
+#      so can an operator; the owner cannot hand the job to someone else.
 #
 # chart_test.sh --dir DIR [--scheduler BIN] [--topology BIN]
 #     DIR: a running cluster (tests/cluster/up.sh --dir DIR) with kwok nodes.
 #     BIN: muster-scheduler, default $MUSTER_SCHEDULER_BIN, else build/scheduler/muster-scheduler;
-#     muster-topology, default $MUSTER_TOPOLOGY_BIN, else build/topology/muster-topology (a
-#     failed check when absent, never a skip).
+#     muster-topology, default $MUSTER_TOPOLOGY_BIN, else build/topology/muster-topology, and
+#     muster-slurm, default $MUSTER_SLURM_BIN, else build/jobengine/slurm/muster-slurm (a failed
+#     check when absent, never a skip).
 # chart_test.sh --offline   only part 1 (no cluster needed).
 #
 # helm and kubectl: $HELM / $KUBECTL, else $MUSTER_BIN_DIR (tests/cluster/build.sh builds both).
@@ -42,6 +47,7 @@ usage() { sed -n '/^# chart_test.sh --dir/,/^# chart_test.sh --offline/p' "$0" |
 DIR="" OFFLINE=0
 SCHED=${MUSTER_SCHEDULER_BIN:-$root/build/scheduler/muster-scheduler}
 TOPO=${MUSTER_TOPOLOGY_BIN:-$root/build/topology/muster-topology}
+SLURM_BIN=${MUSTER_SLURM_BIN:-$root/build/jobengine/slurm/muster-slurm}
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) [ $# -ge 2 ] || usage; DIR=$2; shift 2 ;;
@@ -128,6 +134,7 @@ k get --raw /readyz >/dev/null 2>&1 || { echo "chart_test.sh: the API server of 
 NS="muster-chart-$$"           # the release namespace
 WORK_NS="muster-chart-work-$$"  # where the test's pods go
 NS2="muster-chart-helm-$$"      # the helm install/upgrade/uninstall release
+SNS="muster-chart-slurm-$$"     # the Slurm users' namespace of part 7
 REL=muster
 SA=muster-scheduler AGENT_SA=muster-topology LEASE=muster-scheduler
 CRD_NAMES=(nodetopologies.muster.dev paralleljobs.preferred.jp podgroups.scheduling.x-k8s.io)
@@ -141,7 +148,8 @@ cleanup() {
   [ -z "$agent_node" ] || k delete node "$agent_node" --ignore-not-found >/dev/null 2>&1
   [ -z "$agent_node" ] || k delete nodetopology "$agent_node" --ignore-not-found >/dev/null 2>&1
   [ ! -f "$work/rendered.yaml" ] || k delete -f "$work/rendered.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
-  for ns in "$WORK_NS" "$NS" "$NS2"; do delete_namespace "$ns"; done
+  [ ! -f "$work/slurm.yaml" ] || k delete -f "$work/slurm.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
+  for ns in "$WORK_NS" "$NS" "$NS2" "$SNS"; do delete_namespace "$ns"; done
   [ ${#CREATED_CRDS[@]} -eq 0 ] || k delete crd "${CREATED_CRDS[@]}" --ignore-not-found >/dev/null 2>&1
   if [ "$failed" -gt 0 ]; then echo "# logs kept in $work"; else rm -rf "$work"; fi
 }
@@ -489,6 +497,77 @@ helm_installed=0
 expect_fail "uninstall removed the Deployment" "NotFound" k get deploy -n "$NS2" second-muster-scheduler
 expect_fail "uninstall removed the ClusterRole" "NotFound" k get clusterrole second-muster-scheduler
 expect_ok "uninstall kept the CRDs" k get crd paralleljobs.preferred.jp podgroups.scheduling.x-k8s.io nodetopologies.muster.dev
+
+# ---------------------------------------------------------------------------------------------
+echo "# 7. Slurm: who owns a job (the owner check), with two users' and an operator's tokens"
+k create namespace "$SNS" >/dev/null
+for u in alice bob op; do k create serviceaccount "$u" -n "$SNS" >/dev/null; done
+sa_user() { echo "system:serviceaccount:$SNS:$1"; }
+subject() { echo "{\"kind\":\"ServiceAccount\",\"name\":\"$1\",\"namespace\":\"$SNS\"}"; }
+h template "$REL" "$chart" --namespace "$NS" --set "schedulerName=$SCHED_NAME" \
+  --set-json 'slurm.partitions=[{"name":"gpu","template":{"spec":{"containers":[{"name":"main","image":"busybox"}]}}}]' \
+  --set-json "slurm.users.namespaces=[\"$SNS\"]" \
+  --set-json "slurm.users.subjects=[$(subject alice),$(subject bob)]" \
+  --set-json "slurm.operators.subjects=[$(subject op)]" \
+  --show-only templates/slurm.yaml --show-only templates/slurm-owners.yaml > "$work/slurm.yaml"
+expect_eq "the owner check renders: a ValidatingAdmissionPolicy and its binding" "2" \
+  bash -c "grep -c '^kind: ValidatingAdmissionPolicy' '$work/slurm.yaml'"
+expect_eq "slurm.ownerCheck=false renders none" "0" \
+  bash -c "'$HELM' template muster '$chart' --set-json 'slurm.partitions=[{\"name\":\"gpu\",\"template\":{}}]' --set slurm.ownerCheck=false | { grep -c '^kind: ValidatingAdmissionPolicy' || true; }"
+expect_ok "kubectl apply of the Slurm objects and the owner check" k apply -f "$work/slurm.yaml"
+for u in alice bob op; do
+  kubeconfig_with_token "$KUBECONFIG" "$(k create token "$u" -n "$SNS" --duration=1h)" "$work/$u.kubeconfig"
+done
+as() { local u=$1; shift; "$KUBECTL" --request-timeout=30s --kubeconfig "$work/$u.kubeconfig" -n "$SNS" "$@"; }
+# A Slurm job as sbatch creates it (no job engine watches this namespace's jobs here).
+slurm_job() {  # slurm_job NAME ID OWNER
+  cat <<YAML
+apiVersion: preferred.jp/v1alpha1
+kind: ParallelJob
+metadata: {name: $1}
+spec:
+  runtimeRef: {name: slurm}
+  numPods: 1
+  launcher: {spec: {containers: [{name: main, image: busybox}]}}
+  slurm: {jobId: $2, user: "$3", partition: gpu, batchSecret: $1-batch, hold: true}
+YAML
+}
+create_as() { slurm_job "$2" "$3" "$4" | as "$1" create -f -; }
+# The policy takes effect shortly after it is created: wait until a forged create is refused.
+forged_refused() { ! create_as bob slurm-forged 9 "$(sa_user alice)" >/dev/null 2>&1; }
+if wait_until 60 forged_refused; then ok "the owner check is in force within 60 s"
+else not_ok "the owner check is in force within 60 s" "bob still creates a job as alice"; fi
+expect_fail "bob cannot submit a job as alice" \
+  "Access/permission denied: a Slurm job is submitted as its own user; spec.slurm.user is \"$(sa_user alice)\" but the request comes from \"$(sa_user bob)\"" \
+  create_as bob slurm-forged 9 "$(sa_user alice)"
+expect_ok "alice submits her job" create_as alice slurm-1 1 "$(sa_user alice)"
+expect_ok "bob submits his" create_as bob slurm-2 2 "$(sa_user bob)"
+owned="Access/permission denied: Slurm job 1 belongs to \"$(sa_user alice)\"; only its owner or a Slurm operator may change, cancel or delete it"
+expect_fail "bob cannot cancel alice's job (scancel's patch)" "$owned" \
+  as bob patch paralleljob slurm-1 --type merge -p '{"spec":{"slurm":{"cancel":true}}}'
+expect_fail "bob cannot release it (scontrol release's patch)" "$owned" \
+  as bob patch paralleljob slurm-1 --type merge -p '{"spec":{"slurm":{"hold":false}}}'
+expect_fail "bob cannot delete it" "$owned" as bob delete paralleljob slurm-1
+# The same through Slurm's commands, as users run them.
+slurm_as() { local u=$1; shift; env KUBECONFIG="$work/$u.kubeconfig" MUSTER_NAMESPACE="$SNS" "$SLURM_BIN" "$@"; }
+if [ -x "$SLURM_BIN" ]; then
+  expect_fail "bob's scancel of alice's job is refused" "scancel: error: Kill job error on job id 1: $owned" \
+    slurm_as bob scancel 1
+  expect_fail "bob's scontrol release of it is refused" "$owned" slurm_as bob scontrol release 1
+  expect_ok "alice's scontrol release of her own job" slurm_as alice scontrol release 1
+  expect_eq "her job is released" "false" as alice get paralleljob slurm-1 -o 'jsonpath={.spec.slurm.hold}'
+else
+  not_ok "Slurm's commands with the users' tokens" "no muster-slurm at $SLURM_BIN (build it)"
+  as alice patch paralleljob slurm-1 --type merge -p '{"spec":{"slurm":{"hold":false}}}' >/dev/null 2>&1
+fi
+expect_fail "alice cannot hand her job to bob" "spec.slurm.user (the job's owner) cannot change" \
+  as alice patch paralleljob slurm-1 --type merge -p "{\"spec\":{\"slurm\":{\"user\":\"$(sa_user bob)\"}}}"
+if [ -x "$SLURM_BIN" ]; then expect_ok "the operator's scancel of bob's job" slurm_as op scancel 2
+else expect_ok "the operator cancels bob's job" as op patch paralleljob slurm-2 --type merge -p '{"spec":{"slurm":{"cancel":true}}}'; fi
+expect_eq "bob's job is cancelled" "true" as alice get paralleljob slurm-2 -o 'jsonpath={.spec.slurm.cancel}'
+expect_ok "alice deletes her own job" as alice delete paralleljob slurm-1 --wait=false
+expect_ok "a ParallelJob that is no Slurm job is not the policy's business" \
+  bash -c "sed '/^  slurm:/d' <<<\"\$1\" | '$KUBECTL' --kubeconfig '$work/bob.kubeconfig' -n '$SNS' create -f -" _ "$(slurm_job plain-1 3 x)"
 
 # A skipped check proves nothing: with one the test does not pass.
 [ "$skipped" -eq 0 ] || not_ok "no check was skipped" "$skipped skipped"
