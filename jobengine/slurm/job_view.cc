@@ -11,6 +11,7 @@
 #include "jobengine/slurm/squeue_format.h"
 #include "jobengine/slurm/time.h"
 #include "jobengine/slurm/util.h"
+#include "proto/json.h"
 
 namespace muster::jobengine::slurm {
 namespace {
@@ -264,7 +265,8 @@ absl::StatusOr<SqueueOptions> parseSqueueArgs(const std::vector<std::string>& ar
     if (name == "help") { o.help = true; return absl::OkStatus(); }
     if (name == "usage") { o.usage = true; return absl::OkStatus(); }
     if (name == "version") { o.version = true; return absl::OkStatus(); }
-    if (name == "json" || name == "yaml") return notSupported(absl::StrCat("--", av(name)), "use -o, -O or kubectl get paralleljobs -o json");
+    if (name == "json") { o.json = true; return absl::OkStatus(); }
+    if (name == "yaml") return notSupported("--yaml", "use --json, -o, -O or kubectl get paralleljobs -o yaml");
     if (name == "iterate") return notSupported("-i/--iterate", "run it under watch(1)");
     if (name == "start") return notSupported("--start", "Muster does not predict start times");
     if (name == "steps") return notSupported("-s/--steps", "steps are not recorded yet");
@@ -434,6 +436,96 @@ std::string renderSqueue(const SqueueOptions& o, std::vector<JobView> jobs, cons
     out += renderSqueueLine(format, value) + "\n";
   }
   return out;
+}
+
+namespace {
+
+// data_parser's optional number: {"set": true, "infinite": false, "number": n}.
+void optionalNumber(proto::JsonWriter& w, std::string_view name, std::optional<int64_t> n,
+                    bool infinite = false) {
+  w.key(name).beginObject().booleanField("set", n.has_value() || infinite);
+  w.booleanField("infinite", infinite).integerField("number", n.value_or(0)).endObject();
+}
+
+std::optional<int64_t> unixSeconds(absl::Time t) {
+  if (t == absl::InfinitePast()) return std::nullopt;
+  return absl::ToUnixSeconds(t);
+}
+
+}  // namespace
+
+std::string renderSqueueJson(const SqueueOptions& o, std::vector<JobView> jobs, const std::string& me,
+                             absl::Time now, const std::string& cluster) {
+  std::erase_if(jobs, [&](const JobView& j) { return !squeueSelects(o, j, me); });
+  std::sort(jobs.begin(), jobs.end(), [](const JobView& a, const JobView& b) { return a.job_id < b.job_id; });
+  proto::JsonWriter w;
+  w.beginObject().key("jobs").beginArray();
+  for (const JobView& j : jobs) {
+    w.beginObject();
+    w.stringField("account", j.account);
+    optionalNumber(w, "array_job_id", j.array_job_id.value_or(0));
+    optionalNumber(w, "array_task_id", j.array_task_id);
+    optionalNumber(w, "array_max_tasks", j.array_max_running.value_or(0));
+    w.stringField("batch_host", j.nodes.empty() ? "" : j.nodes.front());
+    w.stringField("command", j.command);
+    w.stringField("comment", j.comment);
+    optionalNumber(w, "cpus", j.num_cpus);
+    optionalNumber(w, "cpus_per_task", j.cpus_per_task);
+    w.stringField("current_working_directory", j.work_dir);
+    w.stringField("dependency", j.dependency);
+    optionalNumber(w, "end_time", unixSeconds(j.end_time).value_or(0));
+    {
+      int code = 0, signal = 0;
+      std::sscanf(j.exit_code.c_str(), "%d:%d", &code, &signal);
+      w.key("exit_code").beginObject();
+      w.key("status").beginArray();
+      w.string(!isFinished(j.state) ? "PENDING" : signal ? "SIGNALED" : code ? "ERROR" : "SUCCESS");
+      w.endArray();
+      optionalNumber(w, "return_code", code);
+      w.key("signal").beginObject();
+      optionalNumber(w, "id", signal ? std::optional<int64_t>(signal) : std::nullopt);
+      w.stringField("name", "").endObject();
+      w.endObject();
+    }
+    w.stringField("group_name", j.user);
+    w.booleanField("hold", j.hold);
+    w.integerField("job_id", j.job_id);
+    w.key("job_state").beginArray().string(jobStateName(j.state)).endArray();
+    w.stringField("name", j.name);
+    optionalNumber(w, "node_count", j.num_nodes);
+    w.stringField("nodes", compressHostlist(j.nodes));
+    w.stringField("partition", j.partition);
+    w.stringField("qos", j.qos.empty() ? "normal" : j.qos);
+    w.booleanField("requeue", j.requeue);
+    w.integerField("restart_cnt", j.restarts);
+    optionalNumber(w, "start_time", unixSeconds(j.start_time).value_or(0));
+    w.stringField("standard_error", j.stderr_path);
+    w.stringField("standard_input", j.stdin_path);
+    w.stringField("standard_output", j.stdout_path);
+    w.stringField("state_description", j.state == JobState::kPending ? j.message : "");
+    w.stringField("state_reason", j.reason);
+    optionalNumber(w, "submit_time", unixSeconds(j.submit_time).value_or(0));
+    optionalNumber(w, "tasks", j.num_tasks);
+    if (j.time_limit) optionalNumber(w, "time_limit", *j.time_limit / 60);
+    else optionalNumber(w, "time_limit", std::nullopt, /*infinite=*/true);
+    w.stringField("user_name", j.user);
+    w.endObject();
+  }
+  w.endArray();
+  optionalNumber(w, "last_update", absl::ToUnixSeconds(now));
+  w.key("meta").beginObject();
+  w.key("plugin").beginObject().stringField("type", "openapi/slurmctld");
+  w.stringField("name", "Slurm OpenAPI slurmctld").stringField("data_parser", "data_parser/v0.0.41");
+  w.stringField("accounting_storage", "accounting_storage/muster").endObject();
+  w.key("command").beginArray().string("squeue").string("--json").endArray();
+  w.key("slurm").beginObject().key("version").beginObject();
+  w.stringField("major", "24").stringField("micro", "0").stringField("minor", "05").endObject();
+  w.stringField("release", "24.05.0").stringField("cluster", cluster).endObject();
+  w.endObject();
+  w.key("errors").beginArray().endArray();
+  w.key("warnings").beginArray().endArray();
+  w.endObject();
+  return w.str() + "\n";
 }
 
 std::string renderShowJob(const JobView& j, absl::Time now) {

@@ -94,6 +94,7 @@ struct SqueueOptions {
   std::optional<std::string> long_format_spec;  // -O (or SQUEUE_FORMAT2)
   std::vector<std::string> users, names, partitions, accounts, qos;
   bool array_tasks = false;  // -r: one line per array task
+  bool json = false;         // --json
   std::vector<JobIdSpec> job_ids;
   std::set<JobState> states;  // empty: the default (not finished)
 };
@@ -110,6 +111,13 @@ bool squeueSelects(const SqueueOptions& options, const JobView& job, const std::
 // The whole output of squeue for these jobs (header unless -h), each line ending in '\n'.
 std::string renderSqueue(const SqueueOptions& options, std::vector<JobView> jobs,
                          const std::string& me, absl::Time now);
+
+// squeue --json: Slurm's data_parser layout (v0.0.41: {"jobs": [...], "meta": ..., "errors": [],
+// "warnings": []}; numbers that may be unset as {"set", "infinite", "number"}, times in Unix
+// seconds, time_limit in minutes, job_state a list), for the fields JobView has; one record per
+// array task. Compact, one line.
+std::string renderSqueueJson(const SqueueOptions& options, std::vector<JobView> jobs,
+                             const std::string& me, absl::Time now, const std::string& cluster);
 
 // `scontrol show job`: one block per job, blocks separated by an empty line, as Slurm prints.
 std::string renderShowJob(const JobView& job, absl::Time now);

@@ -148,6 +148,12 @@ int squeueMain(const std::vector<std::string>& args, const GlobalOptions& global
                    [&](const JobView& j) { return jobIdMatchesAny(j, options->job_ids); }))
     return fail(err, absl::NotFoundError("slurm_load_jobs error: Invalid job id specified"));
   const std::string me = options->me ? whoAmI(**session, env) : "";
+  if (options->json) {
+    auto config = loadSlurmConfig(**session, env);
+    out << renderSqueueJson(*options, *std::move(jobs), me, absl::Now(),
+                            config.ok() ? config->cluster_name : "");
+    return 0;
+  }
   out << renderSqueue(*options, *std::move(jobs), me, absl::Now());
   return 0;
 }

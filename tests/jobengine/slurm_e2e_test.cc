@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/codec.h"
+#include "proto/json.h"
 #include "proto/kubeconfig.h"
 #include "tests/e2e/support.h"
 
@@ -405,6 +406,18 @@ TEST_CASE("sbatch --array runs every task, at most %N at once, and scancel takes
   const std::vector<std::string> queue{"squeue", "-h", "-o", "%i %t %r"};
   f.expectPrints(queue, id + "_[2-4%2] PD JobArrayTaskLimit\n" + id + "_0 R None\n" + id + "_1 R None\n");
   CHECK(f.pods("muster.dev/slurm-job-id=" + std::to_string(a + 2)).empty());
+  // squeue --json: one record per task, in Slurm's data_parser layout.
+  auto json = proto::parseJson(f.ok({"squeue", "--json", "-j", id}));
+  REQUIRE(json.ok());
+  REQUIRE((*json)["jobs"].Size() == 5);
+  for (int t = 0; t < 5; ++t) {
+    const auto& job = (*json)["jobs"][t];
+    CHECK(job["job_id"].GetInt64() == a + t);
+    CHECK(job["array_job_id"]["number"].GetInt64() == a);
+    CHECK(job["array_task_id"]["number"].GetInt64() == t);
+    CHECK(std::string(job["job_state"][0].GetString()) == (t < 2 ? "RUNNING" : "PENDING"));
+  }
+  CHECK(std::string((*json)["meta"]["slurm"]["cluster"].GetString()) == "e2e");
   CHECK(f.ok({"scontrol", "show", "job", id + "_1"}).rfind(
             "JobId=" + std::to_string(a + 1) + " ArrayJobId=" + id + " ArrayTaskId=1 ArrayTaskThrottle=2 JobName=sweep\n", 0) == 0);
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "jobengine/slurm/job_view.h"
+#include "proto/json.h"
 
 namespace muster::jobengine::slurm {
 namespace {
@@ -125,7 +126,7 @@ TEST_CASE("squeue refuses unknown options, bad states and what Muster lacks, say
   CHECK(err({"-Z"}) == "squeue: invalid option -- 'Z'\nTry \"squeue --help\" for more information");
   CHECK(err({"-t", "SLEEPING"}) == "squeue: error: Invalid job state specified: SLEEPING");
   CHECK(err({"-u"}) == "squeue: option '-u' requires an argument\nTry \"squeue --help\" for more information");
-  CHECK(err({"--json"}).find("not supported by Muster's squeue") != std::string::npos);
+  CHECK(err({"--yaml"}).find("not supported by Muster's squeue") != std::string::npos);
   CHECK(err({"-j", "12.1"}).find("not supported by Muster's squeue") != std::string::npos);
   CHECK(err({"-j", "abc"}) == "squeue: error: Invalid job id: abc");
 }
@@ -266,6 +267,37 @@ TEST_CASE("scontrol show job names an array task's array, task and throttle", "[
   CHECK(jobIdMatches(task, {52, std::nullopt, false, std::nullopt}));
   CHECK_FALSE(jobIdMatches(task, {52, 2, false, std::nullopt}));
   CHECK(jobIdMatches(task, {50, std::nullopt, true, std::nullopt}));
+}
+
+TEST_CASE("squeue --json prints Slurm's data_parser layout for the selected jobs", "[squeue]") {
+  const std::string text = renderSqueueJson(parse({"--json"}), queue(), "", kNow, "e2e");
+  auto doc = proto::parseJson(text);
+  INFO(text);
+  REQUIRE(doc.ok());
+  const auto& jobs = (*doc)["jobs"];
+  REQUIRE(jobs.Size() == 2);  // the completed job is left out, as without --json
+  const auto& running = jobs[0];
+  CHECK(running["job_id"].GetInt64() == 42);
+  CHECK(std::string(running["job_state"][0].GetString()) == "RUNNING");
+  CHECK(std::string(running["user_name"].GetString()) == "alice");
+  CHECK(std::string(running["nodes"].GetString()) == "slurm-42-0-[0-1]");
+  CHECK(running["node_count"]["number"].GetInt64() == 2);
+  CHECK(running["time_limit"]["number"].GetInt64() == 60);
+  CHECK(running["time_limit"]["infinite"].GetBool() == false);
+  CHECK(running["start_time"]["number"].GetInt64() == absl::ToUnixSeconds(kNow) - 65);
+  CHECK(running["array_task_id"]["set"].GetBool() == false);
+  const auto& pending = jobs[1];
+  CHECK(std::string(pending["job_state"][0].GetString()) == "PENDING");
+  CHECK(std::string(pending["state_reason"].GetString()) == "Resources");
+  CHECK(std::string((*doc)["meta"]["slurm"]["cluster"].GetString()) == "e2e");
+  CHECK((*doc)["errors"].Size() == 0);
+  // Filters apply; an array's tasks are one record each.
+  auto tasks = proto::parseJson(renderSqueueJson(parse({"--json", "-j", "50"}), array(), "", kNow, "e2e"));
+  REQUIRE(tasks.ok());
+  REQUIRE((*tasks)["jobs"].Size() == 4);
+  CHECK((*tasks)["jobs"][2]["array_task_id"]["number"].GetInt64() == 2);
+  CHECK((*tasks)["jobs"][2]["array_job_id"]["number"].GetInt64() == 50);
+  CHECK((*tasks)["jobs"][2]["array_max_tasks"]["number"].GetInt64() == 2);
 }
 
 }  // namespace
