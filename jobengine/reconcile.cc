@@ -168,6 +168,36 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
       previous.push_back(pod);
   }
 
+  // scontrol requeue: the attempt's pods go and the next attempt starts, also after the job
+  // ended (Succeeded or Failed become Restarting), as slurmctld puts a requeued job back to
+  // PENDING. The next reconcile waits for the old pods to be gone, then creates the new ones.
+  if (runtime != nullptr && !job.status.phase.empty()) {
+    if (std::optional<std::string> why = runtime->requeueRequested(job)) {
+      const int32_t next = job.status.restarts + 1;
+      const std::string next_group = groupName(job.meta.name, next);
+      for (const auto& pod : obs.pods)
+        if (!pod->meta.deletion_timestamp) plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
+      desired.phase = "Restarting";
+      desired.restarts = next;
+      desired.job_group_name = next_group;
+      desired.pods_ready = 0;
+      desired.completion_time.clear();
+      desired.message = *why + ": attempt " + attempt.group + " is deleted and " + next_group + " created";
+      for (const char* type : {vocab::kConditionSucceeded, vocab::kConditionFailed})
+        if (findCondition(desired.conditions, type))
+          setCondition(&desired.conditions, type, "False", "Requeued", desired.message, obs.now);
+      if (findCondition(desired.conditions, vocab::kConditionRunning))
+        setCondition(&desired.conditions, vocab::kConditionRunning, "False", "Requeued", desired.message,
+                     obs.now);
+      setCondition(&desired.conditions, vocab::kConditionPodsCreated, "False", "CreatingPods",
+                   "creating the " + std::to_string(spec.num_pods) + " pods of attempt " + next_group,
+                   obs.now);
+      plan.events.push_back({"Normal", "Requeued", desired.message});
+      plan.delete_support = attempt;
+      return finish("requeued");
+    }
+  }
+
   // A finished job is kept until the runtime's retention ends (Slurm's accounting), then deleted.
   if ((job.status.phase == "Succeeded" || job.status.phase == "Failed") && runtime != nullptr) {
     if (std::optional<absl::Time> expires = runtime->expiresAt(job)) {

@@ -139,6 +139,12 @@ class Runtime {
   virtual std::optional<std::string> cancelled(const proto::ParallelJob& /*job*/) const {
     return std::nullopt;
   }
+  // Whether the attempt in progress (or the one the job ended with) is to run again (scontrol
+  // requeue): a message; its pods are deleted and the next attempt starts, whatever the phase
+  // and maxRestarts. nullopt: not asked.
+  virtual std::optional<std::string> requeueRequested(const proto::ParallelJob& /*job*/) const {
+    return std::nullopt;
+  }
   // How long an attempt may run once all its pods run; nullopt: no limit. Past it the job ends
   // with reason TimeLimitExceeded and its pods are deleted.
   virtual std::optional<absl::Duration> timeLimit(const proto::ParallelJob& /*job*/) const {

@@ -483,6 +483,7 @@ absl::Status decodeSlurmSpec(const rapidjson::Value& v, const JsonPath& p, Slurm
   MUSTER_RETURN_IF_ERROR(readString(v, p, "dependency", &s->dependency));
   MUSTER_RETURN_IF_ERROR(readBool(v, p, "killOnInvalidDependency", &s->kill_on_invalid_dep));
   MUSTER_RETURN_IF_ERROR(readBool(v, p, "exclusive", &s->exclusive));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, p, "requeueAttempt", &s->requeue_attempt));
   return readBool(v, p, "cancel", &s->cancel);
 }
 }  // namespace
@@ -786,6 +787,7 @@ std::string encode(const ParallelJob& job) {
     if (!j.kill_on_invalid_dep) w.booleanField("killOnInvalidDependency", false);
     if (j.exclusive) w.booleanField("exclusive", true);
     if (j.cancel) w.booleanField("cancel", true);
+    if (j.requeue_attempt) w.integerField("requeueAttempt", *j.requeue_attempt);
     w.endObject();
   }
   w.endObject().endObject();

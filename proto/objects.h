@@ -335,6 +335,9 @@ struct SlurmJobSpec {
   bool kill_on_invalid_dep = true;            // a -d never met ends the job (CANCELLED)
   bool exclusive = false;
   bool cancel = false;  // scancel: the job ends CANCELLED, its pods are deleted
+  // scontrol requeue: the attempt (status.restarts) to run again; once status.restarts has
+  // passed it the request is done.
+  std::optional<int32_t> requeue_attempt;
 };
 
 // status.slurm: the job as Slurm's tools show it.

@@ -107,6 +107,7 @@ std::optional<JobView> viewOf(const proto::ParallelJob& job) {
   v.requeue = s.requeue;
   v.hold = s.hold;
   v.cancel_requested = s.cancel;
+  v.requeue_asked = s.requeue_attempt && *s.requeue_attempt == job.status.restarts;
   v.submit_time = parseRfc3339(job.meta.creation_timestamp);
   v.restarts = job.status.restarts;
   v.message = job.status.message;
@@ -565,6 +566,15 @@ std::string renderShowJob(const JobView& j, absl::Time now) {
   // Not a Slurm key: the job engine's own account of the job (why it waits, what failed).
   absl::StrAppend(&out, "   MusterJob=", j.object_name, " MusterMessage=", orNull(j.message), "\n");
   return out;
+}
+
+std::optional<std::string> requeueRefusal(const JobView& j) {
+  if (j.requeue_asked) return "Job is requeued already (the job engine has not restarted it yet)";
+  if (j.state == JobState::kPending) return "Job is pending execution";
+  if (!j.requeue) return "Requested operation is presently disabled (the job was submitted with --no-requeue)";
+  if (j.state == JobState::kCancelled || j.cancel_requested)
+    return "Requested operation is presently disabled (a cancelled job stays cancelled in Muster: submit it again)";
+  return std::nullopt;
 }
 
 absl::StatusOr<JobUpdate> parseJobUpdate(const std::vector<std::string>& args) {

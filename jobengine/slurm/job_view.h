@@ -59,6 +59,7 @@ struct JobView {
   bool requeue = true;
   bool hold = false;
   bool cancel_requested = false;  // scancel asked, the job engine has not ended it yet
+  bool requeue_asked = false;     // scontrol requeue asked, the job engine has not done it yet
   std::string exit_code = "0:0";
 };
 
@@ -121,6 +122,12 @@ std::string renderSqueueJson(const SqueueOptions& options, std::vector<JobView> 
 
 // `scontrol show job`: one block per job, blocks separated by an empty line, as Slurm prints.
 std::string renderShowJob(const JobView& job, absl::Time now);
+
+// Why `scontrol requeue` cannot put the job back to PENDING (Slurm's words, with Muster's reason),
+// nullopt when it can: a running or ended batch job that allows requeue (not --no-requeue) and
+// was not cancelled (a cancelled job stays cancelled in Muster: submit it again). One whose
+// requeue is asked and not yet done says so.
+std::optional<std::string> requeueRefusal(const JobView& job);
 
 // scontrol update JobId=<ids> TimeLimit=[+|-]<time> (scontrol.1; the words after "update").
 // Other job fields are refused, naming the ones Muster has.

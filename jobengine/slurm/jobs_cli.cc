@@ -344,7 +344,8 @@ bool isScontrolJobCommand(const std::vector<std::string>& args) {
   if (args.empty()) return false;
   const std::string& verb = args[0];
   if (equalsIgnoreCase(verb, "hold") || equalsIgnoreCase(verb, "release") ||
-      equalsIgnoreCase(verb, "uhold"))
+      equalsIgnoreCase(verb, "uhold") || equalsIgnoreCase(verb, "requeue") ||
+      equalsIgnoreCase(verb, "requeuehold"))
     return true;
   if (equalsIgnoreCase(verb, "update"))
     return args.size() >= 2 &&
@@ -554,6 +555,34 @@ int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& g
     return 0;
   }
   int rc = 0;
+  if (equalsIgnoreCase(args[0], "requeue") || equalsIgnoreCase(args[0], "requeuehold")) {
+    const bool and_hold = equalsIgnoreCase(args[0], "requeuehold");
+    for (const JobIdSpec& id : ids) {
+      std::vector<const JobView*> named = jobsNamed(*jobs, id);
+      if (named.empty()) {
+        err << "slurm_requeue error: Invalid job id specified for job " << jobIdWord(id) << "\n";
+        rc = 1;
+        continue;
+      }
+      for (const JobView* j : named) {
+        const std::optional<std::string> refused = requeueRefusal(*j);
+        if (refused) {
+          // An array's tasks that wait are passed over when the id names several.
+          if (named.size() > 1 && j->state == JobState::kPending) continue;
+          err << "slurm_requeue error: " << *refused << " for job " << jobIdText(*j) << "\n";
+          rc = 1;
+          continue;
+        }
+        const std::string patch = absl::StrCat(R"({"requeueAttempt":)", j->restarts,
+                                               and_hold ? R"(,"hold":true})" : "}");
+        if (absl::Status s = patchSlurmSpec(**session, *j, patch); !s.ok()) {
+          err << "slurm_requeue error: job " << jobIdText(*j) << ": " << s.message() << "\n";
+          rc = 1;
+        }
+      }
+    }
+    return rc;
+  }
   for (const JobIdSpec& id : ids) {
     std::vector<const JobView*> named = jobsNamed(*jobs, id);
     if (named.empty()) {

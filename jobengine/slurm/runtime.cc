@@ -494,6 +494,13 @@ std::optional<std::string> SlurmRuntime::cancelled(const proto::ParallelJob& job
   return strCat("job ", job.spec.slurm->job_id, " was cancelled (scancel)");
 }
 
+std::optional<std::string> SlurmRuntime::requeueRequested(const proto::ParallelJob& job) const {
+  if (!job.spec.slurm || job.spec.slurm->cancel || !job.spec.slurm->requeue_attempt ||
+      *job.spec.slurm->requeue_attempt != job.status.restarts)
+    return std::nullopt;
+  return strCat("job ", job.spec.slurm->job_id, " was requeued (scontrol requeue)");
+}
+
 std::optional<absl::Time> SlurmRuntime::expiresAt(const proto::ParallelJob& job) const {
   if (!job.spec.slurm || !job.status.slurm || !options_.slurm.accounting_retention_seconds)
     return std::nullopt;

@@ -66,6 +66,7 @@ class SlurmRuntime final : public Runtime {
   std::vector<std::string> knownAs(const proto::ParallelJob& job) const override;
   std::optional<absl::Duration> timeLimit(const proto::ParallelJob& job) const override;
   std::optional<std::string> cancelled(const proto::ParallelJob& job) const override;
+  std::optional<std::string> requeueRequested(const proto::ParallelJob& job) const override;
   std::optional<absl::Time> expiresAt(const proto::ParallelJob& job) const override;
   bool keepOnFailure(int32_t index) const override { return index == 0; }
   void decorateStatus(const proto::ParallelJob& job, const proto::Pod* launcher, absl::Time now,

@@ -442,6 +442,34 @@ TEST_CASE("sbatch --array runs every task, at most %N at once, and scancel takes
             "Kill job error on job id " + id + ": Job/step already completing or completed") != std::string::npos);
 }
 
+TEST_CASE("scontrol requeue runs an ended job again as its next attempt, requeuehold holds it, "
+          "and a pending job is refused", "[slurm]") {
+  SlurmFixture f;
+  std::string path = f.script("again.sh", "#!/bin/sh\n#SBATCH -N 1\ntrue\n");
+  const std::string id = std::to_string(f.submittedId(f.ok({"sbatch", path})));
+  const std::vector<std::string> state{"squeue", "-h", "-t", "all", "-j", id, "-o", "%i %t %r"};
+  f.expectPrints(state, id + " R None\n");
+  kubectl({"annotate", "pod", "-n", f.ns(), "slurm-" + id + "-0-0", "muster.dev/sim-succeed-after=1s"});
+  f.expectPrints(state, id + " CD None\n");
+  // Back to PENDING, then running again as attempt 1: its pods are new, the restart counted.
+  f.ok({"scontrol", "requeue", id});
+  f.expectPrints(state, id + " R None\n");
+  CHECK(f.ok({"scontrol", "show", "job", id}).find(" Restarts=1 ") != std::string::npos);
+  CHECK(waitFor([&] {
+    auto pods = f.pods("muster.dev/slurm-job-id=" + id);
+    return pods.size() == 1 && pods[0].meta.name == "slurm-" + id + "-1-0";
+  }, kTimeout));
+  // requeuehold: the running job goes back and waits, held.
+  f.ok({"scontrol", "requeuehold", id});
+  f.expectPrints(state, id + " PD JobHeldUser\n");
+  CHECK(f.ok({"scontrol", "show", "job", id}).find(" Restarts=2 ") != std::string::npos);
+  CHECK(waitFor([&] { return f.pods("muster.dev/slurm-job-id=" + id).empty(); }, kTimeout));
+  CHECK(f.refused({"scontrol", "requeue", id}).find(
+            "slurm_requeue error: Job is pending execution for job " + id) != std::string::npos);
+  f.ok({"scontrol", "release", id});
+  f.expectPrints(state, id + " R None\n");
+}
+
 TEST_CASE("sacct shows a job and its batch step until the retention ends, then the job is deleted",
           "[slurm]") {
   SlurmFixture f("  accountingRetention: \"0:20\"\n");

@@ -404,6 +404,46 @@ TEST_CASE("past --time the job is TIMEOUT and every pod is stopped", "[slurm]") 
   CHECK(late.delete_pods.size() == 2);
 }
 
+TEST_CASE("scontrol requeue runs a running or ended job again as its next attempt, once",
+          "[slurm]") {
+  Job j({"-N", "2", "--no-requeue"});
+  j.startRunning();
+  // The batch script exits 0: COMPLETED, only the batch pod kept.
+  j.pod(0).status.phase = "Succeeded";
+  j.apply(j.run());
+  REQUIRE(j.job.status.slurm->state == "COMPLETED");
+  // Requeued (even with --no-requeue an operator's requeue of a finished job is the engine's to
+  // do; scontrol refuses it, see job_view_test): every pod goes, attempt 1 starts, PENDING.
+  j.job.spec.slurm->requeue_attempt = 0;
+  Plan p = j.run();
+  REQUIRE(p.status);
+  CHECK(p.status->phase == "Restarting");
+  CHECK(p.status->restarts == 1);
+  CHECK(p.status->job_group_name == "slurm-55-1");
+  CHECK(p.status->completion_time.empty());
+  CHECK(p.delete_pods.size() == 2);
+  CHECK(p.status->slurm->state == "PENDING");
+  CHECK(p.status->slurm->reason == "Requeued");
+  CHECK(p.status->slurm->end_time.empty());
+  CHECK(p.status->message.find("job 55 was requeued (scontrol requeue): attempt slurm-55-0 is deleted") == 0);
+  j.apply(p);
+  j.pods.clear();
+  // Done once: the next reconcile creates attempt 1's pods, and asks for nothing more.
+  SlurmRuntime runtime(runtimeOptions());
+  CHECK_FALSE(runtime.requeueRequested(j.job));
+  CHECK(j.run().create_pods_needed);
+  // A running job is requeued the same way; a cancelled one never is.
+  Job running({"-N", "2"});
+  running.startRunning();
+  running.job.spec.slurm->requeue_attempt = 0;
+  Plan q = running.run();
+  REQUIRE(q.status);
+  CHECK(q.status->restarts == 1);
+  CHECK(q.delete_pods.size() == 2);
+  running.job.spec.slurm->cancel = true;
+  CHECK_FALSE(runtime.requeueRequested(running.job));
+}
+
 TEST_CASE("a time limit lowered while the job runs (scontrol update TimeLimit) ends it then",
           "[slurm]") {
   Job j({"-N", "2", "-t", "60"});

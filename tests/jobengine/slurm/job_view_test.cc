@@ -161,6 +161,25 @@ TEST_CASE("a ParallelJob of another runtime is no Slurm job", "[squeue]") {
   CHECK_FALSE(viewOf(mpi));
 }
 
+TEST_CASE("scontrol requeue takes running and ended jobs, not pending, --no-requeue or "
+          "cancelled ones", "[squeue]") {
+  const std::vector<JobView> q = queue();  // 42 running, 43 pending, 41 completed
+  CHECK_FALSE(requeueRefusal(q[0]));
+  CHECK_FALSE(requeueRefusal(q[2]));
+  CHECK(requeueRefusal(q[1]) == "Job is pending execution");
+  JobView no_requeue = q[0];
+  no_requeue.requeue = false;
+  CHECK(requeueRefusal(no_requeue)->rfind("Requested operation is presently disabled", 0) == 0);
+  JobView cancelled = q[2];
+  cancelled.state = JobState::kCancelled;
+  CHECK(requeueRefusal(cancelled)->find("a cancelled job stays cancelled") != std::string::npos);
+  auto asked = slurmJob(44, "x", "alice", "COMPLETED", 1);
+  asked.spec.slurm->requeue_attempt = 0;
+  CHECK(requeueRefusal(view(asked))->rfind("Job is requeued already", 0) == 0);
+  asked.status.restarts = 1;  // done: the next attempt is in progress
+  CHECK_FALSE(view(asked).requeue_asked);
+}
+
 TEST_CASE("scontrol update JobId TimeLimit: anyone lowers, only an operator raises, and only "
           "before the job has pods", "[squeue]") {
   auto update = [](const std::vector<std::string>& args) {
