@@ -483,6 +483,13 @@ absl::Status decodeSlurmSpec(const rapidjson::Value& v, const JsonPath& p, Slurm
   MUSTER_RETURN_IF_ERROR(readString(v, p, "dependency", &s->dependency));
   MUSTER_RETURN_IF_ERROR(readBool(v, p, "killOnInvalidDependency", &s->kill_on_invalid_dep));
   MUSTER_RETURN_IF_ERROR(readBool(v, p, "exclusive", &s->exclusive));
+  for (auto [name, list] : {std::pair{"requiredNodes", &s->required_nodes},
+                            std::pair{"excludedNodes", &s->excluded_nodes}})
+    MUSTER_RETURN_IF_ERROR(forEachElement(v, p, name, [list](const rapidjson::Value& e, const JsonPath& q) {
+      if (!e.IsString()) return typeError(q, "string");
+      list->emplace_back(e.GetString(), e.GetStringLength());
+      return absl::OkStatus();
+    }));
   MUSTER_RETURN_IF_ERROR(readInt32(v, p, "requeueAttempt", &s->requeue_attempt));
   return readBool(v, p, "cancel", &s->cancel);
 }
@@ -786,6 +793,13 @@ std::string encode(const ParallelJob& job) {
     w.stringFieldIfSet("dependency", j.dependency);
     if (!j.kill_on_invalid_dep) w.booleanField("killOnInvalidDependency", false);
     if (j.exclusive) w.booleanField("exclusive", true);
+    for (auto [name, list] : {std::pair{"requiredNodes", &j.required_nodes},
+                              std::pair{"excludedNodes", &j.excluded_nodes}}) {
+      if (list->empty()) continue;
+      w.key(name).beginArray();
+      for (const std::string& n : *list) w.string(n);
+      w.endArray();
+    }
     if (j.cancel) w.booleanField("cancel", true);
     if (j.requeue_attempt) w.integerField("requeueAttempt", *j.requeue_attempt);
     w.endObject();

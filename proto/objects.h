@@ -334,6 +334,8 @@ struct SlurmJobSpec {
   std::string dependency;                     // -d, as given (jobengine/slurm/dependency.h)
   bool kill_on_invalid_dep = true;            // a -d never met ends the job (CANCELLED)
   bool exclusive = false;
+  std::vector<std::string> required_nodes;  // -w: the nodes the job must use
+  std::vector<std::string> excluded_nodes;  // -x
   bool cancel = false;  // scancel: the job ends CANCELLED, its pods are deleted
   // scontrol requeue: the attempt (status.restarts) to run again; once status.restarts has
   // passed it the request is done.

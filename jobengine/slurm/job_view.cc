@@ -95,6 +95,8 @@ std::optional<JobView> viewOf(const proto::ParallelJob& job) {
   v.work_dir = s.work_dir;
   v.submit_host = s.submit_host;
   v.num_nodes = job.spec.num_pods;
+  v.required_nodes = s.required_nodes;
+  v.excluded_nodes = s.excluded_nodes;
   v.num_tasks = s.ntasks;
   v.cpus_per_task = s.cpus_per_task.value_or(1);
   v.num_cpus = std::max<int32_t>(v.num_tasks, 1) * std::max<int32_t>(v.cpus_per_task, 1);
@@ -552,6 +554,8 @@ std::string renderShowJob(const JobView& j, absl::Time now) {
   absl::StrAppend(&out, "   StartTime=", timestampOrUnknown(j.start_time),
                   " EndTime=", timestampOrUnknown(j.end_time), " Deadline=N/A\n");
   absl::StrAppend(&out, "   Partition=", j.partition, " AllocNode:Sid=", orNull(j.submit_host), ":0\n");
+  absl::StrAppend(&out, "   ReqNodeList=", j.required_nodes.empty() ? "(null)" : compressHostlist(j.required_nodes),
+                  " ExcNodeList=", j.excluded_nodes.empty() ? "(null)" : compressHostlist(j.excluded_nodes), "\n");
   absl::StrAppend(&out, "   NodeList=", nodelist, "\n");
   absl::StrAppend(&out, "   BatchHost=", j.nodes.empty() ? "(null)" : j.nodes.front(), "\n");
   absl::StrAppend(&out, "   NumNodes=", j.num_nodes, " NumCPUs=", j.num_cpus, " NumTasks=", j.num_tasks,

@@ -43,6 +43,7 @@ struct JobView {
   std::string message;  // Muster's own words (status.message)
   std::string dependency;  // the -d entries not met yet, with their states; "" when none
   std::vector<std::string> nodes;  // the job's nodes once it started (pod host names)
+  std::vector<std::string> required_nodes, excluded_nodes;  // -w, -x
   int32_t num_nodes = 0;
   int32_t num_tasks = 0;
   int32_t num_cpus = 0;

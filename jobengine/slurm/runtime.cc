@@ -66,13 +66,19 @@ std::string exitCodeOf(const proto::Pod& pod) {
 // batch pod: nodes that would do are held for another gang ahead of it (the scheduler's
 // reservation for a larger or higher-priority gang, as Slurm's backfill holds them) -> Priority;
 // otherwise Resources.
-std::string waitingReason(const proto::Pod* batch_pod) {
+// A job that names its nodes (-w) and waits because one of them is cordoned (drained) or not
+// ready -> ReqNodeNotAvail, as slurmctld says of a required node that is down or drained.
+std::string waitingReason(const proto::ParallelJob& job, const proto::Pod* batch_pod) {
   if (batch_pod == nullptr) return "Resources";
   const proto::PodCondition* c = batch_pod->findCondition(proto::vocabulary::kPodScheduledCondition);
   if (c == nullptr || c->status != "False" || c->reason != proto::vocabulary::kUnschedulableReason)
     return "Resources";
   if (c->message.find(proto::vocabulary::kReservedForAnotherGangReason) != std::string::npos)
     return "Priority";
+  if (!job.spec.slurm->required_nodes.empty())
+    for (std::string_view unavailable : {"node(s) were unschedulable", "node.kubernetes.io/not-ready",
+                                         "node.kubernetes.io/unreachable"})
+      if (c->message.find(unavailable) != std::string::npos) return "ReqNodeNotAvail";
   return "Resources";
 }
 
@@ -552,7 +558,7 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
     StartGate gate = gateOf(job, now, jobs, verdict);
     if (!gate.open) out.reason = gate.reason;
     else if (status->phase == "Restarting" || status->restarts > 0) out.reason = "Requeued";
-    else out.reason = waitingReason(launcher);
+    else out.reason = waitingReason(job, launcher);
     // The entries not met yet, while the job waits for them (squeue %E, scontrol Dependency=).
     if (verdict && verdict->error.empty() &&
         verdict->evaluation.result != DependencyResult::kSatisfied)

@@ -367,6 +367,8 @@ Submission buildOne(const BatchOptions& o, const Shape& s, const SubmitContext& 
   j.dependency = s.dependency;
   j.kill_on_invalid_dep = o.kill_on_invalid_dep.value_or(true);
   j.exclusive = o.exclusive;
+  j.required_nodes = s.include;
+  j.excluded_nodes = s.exclude;
 
   // The Secret: the script, the environment after --export, the script's arguments.
   out.batch.meta.name = batchSecretName(job_id);

@@ -256,6 +256,10 @@ TEST_CASE("sbatch -w -x and -C become node affinity and a node selector", "[slur
   CHECK(std::string(exprs[1]["operator"].GetString()) == "NotIn");
   CHECK(std::string(exprs[2]["key"].GetString()) == "nvme");
   CHECK(std::string(exprs[2]["operator"].GetString()) == "Exists");
+  // Recorded for scontrol's ReqNodeList/ExcNodeList and squeue's ReqNodeNotAvail.
+  const proto::ParallelJob job = submitted(*s);
+  CHECK(job.spec.slurm->required_nodes == std::vector<std::string>{"gpu-0", "gpu-1"});
+  CHECK(job.spec.slurm->excluded_nodes == std::vector<std::string>{"gpu-3"});
 }
 
 // --- job states ------------------------------------------------------------------------------
@@ -558,10 +562,33 @@ TEST_CASE("a gang waiting for room is PENDING for Priority while its nodes are h
                    "nvidia.com/gpu.") == "Priority");
   CHECK(waitingFor("gang slurm-55-0: the cluster can hold 2; 0/8 nodes are available: "
                    "8 Insufficient nvidia.com/gpu.") == "Resources");
+  // A cordoned node does not stop a job that did not ask for it.
+  const std::string drained = "gang slurm-55-0: 0/8 nodes are available: 1 node(s) were unschedulable, "
+                              "7 Insufficient nvidia.com/gpu.";
+  CHECK(waitingFor(drained) == "Resources");
   j.pod(0).status.conditions.clear();
   Plan none = j.run();
   REQUIRE(none.status);
   CHECK(none.status->slurm->reason == "Resources");
+
+  // A job that names its nodes (-w) waits for ReqNodeNotAvail when one is drained or not ready.
+  Job named({"-N", "2", "-w", "gpu-[0-1]"}, 56);
+  named.waitForRoom();
+  auto namedWaitingFor = [&](const std::string& message) {
+    proto::PodCondition c;
+    c.type = "PodScheduled";
+    c.status = "False";
+    c.reason = "Unschedulable";
+    c.message = message;
+    named.pod(0).status.conditions = {c};
+    Plan p = named.run();
+    return p.status ? p.status->slurm->reason : named.job.status.slurm->reason;
+  };
+  CHECK(namedWaitingFor(drained) == "ReqNodeNotAvail");
+  CHECK(namedWaitingFor("gang slurm-56-0: 0/8 nodes are available: 1 node(s) had untolerated taint "
+                        "{node.kubernetes.io/not-ready: }, 7 node(s) didn't match Pod's node affinity/selector.") ==
+        "ReqNodeNotAvail");
+  CHECK(namedWaitingFor("gang slurm-56-0: 0/8 nodes are available: 8 Insufficient nvidia.com/gpu.") == "Resources");
 }
 
 }  // namespace

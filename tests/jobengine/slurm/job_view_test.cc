@@ -146,7 +146,7 @@ TEST_CASE("scontrol show job prints Slurm's Key=Value block with Muster's own me
   CHECK(out.find("\n   RunTime=00:01:05 TimeLimit=01:00:00 TimeMin=N/A\n") != std::string::npos);
   CHECK(out.find("\n   SubmitTime=2025-12-31T23:50:00 ") != std::string::npos);
   CHECK(out.find("\n   StartTime=2025-12-31T23:58:55 EndTime=Unknown ") != std::string::npos);
-  CHECK(out.find("\n   NodeList=slurm-42-1-[0-1]\n") != std::string::npos);
+  CHECK(out.find("\n   ReqNodeList=(null) ExcNodeList=(null)\n   NodeList=slurm-42-1-[0-1]\n") != std::string::npos);
   CHECK(out.find("\n   NumNodes=2 NumCPUs=8 NumTasks=8 CPUs/Task=1\n") != std::string::npos);
   CHECK(out.find("\n   TRES=cpu=8,node=2,billing=8,gres/gpu=16\n") != std::string::npos);
   // Output paths expanded as slurmstepd would (%j, relative to the working directory).
