@@ -320,6 +320,17 @@ struct Job {
     }
   }
   proto::Pod& pod(int i) { return const_cast<proto::Pod&>(*pods[i]); }
+  // squeue's reason while the batch pod is Unschedulable with the scheduler's `message`.
+  std::string reasonWhileUnschedulable(const std::string& message) {
+    proto::PodCondition c;
+    c.type = "PodScheduled";
+    c.status = "False";
+    c.reason = "Unschedulable";
+    c.message = message;
+    pod(0).status.conditions = {c};
+    Plan p = run();
+    return p.status ? p.status->slurm->reason : job.status.slurm->reason;
+  }
   // Task `k` (in task id order) of the array `argv` submits from job id `first_id`.
   void becomeTask(const std::vector<std::string>& argv, int64_t first_id, size_t k) {
     auto subs = buildSubmissions(options(argv), config(), context(), first_id);
@@ -546,16 +557,7 @@ TEST_CASE("a gang waiting for room is PENDING for Priority while its nodes are h
           "ahead, else for Resources", "[slurm]") {
   Job j;
   j.waitForRoom();
-  auto waitingFor = [&](const std::string& message) {
-    proto::PodCondition c;
-    c.type = "PodScheduled";
-    c.status = "False";
-    c.reason = "Unschedulable";
-    c.message = message;
-    j.pod(0).status.conditions = {c};
-    Plan p = j.run();
-    return p.status ? p.status->slurm->reason : j.job.status.slurm->reason;
-  };
+  auto waitingFor = [&](const std::string& message) { return j.reasonWhileUnschedulable(message); };
   // Muster's scheduler's words (scheduler/placement.cc).
   CHECK(waitingFor("gang slurm-55-0: 3 nodes are reserved for other gangs; 0/8 nodes are "
                    "available: 3 node(s) were reserved for another gang, 5 Insufficient "
@@ -574,16 +576,7 @@ TEST_CASE("a gang waiting for room is PENDING for Priority while its nodes are h
   // A job that names its nodes (-w) waits for ReqNodeNotAvail when one is drained or not ready.
   Job named({"-N", "2", "-w", "gpu-[0-1]"}, 56);
   named.waitForRoom();
-  auto namedWaitingFor = [&](const std::string& message) {
-    proto::PodCondition c;
-    c.type = "PodScheduled";
-    c.status = "False";
-    c.reason = "Unschedulable";
-    c.message = message;
-    named.pod(0).status.conditions = {c};
-    Plan p = named.run();
-    return p.status ? p.status->slurm->reason : named.job.status.slurm->reason;
-  };
+  auto namedWaitingFor = [&](const std::string& message) { return named.reasonWhileUnschedulable(message); };
   CHECK(namedWaitingFor(drained) == "ReqNodeNotAvail");
   CHECK(namedWaitingFor("gang slurm-56-0: 0/8 nodes are available: 1 node(s) had untolerated taint "
                         "{node.kubernetes.io/not-ready: }, 7 node(s) didn't match Pod's node affinity/selector.") ==
