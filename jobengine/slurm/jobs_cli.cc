@@ -61,6 +61,20 @@ std::vector<const JobView*> jobsNamed(const std::vector<JobView>& jobs, const Jo
 }
 
 // As the user wrote it: "12", "12_3", "12_*".
+std::string jobIdWord(const JobIdSpec& id);
+
+// jobsNamed, and when `id` names no job Slurm's "<prefix>Invalid job id specified for job <id>"
+// on `err` with *rc = 1.
+std::vector<const JobView*> jobsNamedOrSay(const std::vector<JobView>& jobs, const JobIdSpec& id,
+                                           std::string_view prefix, std::ostream& err, int* rc) {
+  std::vector<const JobView*> named = jobsNamed(jobs, id);
+  if (named.empty()) {
+    err << prefix << "Invalid job id specified for job " << jobIdWord(id) << "\n";
+    *rc = 1;
+  }
+  return named;
+}
+
 std::string jobIdWord(const JobIdSpec& id) {
   if (id.all_array_tasks) return absl::StrCat(id.job_id, "_*");
   if (id.array_task_id) return absl::StrCat(id.job_id, "_", *id.array_task_id);
@@ -474,12 +488,8 @@ int scontrolUpdateJobMain(const std::vector<std::string>& args, const GlobalOpti
   std::optional<bool> is_operator;  // asked once, when a limit would go up
   int rc = 0;
   for (const JobIdSpec& id : update->ids) {
-    std::vector<const JobView*> named = jobsNamed(*jobs, id);
-    if (named.empty()) {
-      err << "slurm_update error: Invalid job id specified for job " << jobIdWord(id) << "\n";
-      rc = 1;
-      continue;
-    }
+    std::vector<const JobView*> named = jobsNamedOrSay(*jobs, id, "slurm_update error: ", err, &rc);
+    if (named.empty()) continue;
     for (const JobView* j : named) {
       auto limit = updatedTimeLimit(*j, *update, /*is_operator=*/false);
       if (!limit.ok() && absl::IsPermissionDenied(limit.status()) && !isFinished(j->state)) {
@@ -558,12 +568,8 @@ int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& g
   if (equalsIgnoreCase(args[0], "requeue") || equalsIgnoreCase(args[0], "requeuehold")) {
     const bool and_hold = equalsIgnoreCase(args[0], "requeuehold");
     for (const JobIdSpec& id : ids) {
-      std::vector<const JobView*> named = jobsNamed(*jobs, id);
-      if (named.empty()) {
-        err << "slurm_requeue error: Invalid job id specified for job " << jobIdWord(id) << "\n";
-        rc = 1;
-        continue;
-      }
+      std::vector<const JobView*> named = jobsNamedOrSay(*jobs, id, "slurm_requeue error: ", err, &rc);
+      if (named.empty()) continue;
       for (const JobView* j : named) {
         const std::optional<std::string> refused = requeueRefusal(*j);
         if (refused) {
@@ -584,12 +590,8 @@ int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& g
     return rc;
   }
   for (const JobIdSpec& id : ids) {
-    std::vector<const JobView*> named = jobsNamed(*jobs, id);
-    if (named.empty()) {
-      err << "Invalid job id specified for job " << jobIdWord(id) << "\n";
-      rc = 1;
-      continue;
-    }
+    std::vector<const JobView*> named = jobsNamedOrSay(*jobs, id, "", err, &rc);
+    if (named.empty()) continue;
     // An array's tasks that no longer wait are passed over; an id with none waiting is an error.
     std::erase_if(named, [](const JobView* j) {
       return j->state != JobState::kPending || j->cancel_requested;
