@@ -14,8 +14,15 @@
 #          tests (client pool, retries, rate limiter, streaming, reflector, informer, event
 #          recorder) and the scheduler's (loop, queue, binder, rollback), and the proto end-to-end
 #          tests (informers, watches and leader election against the real API server)
+#   ci     the CI form of all three (tests/run.sh without arguments): the ASan build runs every
+#          test of the ctest suite, not only the unit and end-to-end ones, so CI builds with GCC
+#          once; the fuzz and TSan builds run at the lowest CPU priority while the ASan build's
+#          unit, end-to-end, integration and chart tests run (those mostly wait on the control
+#          plane), then the chaos tests run alone, then the fuzz targets and the TSan tests.
+#          The benchmarks are not built here (they measure the product as shipped:
+#          tests/run.sh --long runs them).
 #
-#   tests/sanitize.sh [asan] [fuzz] [tsan]      default: all three, in that order
+#   tests/sanitize.sh [asan] [fuzz] [tsan] [ci]      default: asan, fuzz, tsan, in that order
 #
 # Environment: MUSTER_ASAN_BUILD_DIR, MUSTER_FUZZ_BUILD_DIR, MUSTER_TSAN_BUILD_DIR (default
 # <repo>/build-asan, build-fuzz, build-tsan), MUSTER_FUZZ_SECONDS (unset), MUSTER_FUZZ_JOBS (2). Needs
@@ -34,7 +41,7 @@ jobs=$(nproc)
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(asan fuzz tsan)
 for s in "${suites[@]}"; do
-  case "$s" in asan|fuzz|tsan) ;; *) echo "sanitize.sh: unknown suite '$s' (asan, fuzz, tsan)" >&2; exit 2 ;; esac
+  case "$s" in asan|fuzz|tsan|ci) ;; *) echo "sanitize.sh: unknown suite '$s' (asan, fuzz, tsan, ci)" >&2; exit 2 ;; esac
 done
 for tool in gcc g++ clang-16 clang++-16 cmake ninja; do
   command -v "$tool" >/dev/null || { echo "sanitize.sh: FAIL: $tool is missing (tests/install-deps.sh)" >&2; exit 1; }
@@ -73,30 +80,86 @@ timed() {
   echo "sanitize.sh: $name took $(( $(date +%s) - start )) s" >&2
 }
 
+configure_asan() {
+  configure "$asan_dir" "ASan + UBSan" gcc g++ "MUSTER_SANITIZE:STRING=address" -DMUSTER_SANITIZE=address
+}
+configure_fuzz() {
+  configure "$fuzz_dir" "libFuzzer" clang-16 clang++-16 "MUSTER_FUZZ:BOOL=ON" -DMUSTER_FUZZ=ON
+}
+configure_tsan() {
+  configure "$tsan_dir" "TSan" clang-16 clang++-16 "MUSTER_SANITIZE:STRING=thread" -DMUSTER_SANITIZE=thread
+}
+# What the TSan suite builds and runs.
+tsan_targets=(muster_proto_tests muster_scheduler_tests muster_proto_e2e_tests)
+tsan_tests='^(proto:|scheduler:|e2e proto:|e2e: cluster)'
+run_fuzz() {
+  if [ -n "$fuzz_seconds" ]; then
+    timed "fuzz" bash "$root/tests/fuzz/run.sh" --build-dir "$fuzz_dir" --jobs "$fuzz_jobs" "$fuzz_seconds"
+  else
+    timed "fuzz" bash "$root/tests/fuzz/run.sh" --ci --build-dir "$fuzz_dir" --jobs "$fuzz_jobs"
+  fi
+}
+run_tsan_tests() {
+  (cd "$tsan_dir" && timed "tsan tests" ctest --output-on-failure --no-tests=error -R "$tsan_tests" -E 'apimachinery')
+}
+
+# The background build of the ci suite, in a session of its own so that a failure stops all of it.
+background=""
+stop_background() {
+  [ -n "$background" ] && kill -TERM -- "-$background" 2>/dev/null || true
+}
+trap stop_background EXIT
+
 for s in "${suites[@]}"; do
   case "$s" in
     asan)
-      configure "$asan_dir" "ASan + UBSan" gcc g++ "MUSTER_SANITIZE:STRING=address" \
-        -DMUSTER_SANITIZE=address
+      configure_asan
       timed "asan build" cmake --build "$asan_dir" -j "$jobs"
       (cd "$asan_dir" && timed "asan unit tests" ctest --output-on-failure --no-tests=error -L unit -j "$jobs")
       (cd "$asan_dir" && timed "asan end-to-end tests" ctest --output-on-failure --no-tests=error -L e2e)
       ;;
     fuzz)
-      configure "$fuzz_dir" "libFuzzer" clang-16 clang++-16 "MUSTER_FUZZ:BOOL=ON" -DMUSTER_FUZZ=ON
-      if [ -n "$fuzz_seconds" ]; then
-        timed "fuzz" bash "$root/tests/fuzz/run.sh" --build-dir "$fuzz_dir" --jobs "$fuzz_jobs" "$fuzz_seconds"
-      else
-        timed "fuzz" bash "$root/tests/fuzz/run.sh" --ci --build-dir "$fuzz_dir" --jobs "$fuzz_jobs"
-      fi
+      configure_fuzz
+      run_fuzz
       ;;
     tsan)
-      configure "$tsan_dir" "TSan" clang-16 clang++-16 "MUSTER_SANITIZE:STRING=thread" \
-        -DMUSTER_SANITIZE=thread
-      timed "tsan build" cmake --build "$tsan_dir" -j "$jobs" --target muster_proto_tests \
-        muster_scheduler_tests muster_proto_e2e_tests muster-scheduler
-      (cd "$tsan_dir" && timed "tsan tests" ctest --output-on-failure --no-tests=error \
-        -R '^(proto:|scheduler:|e2e proto:|e2e: cluster)' -E 'apimachinery')
+      configure_tsan
+      timed "tsan build" cmake --build "$tsan_dir" -j "$jobs" --target "${tsan_targets[@]}"
+      run_tsan_tests
+      ;;
+    ci)
+      configure_asan
+      configure_fuzz
+      configure_tsan
+      timed "asan build" cmake --build "$asan_dir" -j "$jobs"
+      # The clang builds take the CPU the tests leave idle: nice 19 against the tests' 0.
+      log="$tsan_dir/ci-background-build.log"
+      echo "sanitize.sh: building the fuzz targets and the TSan suites at nice 19 behind the tests (log: $log)" >&2
+      setsid nice -n 19 bash -c '
+        start=$(date +%s)
+        cmake --build "$1" -j "$3" --target muster_fuzz_all &&
+        cmake --build "$2" -j "$3" --target "${@:4}" &&
+        echo "sanitize.sh: background build took $(( $(date +%s) - start )) s"' \
+        _ "$fuzz_dir" "$tsan_dir" "$jobs" "${tsan_targets[@]}" >"$log" 2>&1 &
+      background=$!
+      (cd "$asan_dir" && timed "asan unit tests" ctest --output-on-failure --no-tests=error -L unit -j "$jobs")
+      (cd "$asan_dir" && timed "asan end-to-end, integration and chart tests" \
+        ctest --output-on-failure --no-tests=error -LE '^(unit|chaos)$')
+      # Whatever is left of the background build gets the whole machine (root may lower nice).
+      renice -n 0 -g "$background" >/dev/null 2>&1 || true
+      start=$(date +%s)
+      if ! wait "$background"; then
+        background=""
+        tail -n 60 "$log" >&2
+        echo "sanitize.sh: FAIL: the fuzz or TSan build failed (log: $log)" >&2
+        exit 1
+      fi
+      background=""
+      tail -n 1 "$log" >&2
+      echo "sanitize.sh: waited $(( $(date +%s) - start )) s for the background build" >&2
+      (cd "$asan_dir" && timed "asan chaos tests" ctest --output-on-failure --no-tests=error -L chaos)
+      run_fuzz
+      run_tsan_tests
       ;;
   esac
 done
