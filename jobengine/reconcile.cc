@@ -120,7 +120,8 @@ bool sameStatus(const proto::ParallelJobStatus& a, const proto::ParallelJobStatu
                   a.slurm->exit_code != b.slurm->exit_code ||
                   a.slurm->start_time != b.slurm->start_time ||
                   a.slurm->end_time != b.slurm->end_time ||
-                  a.slurm->dependency != b.slurm->dependency))
+                  a.slurm->dependency != b.slurm->dependency || a.slurm->steps != b.slurm->steps ||
+                  a.slurm->steps_omitted != b.slurm->steps_omitted))
     return false;
   for (size_t i = 0; i < a.conditions.size(); ++i) {
     const auto& x = a.conditions[i];

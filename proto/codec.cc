@@ -495,6 +495,21 @@ absl::Status decodeSlurmSpec(const rapidjson::Value& v, const JsonPath& p, Slurm
 }
 }  // namespace
 
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, SlurmStepStatus* out) {
+  *out = SlurmStepStatus{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "id", &out->id));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "name", &out->name));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "state", &out->state));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "exitCode", &out->exit_code));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "startTime", &out->start_time));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "endTime", &out->end_time));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "nodes", &out->nodes));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "tasks", &out->tasks));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "cpus", &out->cpus));
+  return readString(v, path, "nodeList", &out->node_list);
+}
+
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob* out) {
   *out = ParallelJob{};
   MUSTER_RETURN_IF_ERROR(expectObject(v, path));
@@ -554,6 +569,8 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob
           MUSTER_RETURN_IF_ERROR(readString(v, q, "startTime", &slurm.start_time));
           MUSTER_RETURN_IF_ERROR(readString(v, q, "endTime", &slurm.end_time));
           MUSTER_RETURN_IF_ERROR(readString(v, q, "dependency", &slurm.dependency));
+          MUSTER_RETURN_IF_ERROR(readInt32(v, q, "stepsOmitted", &slurm.steps_omitted));
+          MUSTER_RETURN_IF_ERROR(decodeList(v, q, "steps", &slurm.steps));
           return readString(v, q, "exitCode", &slurm.exit_code);
         }));
     return decodeList(status, p, "conditions", &s.conditions);
@@ -727,6 +744,28 @@ std::string statusPatch(const ParallelJobStatus& status) {
     w.stringOrNullField("startTime", status.slurm->start_time);
     w.stringOrNullField("endTime", status.slurm->end_time);
     w.stringOrNullField("dependency", status.slurm->dependency);
+    // A merge patch replaces a list whole; null removes it.
+    if (status.slurm->steps.empty()) {
+      w.key("steps").null();
+    } else {
+      w.key("steps").beginArray();
+      for (const SlurmStepStatus& step : status.slurm->steps) {
+        w.beginObject();
+        w.integerField("id", step.id);
+        w.stringFieldIfSet("name", step.name);
+        w.stringField("state", step.state);
+        w.stringField("exitCode", step.exit_code);
+        w.stringFieldIfSet("startTime", step.start_time);
+        w.stringFieldIfSet("endTime", step.end_time);
+        w.integerField("nodes", step.nodes).integerField("tasks", step.tasks);
+        w.integerField("cpus", step.cpus);
+        w.stringFieldIfSet("nodeList", step.node_list);
+        w.endObject();
+      }
+      w.endArray();
+    }
+    if (status.slurm->steps_omitted > 0) w.integerField("stepsOmitted", status.slurm->steps_omitted);
+    else w.key("stepsOmitted").null();
     w.endObject();
   }
   w.key("conditions").beginArray();

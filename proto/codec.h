@@ -42,6 +42,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ObjectRefer
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Event* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Lease* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PodGroup* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, SlurmStepStatus* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolumeClaim* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob* out);
 

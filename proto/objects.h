@@ -343,6 +343,23 @@ struct SlurmJobSpec {
 };
 
 // status.slurm: the job as Slurm's tools show it.
+// One step srun ran in a Slurm job (sacct's "<id>.<step>" line), from the batch pod's
+// termination message once the batch step ended (jobengine/slurm/step_record.h).
+struct SlurmStepStatus {
+  int32_t id = 0;
+  std::string name;
+  std::string state;       // COMPLETED FAILED CANCELLED
+  std::string exit_code;   // "code:signal"
+  std::string start_time;  // RFC 3339
+  std::string end_time;    // RFC 3339
+  int32_t nodes = 0;
+  int32_t tasks = 0;
+  int32_t cpus = 0;
+  std::string node_list;   // compressed hostlist
+
+  bool operator==(const SlurmStepStatus&) const = default;
+};
+
 struct SlurmJobStatus {
   std::string state;      // PENDING RUNNING COMPLETED FAILED TIMEOUT NODE_FAIL CANCELLED ...
   std::string reason;     // squeue's REASON for a pending job (JobHeldUser, BeginTime, ...)
@@ -350,6 +367,8 @@ struct SlurmJobStatus {
   std::string start_time;  // when the current (or last) run began, RFC 3339; empty: not yet
   std::string end_time;    // when the job ended, RFC 3339; empty: not yet
   std::string dependency;  // the -d entries not yet met, with their state (squeue %E)
+  std::vector<SlurmStepStatus> steps;  // the srun steps of the last run, once its batch step ended
+  int32_t steps_omitted = 0;  // steps that did not fit in the termination message
 };
 
 // preferred.jp/v1alpha1 ParallelJob.

@@ -135,6 +135,33 @@ std::string valueOf(const std::string& n, const JobView& j, bool step, absl::Tim
   return "";
 }
 
+// One line's value of a field for a step srun ran (JobView::Step).
+std::string stepValueOf(const std::string& n, const JobView& j, const JobView::Step& s) {
+  const int64_t elapsed =
+      s.end_time > s.start_time && s.start_time != absl::InfinitePast()
+          ? absl::ToInt64Seconds(s.end_time - s.start_time)
+          : 0;
+  if (n == "JobID") return absl::StrCat(jobIdText(j), ".", s.id);
+  if (n == "JobIDRaw") return absl::StrCat(j.job_id, ".", s.id);
+  if (n == "JobName") return s.name;
+  if (n == "Account") return j.account;
+  if (n == "AllocCPUS" || n == "NCPUS" || n == "ReqCPUS") return absl::StrCat(s.cpus);
+  if (n == "NNodes" || n == "AllocNodes" || n == "ReqNodes") return absl::StrCat(s.nodes);
+  if (n == "NTasks") return absl::StrCat(s.tasks);
+  if (n == "NodeList") return s.node_list;
+  if (n == "State") return s.state;
+  if (n == "ExitCode") return s.exit_code;
+  if (n == "Elapsed") return formatDurationHms(elapsed);
+  if (n == "ElapsedRaw") return absl::StrCat(elapsed);
+  if (n == "CPUTime") return formatDurationHms(elapsed * s.cpus);
+  if (n == "CPUTimeRAW") return absl::StrCat(elapsed * s.cpus);
+  if (n == "Submit" || n == "Eligible" || n == "Start") return formatTimestamp(s.start_time);
+  if (n == "End") return formatTimestamp(s.end_time);
+  if (n == "AllocTRES") return tres(s.cpus, std::nullopt, 0, s.nodes, false);
+  if (n == "ReqMem") return j.mem_per_node_mb ? memory(*j.mem_per_node_mb) : "0";
+  return "";
+}
+
 // print_fields.c: right-aligned (or left for a negative width), cut with '+'.
 std::string cell(const std::string& text, int width) {
   const size_t w = static_cast<size_t>(width < 0 ? -width : width);
@@ -221,11 +248,7 @@ absl::StatusOr<SacctOptions> parseSacctArgs(const std::vector<std::string>& args
       for (const std::string& word : splitList(*value)) {
         auto specs = parseJobIdList(word);
         if (!specs.ok()) return invalid(std::string(specs.status().message()));
-        for (const JobIdSpec& spec : *specs) {
-          if (spec.step_id)
-            return notSupported(absl::StrCat("job step ", word), "srun's steps are not recorded");
-          o.job_ids.push_back(spec);
-        }
+        o.job_ids.insert(o.job_ids.end(), specs->begin(), specs->end());
       }
       return absl::OkStatus();
     }
@@ -370,10 +393,25 @@ std::string renderSacct(const SacctOptions& o, std::vector<JobView> jobs, const 
     }
   }
   for (const JobView& j : jobs) {
+    // -j <id>.<step> names a step alone; <id> (or no -j) the job with all its lines.
+    bool whole = o.job_ids.empty();
+    std::set<uint32_t> steps_named;
+    for (const JobIdSpec& id : o.job_ids) {
+      if (!jobIdMatches(j, id)) continue;
+      if (id.step_id) steps_named.insert(*id.step_id);
+      else whole = true;
+    }
     for (bool step : {false, true}) {
-      if (step && (o.allocations || !started(j))) continue;
+      if (!whole || (step && (o.allocations || !started(j)))) continue;
       std::vector<std::string> values;
       for (const SacctField& f : o.fields) values.push_back(valueOf(f.name, j, step, now));
+      out += renderLine(o, values);
+    }
+    if (o.allocations) continue;
+    for (const JobView::Step& step : j.steps) {
+      if (!whole && !steps_named.contains(step.id)) continue;
+      std::vector<std::string> values;
+      for (const SacctField& f : o.fields) values.push_back(stepValueOf(f.name, j, step));
       out += renderLine(o, values);
     }
   }

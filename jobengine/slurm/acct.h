@@ -4,7 +4,7 @@
 // (job_view.h reads them), not from slurmdbd. A job is there from its submission until the job
 // engine deletes it, `slurm.accountingRetention` after it ended (cluster_config.h).
 //
-// Options (sacct.1): -j/--jobs, -u/--user, -a/--allusers (default: the caller's jobs only, as for
+// Options (sacct.1): -j/--jobs (<id>, <id>_<task>, or <id>.<step> for that step alone), -u/--user, -a/--allusers (default: the caller's jobs only, as for
 // a user who is not an operator in Slurm), -S/--starttime, -E/--endtime (time.h's formats, read
 // as sacct does, in UTC), -s/--state, --name, -r/--partition, -A/--accounts, -X/--allocations,
 // -o/--format (and $SACCT_FORMAT), -b/--brief, -P/--parsable2, -p/--parsable, --delimiter,
@@ -18,8 +18,9 @@
 // finished state from its end on, RUNNING from its start to its end, PENDING from submission to
 // start); -s without -S starts the window now, as in Slurm.
 //
-// Lines: the job, and once it started its batch step "<id>.batch" (unless -X). Steps started by
-// srun are not recorded, so they have no lines.
+// Lines: the job, and once it started its batch step "<id>.batch", then the steps srun ran
+// "<id>.<step>" (unless -X). srun's steps are known once the batch step ended (step_record.h):
+// while a job runs sacct shows only the job and its batch step.
 //
 // Layout (print_fields.c): every field has Slurm's width (JobID -12, i.e. left-aligned; the
 // others right-aligned); "Name%N" sets it (negative: left-aligned; |N| at most 1024, Muster's

@@ -14,10 +14,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "jobengine/slurm/filename.h"
 #include "jobengine/slurm/hostlist.h"
 #include "jobengine/slurm/process.h"
 #include "jobengine/slurm/srun.h"
+#include "jobengine/slurm/step_record.h"
 #include "jobengine/slurm/util.h"
 
 namespace muster::jobengine::slurm {
@@ -547,8 +550,16 @@ int batchStepMain(const std::map<std::string, std::string>& own) {
   kill(-script_pid, SIGKILL);
   killRemainingChildren(Clock::now() + std::chrono::seconds(1));
 
+  // The steps srun recorded go with the exit code (step_record.h), for sacct.
+  std::vector<StepRecord> steps;
+  const std::string steps_file =
+      absl::StrCat(get(script_env, "MUSTER_SLURM_STATE_DIR", state_dir), "/job-",
+                   getU32(script_env, "SLURM_JOB_ID").value_or(0), ".steps");
+  if (absl::StatusOr<std::string> text = readFile(steps_file, 16u << 20); text.ok()) {
+    steps = readStepRecords(*text, absl::ToUnixSeconds(absl::Now()));
+  }
   writeTerminationLog(get(own, "MUSTER_TERMINATION_LOG", "/dev/termination-log"),
-                      exitCodeText(status));
+                      terminationMessage(exitCodeText(status), steps));
   return exitCodeOf(status);
 }
 

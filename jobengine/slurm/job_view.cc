@@ -123,6 +123,19 @@ std::optional<JobView> viewOf(const proto::ParallelJob& job) {
     if (!st.exit_code.empty()) v.exit_code = st.exit_code;
     pending_reason = st.reason;
     v.dependency = st.dependency;
+    for (const proto::SlurmStepStatus& step : st.steps) {
+      JobView::Step& out = v.steps.emplace_back();
+      out.id = static_cast<uint32_t>(std::max(step.id, 0));
+      out.name = step.name;
+      out.state = step.state;
+      out.exit_code = step.exit_code;
+      out.node_list = step.node_list;
+      out.start_time = parseRfc3339(step.start_time);
+      out.end_time = parseRfc3339(step.end_time);
+      out.nodes = step.nodes;
+      out.tasks = step.tasks;
+      out.cpus = step.cpus;
+    }
   }
   if (v.state == JobState::kPending)
     v.reason = !pending_reason.empty() ? pending_reason : s.hold ? "JobHeldUser" : "None";
@@ -272,7 +285,7 @@ absl::StatusOr<SqueueOptions> parseSqueueArgs(const std::vector<std::string>& ar
     if (name == "yaml") return notSupported("--yaml", "use --json, -o, -O or kubectl get paralleljobs -o yaml");
     if (name == "iterate") return notSupported("-i/--iterate", "run it under watch(1)");
     if (name == "start") return notSupported("--start", "Muster does not predict start times");
-    if (name == "steps") return notSupported("-s/--steps", "steps are not recorded yet");
+    if (name == "steps") return notSupported("-s/--steps", "srun's steps are known once the batch script ended: sacct lists them");
     if (name == "sort") return notSupported("-S/--sort", "jobs are sorted by partition, state and job id");
     if (name == "clusters" || name == "nodelist" || name == "licenses" || name == "reservation")
       return notSupported(absl::StrCat("--", av(name)), "not written yet");

@@ -62,6 +62,14 @@ struct JobView {
   bool cancel_requested = false;  // scancel asked, the job engine has not ended it yet
   bool requeue_asked = false;     // scontrol requeue asked, the job engine has not done it yet
   std::string exit_code = "0:0";
+  // The srun steps of the run that ended (sacct's "<id>.<step>" lines); none while it runs.
+  struct Step {
+    uint32_t id = 0;
+    std::string name, state, exit_code, node_list;
+    absl::Time start_time = absl::InfinitePast(), end_time = absl::InfinitePast();
+    int32_t nodes = 0, tasks = 0, cpus = 0;
+  };
+  std::vector<Step> steps;
 };
 
 // nullopt when the ParallelJob is not a Slurm job (no spec.slurm).

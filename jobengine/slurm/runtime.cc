@@ -31,6 +31,8 @@ constexpr char kBatchFailed[] = "BatchScriptFailed";
 constexpr char kNodeFail[] = "NodeFail";
 constexpr char kTimeLimit[] = "TimeLimitExceeded";
 constexpr char kDependencyNever[] = "DependencyNeverSatisfied";
+// The CRD's maxItems for status.slurm.steps.
+constexpr size_t kStatusStepsMax = 256;
 
 absl::Time parseTime(const std::string& s) {
   absl::Time t;
@@ -50,16 +52,33 @@ const proto::ContainerStatus* mainStatus(const proto::Pod& pod) {
 std::string exitCodeOf(const proto::Pod& pod) {
   const proto::ContainerStatus* c = mainStatus(pod);
   if (c == nullptr || !c->exit_code) return "";
-  const std::string& m = c->message;
-  if (auto colon = m.find(':'); colon != std::string::npos && colon > 0 && m.size() <= 16 &&
-                                m.find_first_not_of("0123456789:\n") == std::string::npos) {
-    std::string out = m;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    return out;
-  }
+  if (std::optional<TerminationMessage> m = parseTerminationMessage(c->message)) return m->exit_code;
   if (c->signal && *c->signal > 0) return strCat(*c->exit_code, ":", *c->signal);
   if (*c->exit_code > 128 && *c->exit_code < 160) return strCat("0:", *c->exit_code - 128);
   return strCat(*c->exit_code, ":0");
+}
+
+// The steps srun recorded in the batch script's last run (step_record.h), from batch-step's
+// termination message; nullopt when the batch container has not ended or did not write one.
+std::optional<TerminationMessage> stepsOf(const proto::Pod& pod) {
+  const proto::ContainerStatus* c = mainStatus(pod);
+  if (c == nullptr || !c->exit_code) return std::nullopt;
+  return parseTerminationMessage(c->message);
+}
+
+proto::SlurmStepStatus toStatus(const StepRecord& r) {
+  proto::SlurmStepStatus s;
+  s.id = static_cast<int32_t>(std::min<uint32_t>(r.id, INT32_MAX));
+  s.name = r.name;
+  s.state = r.state;
+  s.exit_code = r.exit_code;
+  s.start_time = proto::rfc3339(absl::FromUnixSeconds(r.start));
+  s.end_time = proto::rfc3339(absl::FromUnixSeconds(r.end));
+  s.nodes = r.nodes;
+  s.tasks = r.tasks;
+  s.cpus = r.cpus;
+  s.node_list = r.node_list;
+  return s;
 }
 
 // squeue's reason for a job whose gang waits for room, from Muster's PodScheduled message on its
@@ -571,6 +590,23 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
     out.end_time = !before.end_time.empty()         ? before.end_time
                    : !status->completion_time.empty() ? status->completion_time
                                                       : now_text;
+  // The steps of the run that ended (none are known while a run goes on).
+  if (out.state != "RUNNING" && out.state != "PENDING") {
+    std::optional<TerminationMessage> m = launcher != nullptr ? stepsOf(*launcher) : std::nullopt;
+    if (m) {
+      for (const StepRecord& r : m->steps) {
+        if (out.steps.size() >= kStatusStepsMax) {
+          ++m->omitted;
+          continue;
+        }
+        out.steps.push_back(toStatus(r));
+      }
+      out.steps_omitted = static_cast<int32_t>(std::min<int64_t>(m->omitted, INT32_MAX));
+    } else {
+      out.steps = before.steps;
+      out.steps_omitted = before.steps_omitted;
+    }
+  }
   status->slurm = std::move(out);
 }
 

@@ -19,10 +19,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "jobengine/slurm/filename.h"
 #include "jobengine/slurm/options.h"
 #include "jobengine/slurm/process.h"
+#include "jobengine/slurm/hostlist.h"
 #include "jobengine/slurm/step_plan.h"
+#include "jobengine/slurm/step_record.h"
 #include "jobengine/slurm/util.h"
 
 namespace muster::jobengine::slurm {
@@ -114,6 +118,16 @@ class Srun {
  public:
   Srun(SrunOptions options, StepPlan plan, Env env)
       : options_(std::move(options)), plan_(std::move(plan)), env_(std::move(env)) {}
+
+  // The step's end as sacct shows it (step_record.h).
+  void describeEnd(StepRecord* step) const {
+    int max_code = rc_floor_, max_signal = 0;
+    for (const TaskExit& e : exits_) {
+      if (e.signal != 0) max_signal = std::max(max_signal, static_cast<int>(e.signal));
+      else max_code = std::max(max_code, static_cast<int>(e.exit_code));
+    }
+    setStepEnd(max_code, max_signal, cancelled_, step);
+  }
 
   int run() {
     // SIGCONT is left alone, as srun does (it only logs it).
@@ -845,6 +859,16 @@ std::vector<std::string> remoteShellWords(const std::map<std::string, std::strin
   return words;
 }
 
+bool appendStepRecord(const std::string& path, const std::string& line) {
+  Fd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd.valid() || !writeAll(fd.get(), line).ok()) {
+    writeErr(absl::StrCat("srun: warning: cannot record the step for sacct in ", path, ": ",
+                          errnoDescription(errno)));
+    return false;
+  }
+  return true;
+}
+
 absl::StatusOr<uint32_t> allocateStepId(const std::string& state_dir, uint32_t job_id) {
   const std::string path = absl::StrCat(state_dir, "/job-", job_id, ".next-step");
   Fd fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
@@ -958,8 +982,29 @@ int srunMain(const std::vector<std::string>& argv, const std::map<std::string, s
     writeErr(std::string(plan.status().message()));
     return 1;
   }
+  // The step's accounting record (step_record.h): a start line now, an end line when it ends.
+  StepRecord record;
+  record.id = plan->step_id;
+  record.name = cli->job_name.value_or("");
+  if (record.name.empty()) {
+    const std::string& program = options.command.front();
+    record.name = program.substr(program.rfind('/') == std::string::npos ? 0 : program.rfind('/') + 1);
+  }
+  record.start = absl::ToUnixSeconds(absl::Now());
+  record.nodes = static_cast<int32_t>(plan->nodes.size());
+  record.tasks = plan->ntasks;
+  record.cpus = plan->ntasks * std::max(1, options.cpus_per_task.value_or(1));
+  record.node_list = compressHostlist(plan->nodes);
+  const std::string steps_file = absl::StrCat(state_dir, "/job-", plan->job_id, ".steps");
+  const bool recorded = appendStepRecord(steps_file, stepStartLine(record));
   Srun srun(std::move(options), *std::move(plan), env);
-  return srun.run();
+  const int rc = srun.run();
+  if (recorded) {
+    srun.describeEnd(&record);
+    (void)appendStepRecord(steps_file, stepEndLine(record.id, absl::ToUnixSeconds(absl::Now()),
+                                                   record.exit_code, record.state));
+  }
+  return rc;
 }
 
 }  // namespace muster::jobengine::slurm

@@ -40,6 +40,9 @@
 //      tasks count as exit code 1, and the rest of the step is terminated (Slurm aborts a step
 //      whose launch failed on a node). With --kill-on-bad-exit a task ending badly terminates
 //      the step.
+//   7. Accounting: a start line when the step is launched and an end line (state, "code:signal")
+//      when it ended go to $MUSTER_SLURM_STATE_DIR/job-<id>.steps (step_record.h); batch-step
+//      hands them to the job engine with its exit code, for sacct's "<id>.<step>" lines.
 //
 // Not supported: stdin (tasks read /dev/null; -i other than "none" warns), --multi-prog, --pty,
 // steps outside an allocation.
@@ -76,6 +79,10 @@ std::string taskEndMessage(std::string_view node, const std::vector<uint32_t>& p
 
 // The next step id of the job, from `<state_dir>/job-<id>.next-step` under flock (0 first).
 absl::StatusOr<uint32_t> allocateStepId(const std::string& state_dir, uint32_t job_id);
+
+// Appends one line of the step's accounting record (step_record.h) to `path` (O_APPEND, one
+// write); false, with a warning on stderr, when it cannot.
+bool appendStepRecord(const std::string& path, const std::string& line);
 
 // "0-3,5": the procids as Slurm's bitmap format prints them.
 std::string formatTaskIds(std::vector<uint32_t> ids);

@@ -484,8 +484,19 @@ TEST_CASE("sacct shows a job and its batch step until the retention ends, then t
                     "------------ ---------- ---------- ---------- ---------- ---------- -------- \n", 0) == 0);
   CHECK(table.find("\n" + id + std::string(12 - id.size(), ' ') + "       acct        gpu ") != std::string::npos);
 
-  kubectl({"annotate", "pod", "-n", f.ns(), "slurm-" + id + "-0-0", "muster.dev/sim-succeed-after=1s"});
-  f.expectPrints(sacct, id + "|acct|COMPLETED|0:0|2\n" + id + ".batch|batch|COMPLETED|0:0|1\n");
+  // The batch step ends and hands over the steps srun recorded in its termination message
+  // (step_record.h), which kwok plays here as the kubelet would read it.
+  const int64_t now = absl::ToUnixSeconds(absl::Now());
+  const std::string message =
+      absl::StrCat("0:0\nstep\t0\tCOMPLETED\t0:0\t", now - 9, "\t", now - 8, "\t2\t4\t4\tslurm-", id,
+                   "-0-[0-1]\thostname\nstep\t1\tFAILED\t3:0\t", now - 7, "\t", now - 2,
+                   "\t1\t1\t1\tslurm-", id, "-0-1\ttrain\n");
+  kubectl({"annotate", "pod", "-n", f.ns(), "slurm-" + id + "-0-0",
+           "muster.dev/sim-termination-message=" + message, "muster.dev/sim-succeed-after=1s"});
+  f.expectPrints(sacct, id + "|acct|COMPLETED|0:0|2\n" + id + ".batch|batch|COMPLETED|0:0|1\n" + id +
+                            ".0|hostname|COMPLETED|0:0|2\n" + id + ".1|train|FAILED|3:0|1\n");
+  f.expectPrints({"sacct", "-P", "-n", "-j", id + ".1", "-o", "JobID,Elapsed,NTasks,NodeList"},
+                 id + ".1|00:00:05|1|slurm-" + id + "-0-1\n");
   f.expectPrints({"sacct", "-n", "-X", "-s", "CD", "-o", "JobID%-10"}, id + std::string(10 - id.size(), ' ') + " \n");
   // 20 s after it ended the job engine deletes the job: sacct no longer knows it.
   bool deleted = waitFor([&] { return f.count("paralleljobs") == 0; }, kTimeout);

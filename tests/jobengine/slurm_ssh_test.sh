@@ -190,7 +190,18 @@ out="$work/shared/slurm-101.out"
 [ -f "$out" ] || fail "no slurm-101.out in the shared directory"
 cat "$out"
 [ "$rc" = 0 ] || fail "batch-step exited with $rc"
-[ "$(cat "$work/pod0/termination-log")" = "0:0" ] || fail "termination log: $(cat "$work/pod0/termination-log")"
+[ "$(head -n 1 "$work/pod0/termination-log")" = "0:0" ] || fail "termination log: $(cat "$work/pod0/termination-log")"
+# The steps srun ran, over real ssh, for sacct (step_record.h): id, state, exit code, nodes,
+# tasks, cpus, node list, name.
+steps=$(awk -F'\t' '$1 == "step" { print $2, $3, $4, $7, $8, $9, $10, $11 }' "$work/pod0/termination-log")
+expected_steps="0 COMPLETED 0:0 3 6 6 ${pods[0]%-0}-[0-2] hostname
+1 COMPLETED 0:0 1 1 1 ${pods[0]} hostname
+2 COMPLETED 0:0 3 6 6 ${pods[0]%-0}-[0-2] sh
+3 FAILED 7:0 1 2 2 ${pods[0]} sh"
+[ "$(head -n 4 <<<"$steps")" = "$expected_steps" ] || fail "steps in the termination log:
+$steps
+expected first
+$expected_steps"
 grep -qx "nodes: ${pods[0]} ${pods[1]} ${pods[2]} " "$out" || fail "scontrol show hostnames"
 # Bare srun: the whole allocation, 2 tasks per node.
 expected=$(printf '%s\n' "${pods[0]}" "${pods[0]}" "${pods[1]}" "${pods[1]}" "${pods[2]}" "${pods[2]}" | sort)

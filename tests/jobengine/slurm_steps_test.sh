@@ -42,6 +42,15 @@ exit 3
 run 101
 expect_rc 101 3
 expect_log 101 "3:0"
+# Every srun is a step of the job's accounting (sacct's <id>.<step> lines), in order.
+expect_steps 101 "0 COMPLETED 0:0 3 6 6 n[1-3] printenv
+1 COMPLETED 0:0 3 6 6 n[1-3] sh
+2 COMPLETED 0:0 1 1 1 n2 printenv
+3 COMPLETED 0:0 1 1 1 n3 printenv
+4 COMPLETED 0:0 3 12 12 n[1-3] echo
+5 FAILED 2:0 3 3 3 n[1-3] sh
+6 FAILED 0:9 1 2 2 n3 sh
+7 COMPLETED 0:0 3 3 3 n[1-3] sh"
 expect_line 101 "hostnames: n1 n2 n3 "
 expect_line 101 "bare hostnames: n1 n2 n3 "
 expect_line 101 "hostlist: n[1-3,7]"
@@ -99,6 +108,8 @@ expect_rc 102 0
 expect_line 102 "srun rc=143"
 out 102 | grep -qx "srun: forcing job termination" || fail "srun did not say it terminates the step"
 expect_gone "$work/job102/work/pids"
+# srun ended the step on SIGTERM: the step was cancelled.
+expect_steps 102 "0 CANCELLED 0:15 3 6 6 n[1-3] sh"
 
 echo "=== one Ctrl-C prints the task states, a second within a second ends the step"
 prepare 108 '#!/bin/sh
@@ -138,6 +149,7 @@ kill -TERM "$pid"
 finish 103 "$pid"
 expect_rc 103 143
 expect_log 103 "0:15"
+expect_steps 103 "0 CANCELLED 0:15 3 6 6 n[1-3] sh"
 out 103 | grep -q "not reached" && fail "the script went on after SIGTERM"
 expect_gone "$work/job103/work/pids"
 

@@ -134,7 +134,6 @@ TEST_CASE("sacct refuses bad fields, states and times, and says what Muster lack
         "sacct: error: Start time (-S) requested is after end time (-E)");
   CHECK(refusal({"-l"}).find("-l/--long is not supported by Muster's sacct") != std::string::npos);
   CHECK(refusal({"--json"}).find("--json is not supported") != std::string::npos);
-  CHECK(refusal({"-j", "12.0"}).find("srun's steps are not recorded") != std::string::npos);
   CHECK(refusal({"--bogus"}).find("sacct: unrecognized option '--bogus'") == 0);
   CHECK(refusal({"-o"}).find("requires an argument") != std::string::npos);
   CHECK(refusal({"-o", "JobID%2000"}) == "sacct: error: Invalid field width: JobID%2000");
@@ -157,6 +156,56 @@ TEST_CASE("sacct names an array's tasks 60_<task> and -j 60 takes them all", "[s
   CHECK(renderSacct(parse({"-P", "-n", "-X", "-j", "60_5", "-o", "JobID,JobIDRaw"}), tasks, "alice", kNow) ==
         "60_5|61\n");
   CHECK(renderSacct(parse({"-P", "-n", "-X", "-j", "61", "-o", "JobID"}), tasks, "alice", kNow) == "60_5\n");
+}
+
+TEST_CASE("sacct lists the steps srun ran after the batch step, and -X leaves them out", "[sacct]") {
+  // What the job engine wrote from the batch pod's termination message (step_record.h).
+  proto::ParallelJob j;
+  j.meta.name = "slurm-70";
+  j.meta.creation_timestamp = "2026-01-01T11:00:00Z";
+  j.spec.runtime_ref_name = "slurm";
+  j.spec.num_pods = 2;
+  proto::SlurmJobSpec& s = j.spec.slurm.emplace();
+  s.job_id = 70;
+  s.job_name = "train";
+  s.user = "alice";
+  s.account = "ml";
+  s.partition = "gpu";
+  s.ntasks = 8;
+  s.tasks_per_node = {4, 4};
+  j.status.job_group_name = "slurm-70-0";
+  proto::SlurmJobStatus& st = j.status.slurm.emplace();
+  st.state = "FAILED";
+  st.exit_code = "2:0";
+  st.start_time = "2026-01-01T11:10:00Z";
+  st.end_time = "2026-01-01T11:40:00Z";
+  st.steps = {
+      {0, "hostname", "COMPLETED", "0:0", "2026-01-01T11:10:05Z", "2026-01-01T11:10:06Z", 2, 8, 8,
+       "slurm-70-0-[0-1]"},
+      {1, "python", "FAILED", "2:0", "2026-01-01T11:10:10Z", "2026-01-01T11:39:58Z", 2, 8, 16,
+       "slurm-70-0-[0-1]"},
+  };
+  std::optional<JobView> v = viewOf(j);
+  REQUIRE(v);
+  const std::string fields = "JobID,JobIDRaw,JobName,Account,State,ExitCode,Elapsed,Start,End,NNodes,NTasks,NodeList,AllocCPUS,AllocTRES";
+  CHECK(renderSacct(parse({"-P", "-n", "-o", fields}), {*v}, "alice", kNow) ==
+        "70|70|train|ml|FAILED|2:0|00:30:00|2026-01-01T11:10:00|2026-01-01T11:40:00|2||slurm-70-0-[0-1]|8|billing=8,cpu=8,node=2\n"
+        "70.batch|70.batch|batch|ml|FAILED|2:0|00:30:00|2026-01-01T11:10:00|2026-01-01T11:40:00|1|1|slurm-70-0-0|4|cpu=4,node=1\n"
+        "70.0|70.0|hostname|ml|COMPLETED|0:0|00:00:01|2026-01-01T11:10:05|2026-01-01T11:10:06|2|8|slurm-70-0-[0-1]|8|cpu=8,node=2\n"
+        "70.1|70.1|python|ml|FAILED|2:0|00:29:48|2026-01-01T11:10:10|2026-01-01T11:39:58|2|8|slurm-70-0-[0-1]|16|cpu=16,node=2\n");
+  // Slurm's default layout: the step lines under the job's.
+  CHECK(renderSacct(parse({"-n"}), {*v}, "alice", kNow) ==
+        "70                train        gpu         ml          8     FAILED      2:0 \n"
+        "70.batch          batch                    ml          4     FAILED      2:0 \n"
+        "70.0           hostname                    ml          8  COMPLETED      0:0 \n"
+        "70.1             python                    ml         16     FAILED      2:0 \n");
+  CHECK(renderSacct(parse({"-P", "-n", "-X", "-o", "JobID"}), {*v}, "alice", kNow) == "70\n");
+  // -j <id>.<step> names that step alone; with <id> too, the whole job.
+  CHECK(renderSacct(parse({"-P", "-n", "-j", "70.1", "-o", "JobID,State"}), {*v}, "alice", kNow) ==
+        "70.1|FAILED\n");
+  CHECK(renderSacct(parse({"-P", "-n", "-j", "70.1,70", "-o", "JobID"}), {*v}, "alice", kNow) ==
+        "70\n70.batch\n70.0\n70.1\n");
+  CHECK(renderSacct(parse({"-P", "-n", "-j", "70.7", "-o", "JobID"}), {*v}, "alice", kNow).empty());
 }
 
 }  // namespace

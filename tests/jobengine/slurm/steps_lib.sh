@@ -16,6 +16,8 @@ cp "$tool" "$work/bin/muster-slurm"
 ln -s muster-slurm "$work/bin/srun"
 ln -s muster-slurm "$work/bin/scontrol"
 
+test_start=$(date +%s)
+
 fail() {
   echo "FAIL: $*" >&2
   for f in "$work"/job*/work/slurm-*.out "$work"/job*/container.*; do
@@ -73,7 +75,24 @@ run() {
 out() { cat "$work/job$1/work/slurm-$1.out"; }
 expect_line() { out "$1" | grep -qxF -- "$2" || fail "job $1: no line '$2'"; }
 expect_rc() { [ "$(cat "$work/job$1/rc")" = "$2" ] || fail "job $1 exited with $(cat "$work/job$1/rc"), expected $2"; }
-expect_log() { [ "$(cat "$work/job$1/termination-log")" = "$2" ] || fail "job $1 termination log '$(cat "$work/job$1/termination-log")', expected '$2'"; }
+# The termination log's first line: the batch script's ExitCode.
+expect_log() { [ "$(head -n 1 "$work/job$1/termination-log")" = "$2" ] || fail "job $1 termination log '$(cat "$work/job$1/termination-log")', expected '$2' first"; }
+# The steps the termination log records (step_record.h), one per line without their times:
+# "<id> <state> <exit code> <nodes> <tasks> <cpus> <node list> <name>"; each start and end must
+# lie between the test's start and now, start <= end.
+expect_steps() {
+  local log="$work/job$1/termination-log" now
+  now=$(date +%s)
+  local got
+  got=$(awk -F'\t' '$1 == "step" { print $2, $3, $4, $7, $8, $9, $10, $11 }' "$log")
+  [ "$got" = "$2" ] || fail "job $1: the termination log records steps
+$got
+expected
+$2"
+  awk -F'\t' -v t0="$test_start" -v now="$now" \
+    '$1 == "step" && !($5 >= t0 && $5 <= $6 && $6 <= now) { bad = 1 } END { exit bad }' "$log" ||
+    fail "job $1: step times out of order: $(cat "$log")"
+}
 # Waits until every pid in FILE is gone (or fails).
 expect_gone() {
   local file=$1 deadline=$((SECONDS + 10))
