@@ -25,6 +25,12 @@
 #      and an operator's ServiceAccount tokens: a job created as another user is refused, a
 #      second user can neither cancel, hold nor delete the first user's job, the owner can, and
 #      so can an operator; the owner cannot hand the job to someone else.
+#   8. The Slurm login node (slurm.login): refused without keys or a namespace; applied, it runs
+#      the partition's image with its shared volume at the same path; its ServiceAccount has a
+#      Slurm user's rights and no more; its entry script (the rendered ConfigMap and Secret, the
+#      tools install, sshd, in a mount namespace) lets root log in with the key and nobody else,
+#      and sbatch / squeue / scancel there act as that ServiceAccount against this API server,
+#      while another user's scancel of its job is refused.
 #
 # chart_test.sh --dir DIR [--scheduler BIN] [--topology BIN]
 #     DIR: a running cluster (tests/cluster/up.sh --dir DIR) with kwok nodes.
@@ -138,7 +144,7 @@ SNS="muster-chart-slurm-$$"     # the Slurm users' namespace of part 7
 REL=muster
 SA=muster-scheduler AGENT_SA=muster-topology LEASE=muster-scheduler
 CRD_NAMES=(nodetopologies.muster.dev paralleljobs.preferred.jp podgroups.scheduling.x-k8s.io)
-CREATED_CRDS=() sched_pid="" topo_pid="" helm_installed=0 agent_node=""
+CREATED_CRDS=() sched_pid="" topo_pid="" helm_installed=0 agent_node="" login_pid=""
 for c in "${CRD_NAMES[@]}"; do k get crd "$c" >/dev/null 2>&1 || CREATED_CRDS+=("$c"); done
 
 cleanup() {
@@ -149,6 +155,8 @@ cleanup() {
   [ -z "$agent_node" ] || k delete nodetopology "$agent_node" --ignore-not-found >/dev/null 2>&1
   [ ! -f "$work/rendered.yaml" ] || k delete -f "$work/rendered.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
   [ ! -f "$work/slurm.yaml" ] || k delete -f "$work/slurm.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
+  [ -z "$login_pid" ] || { kill -KILL -- "-$login_pid" 2>/dev/null; wait "$login_pid" 2>/dev/null; }
+  [ ! -f "$work/login.yaml" ] || k delete -f "$work/login.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
   for ns in "$WORK_NS" "$NS" "$NS2" "$SNS"; do delete_namespace "$ns"; done
   [ ${#CREATED_CRDS[@]} -eq 0 ] || k delete crd "${CREATED_CRDS[@]}" --ignore-not-found >/dev/null 2>&1
   if [ "$failed" -gt 0 ]; then echo "# logs kept in $work"; else rm -rf "$work"; fi
@@ -512,8 +520,8 @@ h template "$REL" "$chart" --namespace "$NS" --set "schedulerName=$SCHED_NAME" \
   --show-only templates/slurm.yaml --show-only templates/slurm-owners.yaml > "$work/slurm.yaml"
 expect_eq "the owner check renders: a ValidatingAdmissionPolicy and its binding" "2" \
   bash -c "grep -c '^kind: ValidatingAdmissionPolicy' '$work/slurm.yaml'"
-expect_eq "slurm.ownerCheck=false renders none" "0" \
-  bash -c "'$HELM' template muster '$chart' --set-json 'slurm.partitions=[{\"name\":\"gpu\",\"template\":{}}]' --set slurm.ownerCheck=false | { grep -c '^kind: ValidatingAdmissionPolicy' || true; }"
+expect_eq "slurm.ownerCheck=false renders no owner check" "0" \
+  bash -c "'$HELM' template muster '$chart' --set-json 'slurm.partitions=[{\"name\":\"gpu\",\"template\":{}}]' --set slurm.ownerCheck=false | { grep -c '^  name: muster-slurm-job-owner$' || true; }"
 expect_ok "kubectl apply of the Slurm objects and the owner check" k apply -f "$work/slurm.yaml"
 for u in alice bob op; do
   kubeconfig_with_token "$KUBECONFIG" "$(k create token "$u" -n "$SNS" --duration=1h)" "$work/$u.kubeconfig"
@@ -534,7 +542,13 @@ YAML
 }
 create_as() { slurm_job "$2" "$3" "$4" | as "$1" create -f -; }
 # The policy takes effect shortly after it is created: wait until a forged create is refused.
-forged_refused() { ! create_as bob slurm-forged 9 "$(sa_user alice)" >/dev/null 2>&1; }
+# (A server-side dry run passes admission without creating anything.)
+# (The output is read whole: under pipefail the refused create would fail a pipeline into grep.)
+forged_refused() {
+  local out
+  out=$(slurm_job slurm-forged 9 "$(sa_user alice)" | as bob create --dry-run=server -f - 2>&1)
+  grep -qF "is submitted as its own user" <<<"$out"
+}
 if wait_until 60 forged_refused; then ok "the owner check is in force within 60 s"
 else not_ok "the owner check is in force within 60 s" "bob still creates a job as alice"; fi
 expect_fail "bob cannot submit a job as alice" \
@@ -568,6 +582,117 @@ expect_eq "bob's job is cancelled" "true" as alice get paralleljob slurm-2 -o 'j
 expect_ok "alice deletes her own job" as alice delete paralleljob slurm-1 --wait=false
 expect_ok "a ParallelJob that is no Slurm job is not the policy's business" \
   bash -c "sed '/^  slurm:/d' <<<\"\$1\" | '$KUBECTL' --kubeconfig '$work/bob.kubeconfig' -n '$SNS' create -f -" _ "$(slurm_job plain-1 3 x)"
+
+# ---------------------------------------------------------------------------------------------
+echo "# 8. Slurm: the login node (slurm.login), its ServiceAccount's rights, and its entry script run for real"
+# The partition's shared volume, as the seed's jail-pvc, mounted at /home in job pods.
+LOGIN=muster-slurm-login
+partition_json='[{"name":"gpu","template":{"spec":{"containers":[{"name":"main","image":"registry.example.com/hpc:2024.1","volumeMounts":[{"name":"jail","mountPath":"/home"}]}],"volumes":[{"name":"jail","persistentVolumeClaim":{"claimName":"jail-pvc"}}]}}}]'
+ssh-keygen -q -t ed25519 -N '' -C login-test -f "$work/login_key"
+login_render() {
+  h template "$REL" "$chart" --namespace "$NS" --set "schedulerName=$SCHED_NAME" \
+    --set-json "slurm.partitions=$partition_json" --set-json "slurm.users.namespaces=[\"$SNS\"]" \
+    --set slurm.login.enabled=true "$@"
+}
+expect_fail "a login node without a key is refused" "without a key no one can log in" login_render
+expect_fail "a login node without a namespace is refused" "set slurm.login.namespace" \
+  login_render --set-json 'slurm.users.namespaces=[]' --set-json 'slurm.login.sshRootPublicKeys=["ssh-ed25519 AAAA x"]'
+expect_fail "a key that is not an OpenSSH public key is refused by the schema" "/slurm/login/sshRootPublicKeys/0" \
+  login_render --set-json 'slurm.login.sshRootPublicKeys=["-----BEGIN OPENSSH PRIVATE KEY-----"]'
+expect_eq "slurm.login.enabled=false (the default) renders no login node" "0" \
+  bash -c "'$HELM' template muster '$chart' --set-json 'slurm.partitions=$partition_json' | { grep -c 'component: slurm-login' || true; }"
+login_render --set-json "slurm.login.sshRootPublicKeys=[\"$(cat "$work/login_key.pub")\"]" \
+  --show-only templates/slurm-login.yaml --show-only templates/configmap.yaml > "$work/login.yaml"
+expect_ok "kubectl apply of the login node and the Slurm config" k apply -f "$work/login.yaml"
+lk() { k -n "$SNS" "$@"; }
+expect_eq "the login pod runs the partition's image with its shared volume at the same path" \
+  "registry.example.com/hpc:2024.1 /home jail-pvc" \
+  lk get deploy "$LOGIN" -o 'jsonpath={.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].volumeMounts[?(@.name=="jail")].mountPath} {.spec.template.spec.volumes[?(@.name=="jail")].persistentVolumeClaim.claimName}'
+expect_eq "Muster's commands come from the chart's image" "$(h template x "$chart" | sed -n 's/^ *image: "\(.*\)"$/\1/p' | head -n1) install-tools" \
+  lk get deploy "$LOGIN" -o 'jsonpath={.spec.template.spec.initContainers[0].image} {.spec.template.spec.initContainers[0].command[1]}'
+expect_eq "the Service publishes ssh" "ClusterIP 22 ssh" lk get svc "$LOGIN" -o 'jsonpath={.spec.type} {.spec.ports[0].port} {.spec.ports[0].targetPort}'
+
+# Its ServiceAccount: a Slurm user's rights, nothing more.
+kubeconfig_with_token "$KUBECONFIG" "$(k create token "$LOGIN" -n "$SNS" --duration=1h)" "$work/login.kubeconfig"
+# can-i prints yes or no (and exits 1 on no).
+login_can() { "$KUBECTL" --request-timeout=30s --kubeconfig "$work/login.kubeconfig" auth can-i "$@" 2>/dev/null; true; }
+for right in "create paralleljobs.preferred.jp -n $SNS" "patch paralleljobs.preferred.jp -n $SNS" \
+             "create secrets -n $SNS" "get configmaps/muster-scheduler -n $NS" \
+             "update configmaps/muster-slurm-job-ids -n $NS" "list nodes"; do
+  expect_eq "the login node's ServiceAccount may $right" "yes" login_can $right
+done
+for right in "get secrets -n $SNS" "create pods -n $SNS" "create pods/exec -n $SNS" "patch nodes" \
+             "create paralleljobs.preferred.jp -n $NS" "get configmaps -n $NS" "list pods -A"; do
+  expect_eq "the login node's ServiceAccount may not $right" "no" login_can $right
+done
+
+# The entry script as the pod runs it: the rendered ConfigMap and Secret, this ServiceAccount's
+# token, the tools init container's install, sshd; then a user logs in with the key and uses
+# Slurm's commands against this API server. A mount namespace stands in for the container's
+# filesystem (tmpfs over /run, /root, /usr/local/bin and /home); sshd listens on loopback.
+tools_bin=$(dirname "$SLURM_BIN")/muster-slurm-static
+[ -x "$tools_bin" ] || tools_bin=$SLURM_BIN  # sanitizer builds have no static binary
+lr="$work/login-root"
+mkdir -p "$lr/sa" "$lr/config" "$lr/keys" "$lr/home/alice"
+lk get cm "$LOGIN" -o 'go-template={{index .data "login.sh"}}' > "$lr/config/login.sh"
+lk get cm "$LOGIN" -o 'go-template={{index .data "sshd_config"}}' > "$lr/config/sshd_config"
+lk get secret "$LOGIN-keys" -o 'go-template={{index .data "authorized_keys" | base64decode}}' > "$lr/keys/authorized_keys"
+k create token "$LOGIN" -n "$SNS" --duration=1h > "$lr/sa/token"
+"$KUBECTL" config view --raw --minify --flatten -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}' | base64 -d > "$lr/sa/ca.crt"
+printf %s "$SNS" > "$lr/sa/namespace"
+api=$("$KUBECTL" config view --minify -o 'jsonpath={.clusters[0].cluster.server}')
+api=${api#https://}
+ssh_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat > "$lr/home/alice/job.sh" <<'JOB'
+#!/bin/bash
+#SBATCH --job-name=from-login
+#SBATCH --nodes=1
+srun hostname
+JOB
+setsid unshare --mount --propagation private -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+  KUBERNETES_SERVICE_HOST="${api%:*}" KUBERNETES_SERVICE_PORT="${api##*:}" MUSTER_LOGIN_PORT="$ssh_port" \
+  sh -c 'set -e
+    mount -t tmpfs tmpfs /run
+    mount -t tmpfs -o mode=0700 tmpfs /root
+    mount -t tmpfs tmpfs /usr/local/bin
+    mount --bind "$1/home" /home
+    mkdir -p /run/secrets/kubernetes.io/serviceaccount /run/muster-login /run/muster-login-config /run/muster-login-keys
+    cp "$1"/sa/* /run/secrets/kubernetes.io/serviceaccount/
+    cp "$1"/config/* /run/muster-login-config/
+    cp "$1"/keys/* /run/muster-login-keys/
+    "$2" install-tools /run/muster-login/bin
+    exec sh /run/muster-login-config/login.sh -o ListenAddress=127.0.0.1' _ "$lr" "$tools_bin" \
+  > "$work/login.log" 2>&1 < /dev/null &
+login_pid=$!
+login_ssh() {
+  ssh -p "$ssh_port" -i "$work/login_key" -o BatchMode=yes -o StrictHostKeyChecking=no \
+    -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=5 root@127.0.0.1 "$@"
+}
+if wait_until 30 login_ssh true; then ok "root logs in to the login node with the key"
+else not_ok "root logs in to the login node with the key" "$(cat "$work/login.log")"; fi
+expect_fail "a key that is not in sshRootPublicKeys is refused" "Permission denied" \
+  bash -c "ssh-keygen -q -t ed25519 -N '' -f '$work/other_key' && ssh -p $ssh_port -i '$work/other_key' -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o IdentitiesOnly=yes root@127.0.0.1 true"
+submitted=$(login_ssh 'cd /home/alice && sbatch job.sh' 2>&1)
+login_job=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' <<<"$submitted")
+login_job=${login_job:-0}  # 0: no job was submitted (the checks below then fail)
+if [ "$login_job" != 0 ]; then ok "sbatch on the login node, from the shared directory"
+else not_ok "sbatch on the login node, from the shared directory" "$submitted"$'\n'"$(cat "$work/login.log")"; fi
+login_user="system:serviceaccount:$SNS:$LOGIN"
+expect_eq "the job belongs to the login node's ServiceAccount and runs in its namespace" \
+  "$login_user from-login /home/alice" \
+  bash -c "'$KUBECTL' -n '$SNS' get paralleljobs -o json | python3 -c 'import json,sys
+for j in json.load(sys.stdin)[\"items\"]:
+    s = j[\"spec\"].get(\"slurm\", {})
+    if s.get(\"jobId\") == $login_job: print(s.get(\"user\"), s.get(\"jobName\"), s.get(\"workDir\"))'"
+expect_eq "squeue on the login node shows it pending" "$login_job from-login PD" \
+  login_ssh "squeue -h -j $login_job -o '%i %j %t'"
+expect_fail "another user's scancel of the login node's job is refused" \
+  "Slurm job $login_job belongs to \"$login_user\"" slurm_as alice scancel "$login_job"
+expect_ok "scancel on the login node" login_ssh "scancel $login_job"
+expect_eq "the job is cancelled" "true" \
+  bash -c "'$KUBECTL' -n '$SNS' get paralleljobs -o json | python3 -c 'import json,sys
+print(*[str(j[\"spec\"][\"slurm\"].get(\"cancel\", False)).lower() for j in json.load(sys.stdin)[\"items\"] if j[\"spec\"].get(\"slurm\", {}).get(\"jobId\") == $login_job])'"
+kill -TERM -- "-$login_pid" 2>/dev/null; wait "$login_pid" 2>/dev/null; login_pid=""
 
 # A skipped check proves nothing: with one the test does not pass.
 [ "$skipped" -eq 0 ] || not_ok "no check was skipped" "$skipped skipped"
