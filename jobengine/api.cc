@@ -23,6 +23,12 @@ class ClientJobApi final : public JobApi {
                                                              std::string_view uid) override {
     co_return co_await client_->remove(r, ns, name, uid);
   }
+  proto::asio::awaitable<absl::StatusOr<std::string>> patch(const proto::Resource& r,
+                                                            std::string_view ns,
+                                                            std::string_view name,
+                                                            std::string body) override {
+    co_return co_await client_->patch(r, ns, name, proto::PatchType::kMerge, std::move(body));
+  }
   proto::asio::awaitable<absl::StatusOr<std::string>> patchStatus(const proto::Resource& r,
                                                                   std::string_view ns,
                                                                   std::string_view name,

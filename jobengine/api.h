@@ -28,6 +28,11 @@ class JobApi {
                                                                      std::string_view ns,
                                                                      std::string_view name,
                                                                      std::string_view uid) = 0;
+  // A merge patch of the object.
+  virtual proto::asio::awaitable<absl::StatusOr<std::string>> patch(const proto::Resource& r,
+                                                                    std::string_view ns,
+                                                                    std::string_view name,
+                                                                    std::string body) = 0;
   // A merge patch of the status subresource.
   virtual proto::asio::awaitable<absl::StatusOr<std::string>> patchStatus(
       const proto::Resource& r, std::string_view ns, std::string_view name, std::string body) = 0;

@@ -376,6 +376,19 @@ asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string&
   }
   if (plan.delete_support)
     result.Update(co_await deleteAttemptSupport(*job, *plan.delete_support, obs.pods));
+  for (const PodAnnotation& a : plan.annotate_pods) {
+    // The pod's UID in the patch: a pod replaced under the same name refuses it.
+    proto::JsonWriter w;
+    w.beginObject().key("metadata").beginObject().stringField("uid", a.pod.uid);
+    w.key("annotations").beginObject().stringField(a.key, a.value).endObject();
+    w.endObject().endObject();
+    auto r = co_await api_->patch(proto::resources::kPods, ns, a.pod.name, w.str());
+    if (r.ok())
+      MUSTER_LOG_INFO(2, "Annotated ParallelJob pod", "paralleljob", key, "pod", a.pod.name,
+                      "annotation", a.key, "value", a.value);
+    else if (!proto::isNotFound(r.status()) && !proto::isConflict(r.status()))
+      result.Update(r.status());
+  }
 
   if (plan.delete_job && result.ok()) {
     auto r = co_await api_->remove(proto::resources::kParallelJobs, ns, name, job->meta.uid);

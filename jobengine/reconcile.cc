@@ -459,6 +459,16 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     }
   }
 
+  // What the runtime keeps on the attempt's live pods (scancel --signal on the batch pod).
+  for (const auto& [i, pod] : current) {
+    if (terminal(*pod) || pod->meta.deletion_timestamp) continue;
+    for (const auto& [key, value] : runtime->podAnnotations(job, i)) {
+      auto have = pod->meta.annotations.find(key);
+      if (have == pod->meta.annotations.end() || have->second != value)
+        plan.annotate_pods.push_back({{pod->meta.name, pod->meta.uid}, key, value});
+    }
+  }
+
   int32_t running = 0, ready = 0;
   std::string unschedulable;
   for (const auto& [i, pod] : current) {

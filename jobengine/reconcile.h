@@ -68,6 +68,13 @@ struct PodRef {
   std::string uid;
 };
 
+// An annotation to set on a live pod (Runtime::podAnnotations).
+struct PodAnnotation {
+  PodRef pod;
+  std::string key;
+  std::string value;
+};
+
 struct Plan {
   AttemptInfo attempt;  // the attempt the actions below belong to
   // Written first (merge patch on the status subresource, with the observed resourceVersion as
@@ -75,6 +82,7 @@ struct Plan {
   std::optional<proto::ParallelJobStatus> status;
   std::vector<EventSpec> events;  // about the job, after the status write
   std::vector<PodRef> delete_pods;
+  std::vector<PodAnnotation> annotate_pods;  // merge patches, that pod's UID as precondition
   std::optional<AttemptInfo> delete_support;  // the support objects of that attempt
   bool create_pods_needed = false;            // create support objects (if absent) and:
   std::vector<int32_t> create_pods;           // these pod indices

@@ -154,6 +154,13 @@ class Runtime {
   virtual std::optional<absl::Time> expiresAt(const proto::ParallelJob& /*job*/) const {
     return std::nullopt;
   }
+  // Annotations the engine keeps on pod `index` of the attempt while it runs (written at
+  // creation, and patched on a live pod whose value differs): requests that reach a running
+  // pod through a downward API volume, such as scancel --signal. Default: none.
+  virtual std::map<std::string, std::string> podAnnotations(const proto::ParallelJob& /*job*/,
+                                                            int32_t /*index*/) const {
+    return {};
+  }
   // Whether the pods of the last attempt stay when the job fails (for kubectl logs). The default
   // keeps them all; a runtime whose idle pods hold nodes (workers running sshd) keeps fewer.
   virtual bool keepOnFailure(int32_t /*index*/) const { return true; }

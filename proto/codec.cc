@@ -491,6 +491,12 @@ absl::Status decodeSlurmSpec(const rapidjson::Value& v, const JsonPath& p, Slurm
       return absl::OkStatus();
     }));
   MUSTER_RETURN_IF_ERROR(readInt32(v, p, "requeueAttempt", &s->requeue_attempt));
+  MUSTER_RETURN_IF_ERROR(withObject(v, p, "signal", [&](const rapidjson::Value& v, const JsonPath& q) {
+    SlurmJobSpec::Signal& sig = s->signal.emplace();
+    MUSTER_RETURN_IF_ERROR(readInt32(v, q, "seq", &sig.seq));
+    MUSTER_RETURN_IF_ERROR(readInt32(v, q, "number", &sig.number));
+    return readString(v, q, "target", &sig.target);
+  }));
   return readBool(v, p, "cancel", &s->cancel);
 }
 }  // namespace
@@ -841,6 +847,12 @@ std::string encode(const ParallelJob& job) {
     }
     if (j.cancel) w.booleanField("cancel", true);
     if (j.requeue_attempt) w.integerField("requeueAttempt", *j.requeue_attempt);
+    if (j.signal) {
+      w.key("signal").beginObject();
+      w.integerField("seq", j.signal->seq).integerField("number", j.signal->number);
+      w.stringFieldIfSet("target", j.signal->target);
+      w.endObject();
+    }
     w.endObject();
   }
   w.endObject().endObject();

@@ -340,6 +340,16 @@ struct SlurmJobSpec {
   // scontrol requeue: the attempt (status.restarts) to run again; once status.restarts has
   // passed it the request is done.
   std::optional<int32_t> requeue_attempt;
+  // scancel --signal: the latest signal asked for. The job engine hands it to the batch pod
+  // (vocabulary kSlurmSignalAnnotation), whose batch step delivers it once per `seq`.
+  struct Signal {
+    int32_t seq = 0;     // counts up with each request
+    int32_t number = 0;  // the signal's number (Linux)
+    std::string target;  // "steps" (default: every srun step), "batch" (-b: the batch shell),
+                         // "full" (-f: the batch script's whole process group)
+    bool operator==(const Signal&) const = default;
+  };
+  std::optional<Signal> signal;
 };
 
 // status.slurm: the job as Slurm's tools show it.

@@ -360,6 +360,28 @@ void PodTemplate::addVolume(std::string_view name, const VolumeSource& source) {
   volumes.PushBack(v, a);
 }
 
+void PodTemplate::addDownwardApiVolume(std::string_view name,
+                                       const std::map<std::string, std::string>& fields) {
+  Alloc& a = doc_->GetAllocator();
+  Value& volumes = member(spec(), "volumes", rapidjson::kArrayType, a);
+  if (findByName(volumes, name) != nullptr) return;
+  Value items(rapidjson::kArrayType);
+  for (const auto& [path, field] : fields) {
+    Value ref(rapidjson::kObjectType);
+    ref.AddMember("fieldPath", str(field, a), a);
+    Value item(rapidjson::kObjectType);
+    item.AddMember("path", str(path, a), a);
+    item.AddMember("fieldRef", ref, a);
+    items.PushBack(item, a);
+  }
+  Value src(rapidjson::kObjectType);
+  src.AddMember("items", items, a);
+  Value v(rapidjson::kObjectType);
+  v.AddMember("name", str(name, a), a);
+  v.AddMember("downwardAPI", src, a);
+  volumes.PushBack(v, a);
+}
+
 std::optional<PodTemplate::Container> PodTemplate::container(std::string_view name) {
   if (findByName(list(false), name) == nullptr) return std::nullopt;
   return Container(this, false, std::string(name));

@@ -104,6 +104,10 @@ class PodTemplate {
   void copySpecFields(const PodTemplate& other, const std::vector<std::string_view>& fields);
   // Adds the volume unless the template has a volume of that name.
   void addVolume(std::string_view name, const VolumeSource& source);
+  // A downward API volume: file path -> the pod's field (fieldRef.fieldPath, e.g.
+  // "metadata.annotations['muster.dev/slurm-signal']"); the kubelet rewrites the files when the
+  // pod's metadata changes. Nothing when a volume of that name exists.
+  void addDownwardApiVolume(std::string_view name, const std::map<std::string, std::string>& fields);
 
   std::optional<Container> container(std::string_view name);
   std::optional<Container> initContainer(std::string_view name);

@@ -84,6 +84,10 @@ inline constexpr char kJobGlobalIndexLabel[] = "jobset.sigs.k8s.io/job-global-in
 inline constexpr char kSlurmJobIdLabel[] = "muster.dev/slurm-job-id";
 // On every task of a Slurm job array (sbatch --array): the array's job id.
 inline constexpr char kSlurmArrayJobIdLabel[] = "muster.dev/slurm-array-job-id";
+// On a Slurm job's batch pod, written by the job engine: the latest scancel --signal,
+// "<seq>:<signal number>:<steps|batch|full>" (spec.slurm.signal). The pod reads it through a
+// downward API volume; its batch step delivers each seq once.
+inline constexpr char kSlurmSignalAnnotation[] = "muster.dev/slurm-signal";
 
 // ParallelJob status condition types.
 inline constexpr char kConditionPodsCreated[] = "PodsCreated";

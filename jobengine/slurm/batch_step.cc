@@ -19,6 +19,7 @@
 #include "jobengine/slurm/filename.h"
 #include "jobengine/slurm/hostlist.h"
 #include "jobengine/slurm/process.h"
+#include "jobengine/slurm/signal_request.h"
 #include "jobengine/slurm/srun.h"
 #include "jobengine/slurm/step_record.h"
 #include "jobengine/slurm/util.h"
@@ -289,6 +290,32 @@ void appendPath(std::vector<std::string>* entries, std::set<std::string>* seen,
   }
 }
 
+// The request in $MUSTER_SLURM_SIGNAL_FILE; nullopt without one (no file, empty, unreadable).
+std::optional<SignalRequest> readSignalRequest(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  absl::StatusOr<std::string> text = readFile(path, 256);
+  if (!text.ok()) return std::nullopt;
+  return parseSignalRequest(*text);
+}
+
+// scancel --signal as slurmstepd delivers it (signal_request.h), said on the container's stderr.
+void deliverSignalRequest(const SignalRequest& r, pid_t script_pid) {
+  const std::string what = absl::StrCat(signalDescription(r.number), " (signal ", r.number, ")");
+  if (r.target == "batch") {
+    say(2, absl::StrCat("muster: batch-step: scancel --signal: ", what, " to the batch shell"));
+    kill(script_pid, r.number);
+  } else if (r.target == "full") {
+    say(2, absl::StrCat("muster: batch-step: scancel --signal: ", what,
+                        " to the batch script and all its processes"));
+    kill(-script_pid, r.number);
+  } else {
+    const std::vector<pid_t> steps = descendantsNamed("srun");
+    say(2, absl::StrCat("muster: batch-step: scancel --signal: ", what, " to ", steps.size(),
+                        " running srun step(s)"));
+    for (pid_t pid : steps) kill(pid, r.number);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> splitNulEntries(std::string_view data) {
@@ -513,11 +540,19 @@ int batchStepMain(const std::map<std::string, std::string>& own) {
                    spawned->exec_errno & 0xff);
   }
   const pid_t script_pid = spawned->pid;
+  // scancel --signal (signal_request.h): what the file holds now was asked before this run.
+  const std::string signal_file = get(own, "MUSTER_SLURM_SIGNAL_FILE");
+  int64_t signal_seq = 0;
+  if (std::optional<SignalRequest> r = readSignalRequest(signal_file)) signal_seq = r->seq;
   int status = 0;
   bool exited = false;
   while (!exited) {
     struct pollfd p = {signals.fd(), POLLIN, 0};
     poll(&p, 1, 1000);
+    if (std::optional<SignalRequest> r = readSignalRequest(signal_file); r && r->seq > signal_seq) {
+      signal_seq = r->seq;
+      deliverSignalRequest(*r, script_pid);
+    }
     for (int sig : signals.take()) {
       if (sig == SIGCHLD) continue;
       say(2, absl::StrCat("muster: batch-step: forwarding ", signalDescription(sig), " (signal ",

@@ -23,7 +23,9 @@
 //      directly (its #! line chooses the interpreter) with the arguments from `args`, in its own
 //      process group, as a child subreaper;
 //   6. forwards SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the script's process
-//      group (the kubelet sends SIGTERM on deletion and at activeDeadlineSeconds);
+//      group (the kubelet sends SIGTERM on deletion and at activeDeadlineSeconds), and delivers
+//      scancel --signal requests as they appear in $MUSTER_SLURM_SIGNAL_FILE (checked every
+//      second; signal_request.h says to whom);
 //   7. when the script ends, ends what it left behind (SIGTERM to its process group, SIGKILL
 //      after 3 s to everything left, adopted orphans included), writes Slurm's ExitCode
 //      "<code>:<signal>" to $MUSTER_TERMINATION_LOG (default /dev/termination-log) and returns

@@ -109,6 +109,7 @@ std::optional<JobView> viewOf(const proto::ParallelJob& job) {
   v.requeue = s.requeue;
   v.hold = s.hold;
   v.cancel_requested = s.cancel;
+  if (s.signal) v.signal_seq = s.signal->seq;
   v.requeue_asked = s.requeue_attempt && *s.requeue_attempt == job.status.restarts;
   v.submit_time = parseRfc3339(job.meta.creation_timestamp);
   v.restarts = job.status.restarts;

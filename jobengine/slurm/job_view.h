@@ -60,6 +60,7 @@ struct JobView {
   bool requeue = true;
   bool hold = false;
   bool cancel_requested = false;  // scancel asked, the job engine has not ended it yet
+  int64_t signal_seq = 0;         // the last scancel --signal request (spec.slurm.signal.seq)
   bool requeue_asked = false;     // scontrol requeue asked, the job engine has not done it yet
   std::string exit_code = "0:0";
   // The srun steps of the run that ended (sacct's "<id>.<step>" lines); none while it runs.

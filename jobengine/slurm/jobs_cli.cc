@@ -1,6 +1,10 @@
 #include "jobengine/slurm/jobs_cli.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <csignal>
+#include <iostream>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +13,7 @@
 #include "jobengine/slurm/array.h"
 #include "jobengine/slurm/job_view.h"
 #include "jobengine/slurm/node_view.h"
+#include "jobengine/slurm/signal_request.h"
 #include "jobengine/slurm/hostlist.h"
 #include "jobengine/slurm/time.h"
 #include "jobengine/slurm/util.h"
@@ -209,6 +214,9 @@ int scancelMain(const std::vector<std::string>& args, const GlobalOptions& globa
   bool quiet = false;
   int verbose = 0;
   bool any_filter = false;
+  bool interactive = false;             // -i: ask before each job
+  std::optional<int> signal;            // --signal (signal_request.h)
+  std::string signal_target = "steps";  // -b: batch, -f: full
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
     std::optional<std::string> inline_value;
@@ -257,12 +265,24 @@ int scancelMain(const std::vector<std::string>& args, const GlobalOptions& globa
     } else if (a == "--me") { filter.me = true; any_filter = true; }
     else if (a == "-Q" || a == "--quiet") quiet = true;
     else if (a == "-v" || a == "--verbose") ++verbose;
-    else if (a == "-f" || a == "--full" || a == "-H" || a == "--hurry") {}
-    else if (a == "-i" || a == "--interactive")
-      return fail(err, absl::InvalidArgumentError(
-                           "scancel: error: --interactive is not supported by Muster's scancel (no "
-                           "confirmation prompt): name the jobs to cancel"));
-    else if (a == "-s" || a == "--signal" || a == "-b" || a == "--batch" || a == "-w" ||
+    else if (a == "-f" || a == "--full") signal_target = "full";
+    else if (a == "-b" || a == "--batch") signal_target = "batch";
+    else if (a == "-H" || a == "--hurry") {}
+    else if (a == "-s" || a == "--signal") {
+      auto v = value();
+      if (!v) return missing();
+      signal = parseSignalName(*v);
+      if (!signal)
+        return fail(err, absl::InvalidArgumentError(
+                             absl::StrCat("scancel: error: Invalid signal name: ", *v)));
+    } else if (a == "-i" || a == "--interactive") {
+      if (!isatty(STDIN_FILENO))
+        return fail(err, absl::InvalidArgumentError(
+                             "scancel: error: --interactive asks on a terminal, and standard input "
+                             "is none: name the jobs to cancel without -i"));
+      interactive = true;
+    }
+    else if (a == "-w" ||
              a == "--nodelist" || a == "--sibling" || a == "-M" || a == "--clusters" ||
              a == "-R" || a == "--reservation" || a == "--wckey")
       return fail(err, absl::InvalidArgumentError(absl::StrCat(
@@ -270,7 +290,7 @@ int scancelMain(const std::vector<std::string>& args, const GlobalOptions& globa
                            "cancels whole jobs (SIGTERM to every task, then SIGKILL)")));
     else if (a == "--help" || a == "--usage") {
       out << "Usage: scancel [-n job_name] [-p partition] [-Q] [-q qos] [-t PENDING | RUNNING]\n"
-             "               [-u user_name] [--me] [-v] [job_id[,job_id...]]\n"
+             "               [-s signal] [-b | -f] [-u user_name] [--me] [-v] [job_id[,job_id...]]\n"
              "Muster's scancel (README.md \"For Slurm users\").\n";
       return 0;
     } else if (a == "-V" || a == "--version") {
@@ -295,9 +315,38 @@ int scancelMain(const std::vector<std::string>& args, const GlobalOptions& globa
   const std::string me = filter.me ? whoAmI(**session, env) : "";
   int rc = 0;
   auto active = [](const JobView& j) { return !isFinished(j.state) && !j.cancel_requested; };
+  // SIGKILL is a cancel, as in Slurm; any other signal goes to a running job's batch pod.
+  if (signal == SIGKILL) signal.reset();
+  // -i: scancel.c's question, one job at a time; only y or Y goes ahead.
+  auto confirmed = [&](const JobView& j) {
+    if (!interactive) return true;
+    out << (signal ? absl::StrCat("Signal ", *signal, " to") : std::string("Cancel"))
+        << " job_id=" << jobIdText(j) << " name=" << j.name << " partition=" << j.partition
+        << " [y/n]? " << std::flush;
+    std::string answer;
+    if (!std::getline(std::cin, answer)) return false;
+    return answer == "y" || answer == "Y";
+  };
   auto cancel = [&](const JobView& j) {
-    if (verbose > 0) err << "scancel: Terminating job " << jobIdText(j) << "\n";
-    if (absl::Status s = patchSlurmSpec(**session, j, R"({"cancel":true})"); !s.ok()) {
+    if (!confirmed(j)) return;
+    std::string patch = R"({"cancel":true})";
+    if (signal) {
+      if (j.state == JobState::kPending) {
+        if (!ids.empty()) {  // a job named by id; filters pass pending jobs over
+          err << "scancel: error: Kill job error on job id " << jobIdText(j)
+              << ": Job is pending execution\n";
+          rc = 1;
+        }
+        return;
+      }
+      patch = absl::StrCat(R"({"signal":{"seq":)", j.signal_seq + 1, R"(,"number":)", *signal,
+                           R"(,"target":")", signal_target, R"("}})");
+      if (verbose > 0)
+        err << "scancel: Signal " << *signal << " to job " << jobIdText(j) << "\n";
+    } else if (verbose > 0) {
+      err << "scancel: Terminating job " << jobIdText(j) << "\n";
+    }
+    if (absl::Status s = patchSlurmSpec(**session, j, patch); !s.ok()) {
       err << "scancel: error: Kill job error on job id " << jobIdText(j) << ": " << s.message() << "\n";
       rc = 1;
     }

@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <set>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "jobengine/slurm/util.h"
 
@@ -333,6 +335,36 @@ std::vector<pid_t> childProcesses() {
     }
   }
   closedir(dir);
+  return out;
+}
+
+std::vector<pid_t> descendantsNamed(std::string_view comm) {
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo{getpid()};
+  std::set<pid_t> seen;
+  while (!todo.empty()) {
+    const pid_t pid = todo.back();
+    todo.pop_back();
+    if (!seen.insert(pid).second) continue;
+    const std::string dir = absl::StrCat("/proc/", pid, "/task");
+    DIR* tasks = opendir(dir.c_str());
+    if (tasks == nullptr) continue;
+    while (struct dirent* e = readdir(tasks)) {
+      if (e->d_name[0] == '.') continue;
+      absl::StatusOr<std::string> text =
+          readFile(absl::StrCat(dir, "/", e->d_name, "/children"), 1u << 20);
+      if (!text.ok()) continue;
+      for (std::string_view word : splitAny(*text, " \n", true)) {
+        std::optional<uint64_t> child = parseDigits(word);
+        if (!child) continue;
+        todo.push_back(static_cast<pid_t>(*child));
+        absl::StatusOr<std::string> name = readFile(absl::StrCat("/proc/", *child, "/comm"), 64);
+        if (name.ok() && absl::StripTrailingAsciiWhitespace(*name) == av(comm))
+          out.push_back(static_cast<pid_t>(*child));
+      }
+    }
+    closedir(tasks);
+  }
   return out;
 }
 

@@ -119,6 +119,9 @@ class SignalPipe {
 void becomeSubreaper();
 // The direct children of this process (from /proc/self/task/*/children).
 std::vector<pid_t> childProcesses();
+// Every descendant of this process (children, their children, ...) whose /proc/<pid>/comm is
+// `comm` ("srun": the program's name as it was called).
+std::vector<pid_t> descendantsNamed(std::string_view comm);
 // SIGKILL every child of this process and their process groups, repeatedly, reaping them, until
 // none is left or `deadline` passes (children of a subreaper include adopted orphans). Reaps with
 // waitpid(-1): call it once the children the caller tracks are reaped.

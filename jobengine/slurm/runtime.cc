@@ -7,6 +7,8 @@
 #include "jobengine/slurm/env.h"
 #include "jobengine/slurm/filename.h"
 #include "jobengine/slurm/hostlist.h"
+#include "jobengine/slurm/signal_request.h"
+#include "jobengine/slurm/step_record.h"
 #include "jobengine/slurm/submit.h"
 #include "jobengine/ssh_attempt.h"
 #include "proto/codec.h"
@@ -24,6 +26,7 @@ using proto::VolumeSource;
 namespace {
 
 constexpr char kBatchVolume[] = "muster-slurm-batch";
+constexpr char kSignalVolume[] = "muster-slurm-signal";
 constexpr char kToolsContainer[] = "muster-slurm-tools";
 
 // Condition reasons the runtime ends jobs with (status.slurm.state follows from them).
@@ -321,6 +324,9 @@ absl::StatusOr<std::string> SlurmRuntime::buildPod(const proto::ParallelJob& job
   PodTemplate pod = *partition->pod_template;
   proto::ObjectMeta meta = podMeta(job, attempt, index, pod, index == 0 ? "batch" : "node");
   meta.labels[proto::vocabulary::kSlurmJobIdLabel] = std::to_string(s.job_id);
+  // A signal asked for before the pod exists is in it from the start (so its batch step takes
+  // it as already delivered, not as a new request for this run).
+  for (const auto& [key, value] : podAnnotations(job, index)) meta.annotations[key] = value;
   prepareSshPod(pod, job, attempt, meta.name, options_.scheduler_name);
   // Short node names resolve through the headless Service's domain.
   pod.addDnsSearches({strCat(attempt.group, ".", job.meta.namespace_, ".svc.",
@@ -340,6 +346,12 @@ absl::StatusOr<std::string> SlurmRuntime::buildPod(const proto::ParallelJob& job
     main->setCommand({toolPath(), "batch-step"});
     pod.addVolume(kBatchVolume, {VolumeSource::Kind::kSecret, s.batch_secret, 0444});
     main->addMount(kBatchVolume, kBatchMountPath, true);
+    // scancel --signal reaches the batch step through the pod's own annotation.
+    pod.addDownwardApiVolume(
+        kSignalVolume,
+        {{"signal", strCat("metadata.annotations['", proto::vocabulary::kSlurmSignalAnnotation, "']")}});
+    main->addMount(kSignalVolume, kSignalMountPath, true);
+    main->addEnv("MUSTER_SLURM_SIGNAL_FILE", kSignalFile);
   } else {
     // A node only serves SSH for srun; its main keeps the partition's image, env and mounts.
     PodTemplate base = pod;
@@ -369,6 +381,14 @@ absl::StatusOr<std::string> SlurmRuntime::buildPod(const proto::ParallelJob& job
   if (accelerators && !options_.rdma_conf_image.empty())
     addRdmaConfContainer(pod, *main, options_.rdma_conf_image);
   return pod.toPod(meta);
+}
+
+std::map<std::string, std::string> SlurmRuntime::podAnnotations(const proto::ParallelJob& job,
+                                                                int32_t index) const {
+  if (index != 0 || !job.spec.slurm || !job.spec.slurm->signal) return {};
+  const proto::SlurmJobSpec::Signal& sig = *job.spec.slurm->signal;
+  SignalRequest request{sig.seq, sig.number, sig.target.empty() ? "steps" : sig.target};
+  return {{proto::vocabulary::kSlurmSignalAnnotation, formatSignalRequest(request)}};
 }
 
 FailureVerdict SlurmRuntime::onFailure(const proto::ParallelJob& job, int32_t index,

@@ -42,6 +42,10 @@ namespace muster::jobengine::slurm {
 inline constexpr char kBatchMountPath[] = "/etc/muster/slurm/batch";
 inline constexpr char kToolsDir[] = "/muster/bin";
 inline constexpr char kStateDir[] = "/muster/slurm";
+// Where the batch pod sees scancel --signal (vocabulary kSlurmSignalAnnotation, through a
+// downward API volume): batch_step.h reads $MUSTER_SLURM_SIGNAL_FILE.
+inline constexpr char kSignalMountPath[] = "/etc/muster/slurm/signal";
+inline constexpr char kSignalFile[] = "/etc/muster/slurm/signal/signal";
 // Where muster-slurm is in a job pod: copied there by the tools init container, or (without a
 // toolsImage) the partition's image must have it at this path.
 inline constexpr char kImageToolPath[] = "/usr/local/bin/muster-slurm";
@@ -69,6 +73,9 @@ class SlurmRuntime final : public Runtime {
   std::optional<std::string> requeueRequested(const proto::ParallelJob& job) const override;
   std::optional<absl::Time> expiresAt(const proto::ParallelJob& job) const override;
   bool keepOnFailure(int32_t index) const override { return index == 0; }
+  // The batch pod carries the latest scancel --signal ("<seq>:<number>:<target>").
+  std::map<std::string, std::string> podAnnotations(const proto::ParallelJob& job,
+                                                    int32_t index) const override;
   void decorateStatus(const proto::ParallelJob& job, const proto::Pod* launcher, absl::Time now,
                       const JobDirectory* jobs, proto::ParallelJobStatus* status) const override;
 

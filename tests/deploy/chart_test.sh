@@ -30,7 +30,9 @@
 #      Slurm user's rights and no more; its entry script (the rendered ConfigMap and Secret, the
 #      tools install, sshd, in a mount namespace) lets root log in with the key and nobody else,
 #      and sbatch / squeue / scancel there act as that ServiceAccount against this API server,
-#      while another user's scancel of its job is refused.
+#      while another user's scancel of its job is refused. With Slurm on, the job engine's
+#      ServiceAccount may patch a pod's muster.dev/slurm-signal annotation (scancel --signal) and,
+#      by a ValidatingAdmissionPolicy, nothing else of a pod.
 #
 # chart_test.sh --dir DIR [--scheduler BIN] [--topology BIN]
 #     DIR: a running cluster (tests/cluster/up.sh --dir DIR) with kwok nodes.
@@ -157,6 +159,7 @@ cleanup() {
   [ ! -f "$work/slurm.yaml" ] || k delete -f "$work/slurm.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
   [ -z "$login_pid" ] || { kill -KILL -- "-$login_pid" 2>/dev/null; wait "$login_pid" 2>/dev/null; }
   [ ! -f "$work/login.yaml" ] || k delete -f "$work/login.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
+  [ ! -f "$work/signal.yaml" ] || k delete -f "$work/signal.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
   for ns in "$WORK_NS" "$NS" "$NS2" "$SNS"; do delete_namespace "$ns"; done
   [ ${#CREATED_CRDS[@]} -eq 0 ] || k delete crd "${CREATED_CRDS[@]}" --ignore-not-found >/dev/null 2>&1
   if [ "$failed" -gt 0 ]; then echo "# logs kept in $work"; else rm -rf "$work"; fi
@@ -693,6 +696,44 @@ expect_eq "the job is cancelled" "true" \
   bash -c "'$KUBECTL' -n '$SNS' get paralleljobs -o json | python3 -c 'import json,sys
 print(*[str(j[\"spec\"][\"slurm\"].get(\"cancel\", False)).lower() for j in json.load(sys.stdin)[\"items\"] if j[\"spec\"].get(\"slurm\", {}).get(\"jobId\") == $login_job])'"
 kill -TERM -- "-$login_pid" 2>/dev/null; wait "$login_pid" 2>/dev/null; login_pid=""
+
+# scancel --signal: with Slurm on, the job engine may patch pods, and a ValidatingAdmissionPolicy
+# holds those patches to the batch pod's muster.dev/slurm-signal annotation.
+h template "$REL" "$chart" "${values[@]}" --set-json "slurm.partitions=$partition_json" \
+  --show-only templates/rbac-jobengine.yaml --show-only templates/slurm-signal-policy.yaml > "$work/signal.yaml"
+expect_ok "kubectl apply of the job engine's Slurm rights and the signal-only policy" k apply -f "$work/signal.yaml"
+k -n "$SNS" apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: batch-pod, labels: {app: x}, annotations: {keep: "1"}}
+spec:
+  schedulerName: nobody
+  containers: [{name: main, image: busybox}]
+YAML
+# The job engine's own request: a merge patch, no get (it reads pods from its informer).
+sa_server=$("$KUBECTL" --kubeconfig "$work/sa.kubeconfig" config view --raw --minify -o 'jsonpath={.clusters[0].cluster.server}')
+"$KUBECTL" --kubeconfig "$work/sa.kubeconfig" config view --raw --minify -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}' | base64 -d > "$work/sa-ca.crt"
+sa_token=$("$KUBECTL" --kubeconfig "$work/sa.kubeconfig" config view --raw --minify -o 'jsonpath={.users[0].user.token}')
+sig_patch() {  # sig_patch BODY [QUERY]
+  curl -sS --fail-with-body --max-time 30 --cacert "$work/sa-ca.crt" -H "Authorization: Bearer $sa_token" \
+    -X PATCH -H 'Content-Type: application/merge-patch+json' --data "$1" \
+    "$sa_server/api/v1/namespaces/$SNS/pods/batch-pod${2:-}"
+}
+# (A dry run passes admission without changing the pod.)
+label_refused() {
+  local out
+  out=$(sig_patch '{"metadata":{"labels":{"app":"y"}}}' '?dryRun=All' 2>&1)
+  grep -qF "may change only" <<<"$out"
+}
+if wait_until 60 label_refused; then ok "the signal-only policy is in force within 60 s"
+else not_ok "the signal-only policy is in force within 60 s" "the job engine's ServiceAccount still changes labels"; fi
+expect_ok "the job engine sets a pod's muster.dev/slurm-signal" sig_patch '{"metadata":{"annotations":{"muster.dev/slurm-signal":"1:10:steps"}}}'
+expect_eq "the annotation is there, the others kept" "1:10:steps 1" \
+  k -n "$SNS" get pod batch-pod -o 'jsonpath={.metadata.annotations.muster\.dev/slurm-signal} {.metadata.annotations.keep}'
+only="Muster's ServiceAccount may change only a pod's muster.dev/slurm-signal annotation"
+expect_fail "... but not another annotation" "$only" sig_patch '{"metadata":{"annotations":{"keep":"2"}}}'
+expect_fail "... nor a label" "$only" sig_patch '{"metadata":{"labels":{"app":"y"}}}'
+expect_fail "... nor the image" "$only" sig_patch '{"spec":{"containers":[{"name":"main","image":"evil"}]}}'
 
 # A skipped check proves nothing: with one the test does not pass.
 [ "$skipped" -eq 0 ] || not_ok "no check was skipped" "$skipped skipped"

@@ -89,6 +89,11 @@ class FakeApi final : public JobApi {
     objects.erase(key);
     co_return std::string("{}");
   }
+  asio::awaitable<absl::StatusOr<std::string>> patch(const proto::Resource& r, std::string_view,
+                                                     std::string_view name, std::string) override {
+    calls.push_back("patch " + r.plural + "/" + std::string(name));
+    co_return std::string("{}");
+  }
   asio::awaitable<absl::StatusOr<std::string>> patchStatus(const proto::Resource&, std::string_view,
                                                            std::string_view, std::string) override {
     co_return std::string("{}");

@@ -89,12 +89,16 @@ slurm:
 
   // muster-slurm with the test's cluster, namespace and config; the command's status and output.
   absl::StatusOr<std::string> slurm(const std::vector<std::string>& args) {
+    return runCommand(slurmArgv(args));
+  }
+  // The command line of `muster-slurm ARGS` against this cluster and namespace.
+  std::vector<std::string> slurmArgv(const std::vector<std::string>& args) const {
     std::vector<std::string> argv = {"env", "KUBECONFIG=" + TestCluster::get().kubeconfig(),
                                      "MUSTER_NAMESPACE=" + ns_,
                                      "MUSTER_SLURM_CONFIG=file:" + config_path_,
                                      MUSTER_SLURM_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());
-    return runCommand(argv);
+    return argv;
   }
 
   // Runs `muster-slurm ARGS` until it prints `want` (or the timeout); the last output in `last`.
@@ -503,6 +507,65 @@ TEST_CASE("sacct shows a job and its batch step until the retention ends, then t
   INFO(f.scheduler().logTail());
   CHECK(deleted);
   CHECK(f.ok(sacct).empty());
+}
+
+
+TEST_CASE("scancel --signal reaches a running job's batch pod as its annotation, and a pending job "
+          "is refused",
+          "[slurm]") {
+  SlurmFixture f;
+  std::string path = f.script("sig.sh", "#!/bin/sh\n#SBATCH -N 2\ntrue\n");
+  const std::string run = std::to_string(f.submittedId(f.ok({"sbatch", path})));
+  const std::string held = std::to_string(f.submittedId(f.ok({"sbatch", "-H", path})));
+  f.expectPrints({"squeue", "-h", "-j", run, "-o", "%i %t"}, run + " R\n");
+  const std::string batch_pod = "slurm-" + run + "-0-0";
+  auto annotation = [&] {
+    return kubectl({"get", "pod", "-n", f.ns(), batch_pod, "-o",
+                    "jsonpath={.metadata.annotations.muster\\.dev/slurm-signal}"});
+  };
+  CHECK(annotation().empty());
+  f.ok({"scancel", "--signal=USR1", "-b", run});
+  std::string last;
+  CHECK(waitFor([&] { return (last = annotation()) == "1:10:batch"; }, kTimeout));
+  INFO("annotation: " << last);
+  // The next request counts up; the job keeps running (a signal is no cancel).
+  f.ok({"scancel", "-s", "SIGUSR2", run});
+  CHECK(waitFor([&] { return (last = annotation()) == "2:12:steps"; }, kTimeout));
+  f.expectPrints({"squeue", "-h", "-j", run, "-o", "%i %t"}, run + " R\n");
+  // The pod reads it through its downward API volume.
+  CHECK(kubectl({"get", "pod", "-n", f.ns(), batch_pod, "-o",
+                 "jsonpath={.spec.volumes[?(@.name==\"muster-slurm-signal\")].downwardAPI.items[0].fieldRef.fieldPath}"}) ==
+        "metadata.annotations['muster.dev/slurm-signal']");
+  // A pending job has nothing to signal, as slurmctld says; a bad signal name is refused.
+  auto pending = f.slurm({"scancel", "--signal=USR1", held});
+  REQUIRE_FALSE(pending.ok());
+  CHECK(std::string(pending.status().message()).find(
+            "scancel: error: Kill job error on job id " + held + ": Job is pending execution") !=
+        std::string::npos);
+  auto bad = f.slurm({"scancel", "--signal=USR3", run});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()).find("scancel: error: Invalid signal name: USR3") !=
+        std::string::npos);
+  // -i asks on a terminal (script(1) gives it one here), and is refused without one.
+  std::string words;
+  for (const std::string& w : f.slurmArgv({"scancel", "-i", held})) words += "'" + w + "' ";
+  auto answer = [&](const std::string& reply) {
+    return runCommand({"sh", "-c", "printf '" + reply + "\\n' | script -qec \"" + words + "\" /dev/null"});
+  };
+  auto no_tty = runCommand({"sh", "-c", words + "< /dev/null"});
+  REQUIRE_FALSE(no_tty.ok());
+  CHECK(std::string(no_tty.status().message()).find("scancel: error: --interactive asks on a terminal") !=
+        std::string::npos);
+  auto declined = answer("n");
+  REQUIRE(declined.ok());
+  CHECK(declined->find("Cancel job_id=" + held + " name=sig.sh partition=") != std::string::npos);
+  f.expectPrints({"squeue", "-h", "-t", "all", "-j", held, "-o", "%i %t"}, held + " PD\n");
+  auto accepted = answer("y");
+  REQUIRE(accepted.ok());
+  f.expectPrints({"squeue", "-h", "-t", "all", "-j", held, "-o", "%i %t"}, held + " CA\n");
+  // --signal=KILL is a cancel.
+  f.ok({"scancel", "--signal=KILL", run});
+  f.expectPrints({"squeue", "-h", "-t", "all", "-j", run, "-o", "%i %t"}, run + " CA\n");
 }
 
 

@@ -525,6 +525,51 @@ TEST_CASE("scancel of a running job ends it CANCELLED and deletes every pod, the
   CHECK(again.delete_pods.size() == 3);
 }
 
+TEST_CASE("scancel --signal reaches the running batch pod as its annotation, once per request",
+          "[slurm]") {
+  Job j;
+  j.startRunning();
+  // The batch pod reads the annotation through a downward API volume; the other pods do not.
+  const rapidjson::Value* volume = nullptr;
+  auto body = j.runtimes.find("slurm")->buildPod(j.job, {0, j.job.status.job_group_name}, 0);
+  REQUIRE(body.ok());
+  auto doc = proto::parseJson(*body);
+  REQUIRE(doc.ok());
+  for (const auto& v : (*doc)["spec"]["volumes"].GetArray())
+    if (std::string(v["name"].GetString()) == "muster-slurm-signal") volume = &v;
+  REQUIRE(volume != nullptr);
+  CHECK(proto::toJson((*volume)["downwardAPI"]) ==
+        R"({"items":[{"path":"signal","fieldRef":{"fieldPath":"metadata.annotations['muster.dev/slurm-signal']"}}]})");
+  CHECK(envOf((*doc)["spec"]["containers"][0], "MUSTER_SLURM_SIGNAL_FILE") == kSignalFile);
+  CHECK(j.run().annotate_pods.empty());
+
+  j.job.spec.slurm->signal = proto::SlurmJobSpec::Signal{1, 10, "batch"};
+  Plan p = j.run();
+  REQUIRE(p.annotate_pods.size() == 1);
+  CHECK(p.annotate_pods[0].pod.name == "slurm-55-0-0");
+  CHECK(p.annotate_pods[0].pod.uid == "slurm-55-0-0");
+  CHECK(p.annotate_pods[0].key == "muster.dev/slurm-signal");
+  CHECK(p.annotate_pods[0].value == "1:10:batch");
+  CHECK_FALSE(p.status);
+  // Once the pod has it, nothing more is written.
+  j.pod(0).meta.annotations["muster.dev/slurm-signal"] = "1:10:batch";
+  CHECK(j.run().annotate_pods.empty());
+  // A pod created while a request stands starts with it (its batch step takes it as old).
+  auto again = j.runtimes.find("slurm")->buildPod(j.job, {0, j.job.status.job_group_name}, 0);
+  REQUIRE(again.ok());
+  proto::Pod built;
+  REQUIRE(proto::decodeJson(*again, &built).ok());
+  CHECK(built.meta.annotations["muster.dev/slurm-signal"] == "1:10:batch");
+  // The next request, and a pod that ended gets none.
+  j.job.spec.slurm->signal = proto::SlurmJobSpec::Signal{2, 12, ""};
+  Plan next = j.run();
+  REQUIRE(next.annotate_pods.size() == 1);
+  CHECK(next.annotate_pods[0].value == "2:12:steps");
+  j.pod(0).status.phase = "Failed";
+  j.pod(0).status.container_statuses = {{"main", false, 0, "terminated", 1, "Error", {}, "1:0"}};
+  CHECK(j.run().annotate_pods.empty());
+}
+
 TEST_CASE("scancel of a pending job ends it CANCELLED before any pod exists", "[slurm]") {
   Job j({"-H"});
   j.apply(j.run());

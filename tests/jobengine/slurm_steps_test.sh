@@ -153,6 +153,40 @@ expect_steps 103 "0 CANCELLED 0:15 3 6 6 n[1-3] sh"
 out 103 | grep -q "not reached" && fail "the script went on after SIGTERM"
 expect_gone "$work/job103/work/pids"
 
+echo "=== scancel --signal: requests in the signal file reach the srun steps, then the batch shell"
+# The kubelet writes the batch pod's muster.dev/slurm-signal annotation into this file; the
+# request there before the script starts (a SIGTERM to everything) belongs to an earlier run.
+prepare 111 '#!/bin/bash
+trap "echo batch shell got USR1; touch got-usr1" USR1
+srun -n 3 sh -c "trap \"echo task \\\$SLURM_PROCID got USR2; exit 0\" USR2; echo \$\$ >> pids; while :; do sleep 0.1; done" > tasks.txt &
+srun_pid=$!
+wait $srun_pid
+echo "srun rc=$?"
+touch steps-done
+while [ ! -f got-usr1 ]; do sleep 0.1; done
+echo "done"
+'
+printf '1:15:full' > "$work/job111/signal"
+start 111 MUSTER_SLURM_SIGNAL_FILE="$work/job111/signal"
+pid=$!
+bg+=("$pid")
+wait_lines "$work/job111/work/pids" 3
+printf '2:12:steps' > "$work/job111/signal.new" && mv "$work/job111/signal.new" "$work/job111/signal"
+wait_lines "$work/job111/work/steps-done" 0
+printf '3:10:batch' > "$work/job111/signal.new" && mv "$work/job111/signal.new" "$work/job111/signal"
+finish 111 "$pid"
+expect_rc 111 0
+expect_line 111 "srun rc=0"
+expect_line 111 "batch shell got USR1"
+expect_line 111 "done"
+[ "$(sort "$work/job111/work/tasks.txt")" = "task 0 got USR2
+task 1 got USR2
+task 2 got USR2" ] || fail "the steps' tasks: $(cat "$work/job111/work/tasks.txt")"
+grep -q "scancel --signal: User defined signal 2 (signal 12) to 1 running srun step(s)" "$work/job111/container.err" ||
+  fail "batch-step did not say it signalled the step: $(cat "$work/job111/container.err")"
+# Two requests took at least two of batch-step's checks of the file; none delivered the old one.
+grep -q "Terminated (signal 15)" "$work/job111/container.err" && fail "the old request was delivered"
+
 echo "=== batch-step waits until every node accepts SSH"
 prepare 104 '#!/bin/sh
 echo "started"
