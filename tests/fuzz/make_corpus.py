@@ -427,6 +427,13 @@ add("step_protocol", "tasks-to-srun", b"\x10" + b"login banner\n" + hello +
     frame("X", u32(0) + struct.pack(">i", 0) + u32(0) + u32(0)) +
     frame("X", u32(1) + struct.pack(">i", 1) + u32(9) + u32(1)) + frame("D", b""))
 add("step_protocol", "oversized-header", b"\x00" + b"R" + u32(0xffffffff))
+add("step_record", "steps-file",
+    b"\x00" + b"start\t0\t1000\t2\t4\t4\tn[1-2]\thostname\nend\t0\t1005\t0:0\tCOMPLETED\n"
+    b"start\t1\t1010\t1\t1\t2\tn1\tpython train.py\nend\t1\t1100\t0:9\tFAILED\n"
+    b"start\t2\t1200\t2\t2\t2\tn[1-2]\tsleep\n")
+add("step_record", "termination-message",
+    b"\x01" + b"0:0\nstep\t0\tCOMPLETED\t0:0\t1000\t1005\t2\t4\t4\tn[1-2]\thostname\nomitted\t3\n")
+add("step_record", "signal-request", b"\x02" + b"7:10:batch")
 
 
 def main():
