@@ -9,6 +9,7 @@
 #include "jobengine/slurm/hostlist.h"
 #include "jobengine/slurm/signal_request.h"
 #include "jobengine/slurm/step_record.h"
+#include "jobengine/slurm/time.h"
 #include "jobengine/slurm/submit.h"
 #include "jobengine/ssh_attempt.h"
 #include "proto/codec.h"
@@ -528,9 +529,33 @@ std::optional<DependencyVerdict> verdictOf(const proto::ParallelJob& job, absl::
 
 }  // namespace
 
+std::optional<StartGate> SlurmRuntime::partitionLimitGate(const proto::ParallelJob& job) const {
+  const proto::SlurmJobSpec& s = *job.spec.slurm;
+  const Partition* p = options_.slurm.partition(s.partition);
+  if (p == nullptr || s.hold) return std::nullopt;  // a held job is JobHeldUser first
+  // sbatch refuses what is over the limits (EnforcePartLimits=ALL); a job still over them was
+  // submitted before an operator lowered them, and waits as in Slurm until one side changes.
+  if (p->max_time_seconds &&
+      (!s.time_limit_seconds || *s.time_limit_seconds > *p->max_time_seconds))
+    return StartGate{false, "PartitionTimeLimit",
+                     strCat("job ", s.job_id, "'s time limit (",
+                            formatTimeLimit(s.time_limit_seconds), ") is over partition ",
+                            p->name, "'s MaxTime (", formatTimeLimit(p->max_time_seconds),
+                            "): lower it with scontrol update JobId=", s.job_id,
+                            " TimeLimit=..., or raise the partition's maxTime"),
+                     std::nullopt};
+  if (p->max_nodes > 0 && job.spec.num_pods > p->max_nodes)
+    return StartGate{false, "PartitionNodeLimit",
+                     strCat("job ", s.job_id, " asks for ", job.spec.num_pods,
+                            " nodes, over partition ", p->name, "'s MaxNodes (", p->max_nodes, ")"),
+                     std::nullopt};
+  return std::nullopt;
+}
+
 StartGate SlurmRuntime::startGate(const proto::ParallelJob& job, absl::Time now,
                                   const JobDirectory* jobs) const {
   if (!job.spec.slurm) return {};
+  if (std::optional<StartGate> limit = partitionLimitGate(job)) return *limit;
   return gateOf(job, now, jobs, verdictOf(job, now, jobs));
 }
 
@@ -594,7 +619,7 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
   } else {
     out.state = "PENDING";
     const std::optional<DependencyVerdict> verdict = verdictOf(job, now, jobs);
-    StartGate gate = gateOf(job, now, jobs, verdict);
+    StartGate gate = partitionLimitGate(job).value_or(gateOf(job, now, jobs, verdict));
     if (!gate.open) out.reason = gate.reason;
     else if (status->phase == "Restarting" || status->restarts > 0) out.reason = "Requeued";
     else out.reason = waitingReason(job, launcher);

@@ -73,6 +73,9 @@ class SlurmRuntime final : public Runtime {
   std::optional<std::string> requeueRequested(const proto::ParallelJob& job) const override;
   std::optional<absl::Time> expiresAt(const proto::ParallelJob& job) const override;
   bool keepOnFailure(int32_t index) const override { return index == 0; }
+  // A pending job over its partition's MaxTime or MaxNodes (lowered after it was submitted):
+  // reason PartitionTimeLimit / PartitionNodeLimit, as in Slurm; nullopt when within them.
+  std::optional<StartGate> partitionLimitGate(const proto::ParallelJob& job) const;
   // The batch pod carries the latest scancel --signal ("<seq>:<number>:<target>").
   std::map<std::string, std::string> podAnnotations(const proto::ParallelJob& job,
                                                     int32_t index) const override;

@@ -570,6 +570,46 @@ TEST_CASE("scancel --signal reaches the running batch pod as its annotation, onc
   CHECK(j.run().annotate_pods.empty());
 }
 
+TEST_CASE("a pending job over its partition's limits, lowered after it was submitted, waits for "
+          "PartitionTimeLimit or PartitionNodeLimit and starts once back within them",
+          "[slurm]") {
+  Job j({"-N", "3", "-t", "10:00:00"});
+  // The operator lowers the partition's MaxTime to 4 h and MaxNodes to 2 (a new config).
+  RuntimeOptions lowered = runtimeOptions();
+  for (Partition& p : lowered.slurm.partitions)
+    if (p.name == "gpu") {
+      p.max_time_seconds = 4 * 3600;
+      p.max_nodes = 2;
+    }
+  j.runtimes = RuntimeRegistry();
+  j.runtimes.add(std::make_unique<SlurmRuntime>(lowered));
+  j.apply(j.run());
+  Plan p = j.run();
+  CHECK_FALSE(p.create_pods_needed);
+  j.apply(p);
+  REQUIRE(j.job.status.slurm);
+  CHECK(j.job.status.slurm->state == "PENDING");
+  CHECK(j.job.status.slurm->reason == "PartitionTimeLimit");
+  INFO(j.job.status.message);
+  CHECK(j.job.status.message.find("job 55's time limit (10:00:00) is over partition gpu's MaxTime "
+                                  "(4:00:00): lower it with scontrol update JobId=55 TimeLimit=") !=
+        std::string::npos);
+  // scontrol update TimeLimit=2:00:00: now only its node count is over.
+  j.job.spec.slurm->time_limit_seconds = 2 * 3600;
+  j.apply(j.run());
+  CHECK(j.job.status.slurm->reason == "PartitionNodeLimit");
+  CHECK_FALSE(j.run().create_pods_needed);
+  // A held job is held first.
+  j.job.spec.slurm->hold = true;
+  j.apply(j.run());
+  CHECK(j.job.status.slurm->reason == "JobHeldUser");
+  // Within both limits (the old config again) it starts.
+  j.job.spec.slurm->hold = false;
+  j.runtimes = RuntimeRegistry();
+  j.runtimes.add(std::make_unique<SlurmRuntime>(runtimeOptions()));
+  CHECK(j.run().create_pods_needed);
+}
+
 TEST_CASE("scancel of a pending job ends it CANCELLED before any pod exists", "[slurm]") {
   Job j({"-H"});
   j.apply(j.run());
