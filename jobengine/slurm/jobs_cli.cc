@@ -328,17 +328,17 @@ int scancelMain(const std::vector<std::string>& args, const GlobalOptions& globa
     return answer == "y" || answer == "Y";
   };
   auto cancel = [&](const JobView& j) {
+    if (signal && j.state == JobState::kPending) {
+      if (!ids.empty()) {  // a job named by id; filters pass pending jobs over
+        err << "scancel: error: Kill job error on job id " << jobIdText(j)
+            << ": Job is pending execution\n";
+        rc = 1;
+      }
+      return;
+    }
     if (!confirmed(j)) return;
     std::string patch = R"({"cancel":true})";
     if (signal) {
-      if (j.state == JobState::kPending) {
-        if (!ids.empty()) {  // a job named by id; filters pass pending jobs over
-          err << "scancel: error: Kill job error on job id " << jobIdText(j)
-              << ": Job is pending execution\n";
-          rc = 1;
-        }
-        return;
-      }
       patch = absl::StrCat(R"({"signal":{"seq":)", j.signal_seq + 1, R"(,"number":)", *signal,
                            R"(,"target":")", signal_target, R"("}})");
       if (verbose > 0)
