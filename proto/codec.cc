@@ -492,7 +492,7 @@ absl::Status decodeSlurmSpec(const rapidjson::Value& v, const JsonPath& p, Slurm
     }));
   MUSTER_RETURN_IF_ERROR(readInt32(v, p, "requeueAttempt", &s->requeue_attempt));
   MUSTER_RETURN_IF_ERROR(withObject(v, p, "signal", [&](const rapidjson::Value& v, const JsonPath& q) {
-    SlurmJobSpec::Signal& sig = s->signal.emplace();
+    SlurmSignal& sig = s->signal.emplace();
     MUSTER_RETURN_IF_ERROR(readInt32(v, q, "seq", &sig.seq));
     MUSTER_RETURN_IF_ERROR(readInt32(v, q, "number", &sig.number));
     return readString(v, q, "target", &sig.target);

@@ -301,6 +301,18 @@ struct SlurmArrayTask {
   std::optional<int32_t> max_running;  // the "%P" throttle: tasks of the array running at once
 };
 
+// spec.slurm.signal: the latest scancel --signal. The job engine hands it to the batch pod
+// (vocabulary kSlurmSignalAnnotation), whose batch step delivers it once per `seq`. (At namespace
+// scope: clang cannot default-construct a nested struct with member initializers in an optional
+// member of the class that encloses it.)
+struct SlurmSignal {
+  int32_t seq = 0;     // counts up with each request
+  int32_t number = 0;  // the signal's number (Linux)
+  std::string target;  // "steps" (default: every srun step), "batch" (-b: the batch shell),
+                       // "full" (-f: the batch script's whole process group)
+  bool operator==(const SlurmSignal&) const = default;
+};
+
 struct SlurmJobSpec {
   int64_t job_id = 0;
   std::optional<SlurmArrayTask> array;  // a task of a job array
@@ -340,16 +352,8 @@ struct SlurmJobSpec {
   // scontrol requeue: the attempt (status.restarts) to run again; once status.restarts has
   // passed it the request is done.
   std::optional<int32_t> requeue_attempt;
-  // scancel --signal: the latest signal asked for. The job engine hands it to the batch pod
-  // (vocabulary kSlurmSignalAnnotation), whose batch step delivers it once per `seq`.
-  struct Signal {
-    int32_t seq = 0;     // counts up with each request
-    int32_t number = 0;  // the signal's number (Linux)
-    std::string target;  // "steps" (default: every srun step), "batch" (-b: the batch shell),
-                         // "full" (-f: the batch script's whole process group)
-    bool operator==(const Signal&) const = default;
-  };
-  std::optional<Signal> signal;
+  // scancel --signal: the latest signal asked for (SlurmSignal).
+  std::optional<SlurmSignal> signal;
 };
 
 // status.slurm: the job as Slurm's tools show it.

@@ -387,7 +387,7 @@ absl::StatusOr<std::string> SlurmRuntime::buildPod(const proto::ParallelJob& job
 std::map<std::string, std::string> SlurmRuntime::podAnnotations(const proto::ParallelJob& job,
                                                                 int32_t index) const {
   if (index != 0 || !job.spec.slurm || !job.spec.slurm->signal) return {};
-  const proto::SlurmJobSpec::Signal& sig = *job.spec.slurm->signal;
+  const proto::SlurmSignal& sig = *job.spec.slurm->signal;
   SignalRequest request{sig.seq, sig.number, sig.target.empty() ? "steps" : sig.target};
   return {{proto::vocabulary::kSlurmSignalAnnotation, formatSignalRequest(request)}};
 }

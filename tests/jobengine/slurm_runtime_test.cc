@@ -543,7 +543,7 @@ TEST_CASE("scancel --signal reaches the running batch pod as its annotation, onc
   CHECK(envOf((*doc)["spec"]["containers"][0], "MUSTER_SLURM_SIGNAL_FILE") == kSignalFile);
   CHECK(j.run().annotate_pods.empty());
 
-  j.job.spec.slurm->signal = proto::SlurmJobSpec::Signal{1, 10, "batch"};
+  j.job.spec.slurm->signal = proto::SlurmSignal{1, 10, "batch"};
   Plan p = j.run();
   REQUIRE(p.annotate_pods.size() == 1);
   CHECK(p.annotate_pods[0].pod.name == "slurm-55-0-0");
@@ -561,7 +561,7 @@ TEST_CASE("scancel --signal reaches the running batch pod as its annotation, onc
   REQUIRE(proto::decodeJson(*again, &built).ok());
   CHECK(built.meta.annotations["muster.dev/slurm-signal"] == "1:10:batch");
   // The next request, and a pod that ended gets none.
-  j.job.spec.slurm->signal = proto::SlurmJobSpec::Signal{2, 12, ""};
+  j.job.spec.slurm->signal = proto::SlurmSignal{2, 12, ""};
   Plan next = j.run();
   REQUIRE(next.annotate_pods.size() == 1);
   CHECK(next.annotate_pods[0].value == "2:12:steps");
