@@ -32,6 +32,15 @@ absl::StatusOr<proto::ObjectMeta> metaOf(const rapidjson::Value& doc, std::strin
 }
 
 // The ConfigMap's `data` as this engine writes it and as the API server has it.
+// Deletes the object that stands under obj's name (only the one with `uid`) and creates obj.
+asio::awaitable<absl::Status> recreate(JobApi& api, const ApiObject& obj, const std::string& ns,
+                                       const std::string& uid) {
+  auto removed = co_await api.remove(*obj.resource, ns, obj.name, uid);
+  if (!removed.ok() && !proto::isNotFound(removed.status())) co_return removed.status();
+  auto again = co_await api.create(*obj.resource, ns, obj.body);
+  co_return again.status();
+}
+
 bool sameData(const rapidjson::Value& ours, const rapidjson::Value& theirs) {
   const rapidjson::Value* a = proto::findField(ours, "data");
   const rapidjson::Value* b = proto::findField(theirs, "data");
@@ -185,16 +194,8 @@ asio::awaitable<SupportResult> ensureSupport(JobApi& api, const proto::ParallelJ
       // backoff.
       MUSTER_LOG_INFO(2, "Deleting what an earlier ParallelJob of the same name left",
                       "object", what, "owner", ref->uid);
-      auto removed = co_await api.remove(*obj.resource, ns, obj.name, meta->uid);
-      if (!removed.ok() && !proto::isNotFound(removed.status())) {
-        result.status = removed.status();
-        co_return result;
-      }
-      auto again = co_await api.create(*obj.resource, ns, obj.body);
-      if (!again.ok()) {
-        result.status = again.status();
-        co_return result;
-      }
+      result.status = co_await recreate(api, obj, ns, meta->uid);
+      if (!result.status.ok()) co_return result;
       continue;
     }
     if (ref == nullptr || ref->uid != job.meta.uid) {
@@ -226,16 +227,8 @@ asio::awaitable<SupportResult> ensureSupport(JobApi& api, const proto::ParallelJ
     // This job's, but not what this engine writes (an older Muster), and no pod uses it yet.
     MUSTER_LOG_INFO(2, "Replacing the attempt's ConfigMap: its data is not what this engine writes",
                     "configmap", proto::objectKey(ns, obj.name));
-    auto removed = co_await api.remove(*obj.resource, ns, obj.name, meta->uid);
-    if (!removed.ok() && !proto::isNotFound(removed.status())) {
-      result.status = removed.status();
-      co_return result;
-    }
-    auto again = co_await api.create(*obj.resource, ns, obj.body);
-    if (!again.ok()) {
-      result.status = again.status();
-      co_return result;
-    }
+    result.status = co_await recreate(api, obj, ns, meta->uid);
+    if (!result.status.ok()) co_return result;
   }
   co_return result;
 }

@@ -23,6 +23,7 @@
 #include "jobengine/runtime.h"
 #include "proto/objects.h"
 #include "proto/pod_template.h"
+#include "proto/vocabulary.h"
 
 namespace muster::jobengine {
 
@@ -38,7 +39,7 @@ inline constexpr char kRunVolume[] = "muster-run";
 // them; setup.sh then copies them as that user with 0600, as OpenSSH requires.
 inline constexpr int kSshSecretMode = 0400;
 // On every pod of an attempt: the name of the attempt's SSH Secret (AttemptInfo::ssh_secret).
-inline constexpr char kSshSecretAnnotation[] = "muster.dev/ssh-secret";
+inline constexpr auto& kSshSecretAnnotation = proto::vocabulary::kSshSecretAnnotation;
 // Seconds the launcher's wait-for-peers init container waits for every worker's SSH before it
 // fails the pod (scripts::kWaitWorkers, default 600). Copied from the env of the launcher's main
 // container, where the user sets it.

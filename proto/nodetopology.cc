@@ -10,7 +10,7 @@
 namespace muster::proto {
 
 namespace resources {
-const Resource kNodeTopologies{"muster.dev/v1alpha1", "nodetopologies", false};
+const Resource kNodeTopologies{std::string(kNodeTopologyApiVersion), "nodetopologies", false};
 }  // namespace resources
 
 namespace {

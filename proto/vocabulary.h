@@ -41,6 +41,16 @@ inline constexpr char kGpuNicAffinityPreferred[] = "preferred";
 // The implicit bottom topology level.
 inline constexpr char kHostnameLabel[] = "kubernetes.io/hostname";
 
+// The prefix of every label and annotation Muster owns; sinfo lists a node's muster.dev/ label
+// values as its features.
+inline constexpr char kMusterPrefix[] = "muster.dev/";
+
+// The topology levels of the local cluster's simulated nodes, of the examples and of musterctl's
+// default columns (a real cluster names its own in the scheduler's topologyLevels).
+inline constexpr char kLabelBlock[] = "muster.dev/block";
+inline constexpr char kLabelSpine[] = "muster.dev/spine";
+inline constexpr char kLabelRack[] = "muster.dev/rack";
+
 // Node labels the topology agent publishes.
 inline constexpr char kLabelGpuCount[] = "muster.dev/gpu.count";
 inline constexpr char kLabelGpuModel[] = "muster.dev/gpu.model";
@@ -88,6 +98,15 @@ inline constexpr char kSlurmArrayJobIdLabel[] = "muster.dev/slurm-array-job-id";
 // "<seq>:<signal number>:<steps|batch|full>" (spec.slurm.signal). The pod reads it through a
 // downward API volume; its batch step delivers each seq once.
 inline constexpr char kSlurmSignalAnnotation[] = "muster.dev/slurm-signal";
+
+// On every pod of a ParallelJob attempt: the name of the attempt's SSH Secret.
+inline constexpr char kSshSecretAnnotation[] = "muster.dev/ssh-secret";
+
+// On a node, written by scontrol's drain: the reason, who drained it and when (sinfo -R's
+// REASON, USER, TIMESTAMP). Removed by State=RESUME.
+inline constexpr char kSlurmDrainReasonAnnotation[] = "muster.dev/slurm-drain-reason";
+inline constexpr char kSlurmDrainUserAnnotation[] = "muster.dev/slurm-drain-user";
+inline constexpr char kSlurmDrainTimeAnnotation[] = "muster.dev/slurm-drain-time";
 
 // ParallelJob status condition types.
 inline constexpr char kConditionPodsCreated[] = "PodsCreated";

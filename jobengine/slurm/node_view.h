@@ -25,14 +25,15 @@
 #include "absl/time/time.h"
 #include "jobengine/slurm/cluster_config.h"
 #include "proto/objects.h"
+#include "proto/vocabulary.h"
 
 namespace muster::jobengine::slurm {
 
 // The annotations scontrol's drain writes on the node: the reason, who drained it and when
 // (sinfo -R's REASON, USER, TIMESTAMP).
-inline constexpr char kDrainReasonAnnotation[] = "muster.dev/slurm-drain-reason";
-inline constexpr char kDrainUserAnnotation[] = "muster.dev/slurm-drain-user";
-inline constexpr char kDrainTimeAnnotation[] = "muster.dev/slurm-drain-time";
+inline constexpr auto& kDrainReasonAnnotation = proto::vocabulary::kSlurmDrainReasonAnnotation;
+inline constexpr auto& kDrainUserAnnotation = proto::vocabulary::kSlurmDrainUserAnnotation;
+inline constexpr auto& kDrainTimeAnnotation = proto::vocabulary::kSlurmDrainTimeAnnotation;
 
 enum class NodeState { kIdle, kMixed, kAllocated, kDrained, kDraining, kDown };
 

@@ -29,7 +29,7 @@ absl::Status error(std::string_view what) {
 }
 
 constexpr char kNodeConfigUnavailable[] = "Requested node configuration is not available";
-constexpr char kGpuModelLabel[] = "muster.dev/gpu.model";
+constexpr auto& kGpuModelLabel = proto::vocabulary::kLabelGpuModel;
 
 // Everything the request means, derived once and used by both the checks and the build.
 struct Shape {

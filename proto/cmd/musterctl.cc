@@ -20,12 +20,13 @@
 #include "proto/informer.h"
 #include "proto/kubeconfig.h"
 #include "proto/log.h"
+#include "proto/vocabulary.h"
 
 namespace muster::proto {
 namespace {
 
-const std::vector<std::string> kDefaultLevels = {"muster.dev/block", "muster.dev/spine",
-                                                 "muster.dev/rack"};
+const std::vector<std::string> kDefaultLevels = {vocabulary::kLabelBlock, vocabulary::kLabelSpine,
+                                                 vocabulary::kLabelRack};
 
 int usage() {
   std::cerr << "usage: musterctl [--kubeconfig PATH] [--context NAME] [-v N] nodes [--levels k1,k2]\n"
