@@ -12,6 +12,7 @@
 #include "proto/clock.h"
 #include "proto/event_recorder.h"
 #include "proto/informer_factory.h"
+#include "proto/metrics.h"
 #include "scheduler/scheduler.h"
 #include "tests/scheduler/fake_cluster.h"
 
@@ -446,11 +447,21 @@ TEST_CASE("a gang short of members gets a Warning Event once it has waited past 
   CHECK(f.sink->count("FailedScheduling", "ml/w0") == 1);
 }
 
+// scheduler_schedule_attempts_total{result=...}: process-wide, so tests compare differences.
+double attempts(const std::string& result) {
+  return metrics::defaultRegistry()
+      .counter("scheduler_schedule_attempts_total", "", {"result"})
+      .with({result})
+      .value();
+}
+
 TEST_CASE("a gang whose members arrive within the grace is bound without a status write",
           "[scheduler]") {
   Fixture f;
   racks(f);
   f.start();
+  const double unschedulable_before = attempts("unschedulable");
+  const double scheduled_before = attempts("scheduled");
   for (const std::string& p : kGang4) {
     f.cluster.put("pods", podJson(p).gpus(1).gang("g", 4));
     for (int i = 0; i < 3; ++i) f.cluster.settle();
@@ -461,6 +472,10 @@ TEST_CASE("a gang whose members arrive within the grace is bound without a statu
   INFO(absl::StrJoin(f.api->conditions, "; "));
   CHECK(f.api->conditions.empty());
   CHECK(f.sink->count("FailedScheduling") == 0);
+  // A gang still short of members is not tried, so it is no unschedulable attempt: one attempt,
+  // the one that placed it.
+  CHECK(attempts("unschedulable") == unschedulable_before);
+  CHECK(attempts("scheduled") == scheduled_before + 1);
 }
 
 TEST_CASE("a pod whose claim is bound is placed, and one whose claim is pending waits until it binds",
