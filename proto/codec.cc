@@ -231,6 +231,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Container* 
   MUSTER_RETURN_IF_ERROR(readString(v, path, "name", &out->name));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "image", &out->image));
   MUSTER_RETURN_IF_ERROR(decodeField(v, path, "resources", &out->resources));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "restartPolicy", &out->restart_policy));
   return decodeList(v, path, "ports", &out->ports);
 }
 

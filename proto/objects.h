@@ -69,6 +69,11 @@ struct Container {
   std::string image;
   ResourceRequirements resources;
   std::vector<ContainerPort> ports;
+  // Only on init containers: "Always" makes it a sidecar (a restartable init container, KEP-753)
+  // that starts before the later init containers and runs beside the app containers.
+  std::string restart_policy;
+
+  bool isSidecar() const { return restart_policy == "Always"; }
 };
 
 struct Toleration {

@@ -181,13 +181,33 @@ absl::StatusOr<Resources> podRequests(const proto::Pod& pod,
   for (const proto::Container& c : pod.spec.containers) {
     if (absl::Status s = addContainer(c, sink, &sum, false); !s.ok()) return s;
   }
+  // Init containers run one after another, each beside the sidecars (init containers with
+  // restartPolicy Always) started before it; the sidecars then keep running beside the app
+  // containers. So the pod needs the larger of apps + all sidecars and its most demanding init
+  // step (kube-scheduler's and the kubelet's rule, KEP-753).
+  Resources sidecars;
   Resources init_max;
   for (const proto::Container& c : pod.spec.init_containers) {
-    Resources one;
-    if (absl::Status s = addContainer(c, sink, &one, false); !s.ok()) return s;
-    for (int i = 0; i < kMaxResources; ++i) init_max.v[i] = std::max(init_max.v[i], one.v[i]);
+    Resources step;
+    if (c.isSidecar()) {
+      if (absl::Status s = addContainer(c, sink, &sidecars, false); !s.ok()) return s;
+      step = sidecars;
+    } else {
+      if (absl::Status s = addContainer(c, sink, &step, false); !s.ok()) return s;
+      step += sidecars;
+    }
+    for (int i = 0; i < kMaxResources; ++i) init_max.v[i] = std::max(init_max.v[i], step.v[i]);
   }
-  for (int i = 0; i < kMaxResources; ++i) sum.v[i] = std::max(sum.v[i], init_max.v[i]);
+  sum += sidecars;
+  for (int i = 0; i < kMaxResources; ++i) {
+    sum.v[i] = std::max(sum.v[i], init_max.v[i]);
+    if (sum.v[i] > kMaxPodRequest) {
+      const std::string& name = resourceName(static_cast<ResourceId>(i));
+      return absl::InvalidArgumentError(
+          strCat("the pod's containers and sidecars together request more than the ",
+                 limitText(name), " of ", name, " the scheduler can count"));
+    }
+  }
   for (const auto& [name, q] : pod.spec.overhead) {
     const int64_t amount = amountOfName(name, q);
     if (amount == 0) continue;

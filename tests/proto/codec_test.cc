@@ -91,8 +91,12 @@ TEST_CASE("a running GPU worker pod decodes from API server JSON", "[codec]") {
   CHECK(main.ports[1].host_port == 29500);
   CHECK(main.ports[1].host_ip == "0.0.0.0");
   CHECK(main.ports[1].protocol == "UDP");
-  REQUIRE(spec.init_containers.size() == 1);
+  REQUIRE(spec.init_containers.size() == 2);
   CHECK(spec.init_containers[0].resources.requests.at("cpu").milliValue() == 100);
+  CHECK_FALSE(spec.init_containers[0].isSidecar());
+  CHECK(spec.init_containers[1].name == "log-shipper");
+  CHECK(spec.init_containers[1].restart_policy == "Always");
+  CHECK(spec.init_containers[1].isSidecar());
 
   REQUIRE(spec.affinity.has_value());
   const NodeAffinity& node_affinity = spec.affinity->node_affinity;

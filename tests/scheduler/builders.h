@@ -67,7 +67,7 @@ class PodBuilder {
     p_.meta.namespace_ = "ml";
     p_.meta.uid = "uid-" + p_.meta.name;
     p_.spec.scheduler_name = "muster-scheduler";
-    p_.spec.containers.push_back(proto::Container{"main", "image", {}, {}});
+    p_.spec.containers.push_back(proto::Container{"main", "image", {}, {}, ""});
     p_.status.phase = "Pending";
   }
   PodBuilder& ns(const std::string& v) {
@@ -86,15 +86,21 @@ class PodBuilder {
   PodBuilder& cpu(const std::string& v) { return request("cpu", v); }
   PodBuilder& memory(const std::string& v) { return request("memory", v); }
   PodBuilder& container(const std::string& name, proto::ResourceList requests) {
-    proto::Container c{name, "image", {}, {}};
+    proto::Container c{name, "image", {}, {}, ""};
     c.resources.requests = std::move(requests);
     p_.spec.containers.push_back(std::move(c));
     return *this;
   }
   PodBuilder& initContainer(const std::string& name, proto::ResourceList requests) {
-    proto::Container c{name, "image", {}, {}};
+    proto::Container c{name, "image", {}, {}, ""};
     c.resources.requests = std::move(requests);
     p_.spec.init_containers.push_back(std::move(c));
+    return *this;
+  }
+  // A native sidecar: an init container with restartPolicy Always.
+  PodBuilder& sidecar(const std::string& name, proto::ResourceList requests) {
+    initContainer(name, std::move(requests));
+    p_.spec.init_containers.back().restart_policy = "Always";
     return *this;
   }
   PodBuilder& overhead(const std::string& name, const std::string& v) {

@@ -36,6 +36,41 @@ TEST_CASE("the largest single init container counts, not their sum", "[resources
   CHECK((*podRequests(p))[kCpu] == 3000);
 }
 
+TEST_CASE("native sidecars run beside the app containers and the init containers after them",
+          "[resources]") {
+  // The worked example of KEP-753: sidecars add to the app containers' sum, and each ordinary
+  // init container runs beside the sidecars started before it.
+  proto::Pod p = pod("p").cpu("1")
+                     .initContainer("setup", {{"cpu", q("2")}})
+                     .sidecar("log-shipper", {{"cpu", q("500m")}, {"memory", q("256Mi")}})
+                     .initContainer("fetch", {{"cpu", q("2")}})
+                     .sidecar("proxy", {{"cpu", q("250m")}});
+  Resources r = *podRequests(p);
+  // apps 1 + sidecars 0.75 = 1.75; init steps: setup 2, log-shipper 0.5, fetch 2 + 0.5 = 2.5,
+  // proxy 0.75: the pod needs 2.5 cores.
+  CHECK(r[kCpu] == 2500);
+  CHECK(r[kMemory] == 256 * 1024 * 1024);  // the sidecar's memory stays with the apps
+
+  // Without the late init container, apps + sidecars is the larger: 1.75.
+  proto::Pod q2 = pod("q").cpu("1")
+                      .sidecar("log-shipper", {{"cpu", q("500m")}})
+                      .sidecar("proxy", {{"cpu", q("250m")}});
+  CHECK((*podRequests(q2))[kCpu] == 1750);
+  // The same containers as ordinary init containers count only as their largest: 1.
+  proto::Pod r2 = pod("r").cpu("1")
+                      .initContainer("log-shipper", {{"cpu", q("500m")}})
+                      .initContainer("proxy", {{"cpu", q("250m")}});
+  CHECK((*podRequests(r2))[kCpu] == 1000);
+}
+
+TEST_CASE("sidecars that take the pod's total past what can be counted are refused",
+          "[resources][limits]") {
+  proto::Pod p = pod("p").memory("4Ei").sidecar("big", {{"memory", q("4Ei")}});
+  auto r = podRequests(p);
+  REQUIRE_FALSE(r.ok());
+  CHECK(absl::StrContains(r.status().message(), "containers and sidecars together"));
+}
+
 TEST_CASE("pod overhead is added on top of the max rule", "[resources]") {
   proto::Pod p = pod("p").cpu("1").initContainer("init", {{"cpu", q("2")}}).overhead("cpu", "250m");
   CHECK((*podRequests(p))[kCpu] == 2250);
