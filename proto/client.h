@@ -44,6 +44,7 @@ extern const Resource kServices;
 extern const Resource kSecrets;
 extern const Resource kConfigMaps;
 extern const Resource kPersistentVolumeClaims;
+extern const Resource kPersistentVolumes;  // cluster-scoped
 }  // namespace resources
 
 enum class Verb { kGet, kPost, kPut, kPatch, kDelete };

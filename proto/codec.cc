@@ -434,6 +434,24 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentV
   });
 }
 
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolume* out) {
+  *out = PersistentVolume{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
+  return withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
+    MUSTER_RETURN_IF_ERROR(
+        withObject(spec, p, "nodeAffinity", [out](const rapidjson::Value& na, const JsonPath& np) {
+          const rapidjson::Value* required = findField(na, "required");
+          if (required == nullptr) return absl::OkStatus();
+          return decode(*required, np.field("required"), &out->node_affinity.emplace());
+        }));
+    return withObject(spec, p, "claimRef", [out](const rapidjson::Value& ref, const JsonPath& rp) {
+      MUSTER_RETURN_IF_ERROR(readString(ref, rp, "namespace", &out->claim_namespace));
+      return readString(ref, rp, "name", &out->claim_name);
+    });
+  });
+}
+
 namespace {
 absl::Status decodeSlurmSpec(const rapidjson::Value& v, const JsonPath& p, SlurmJobSpec* s) {
   MUSTER_RETURN_IF_ERROR(expectObject(v, p));
@@ -609,6 +627,10 @@ absl::Status decode(const rapidjson::Value& v, PodGroup* out) {
 }
 
 absl::Status decode(const rapidjson::Value& v, PersistentVolumeClaim* out) {
+  return decode(v, JsonPath(), out);
+}
+
+absl::Status decode(const rapidjson::Value& v, PersistentVolume* out) {
   return decode(v, JsonPath(), out);
 }
 

@@ -44,6 +44,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Lease* out)
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PodGroup* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, SlurmStepStatus* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolumeClaim* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolume* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob* out);
 
 absl::Status decode(const rapidjson::Value& v, ObjectMeta* out);
@@ -53,6 +54,7 @@ absl::Status decode(const rapidjson::Value& v, Event* out);
 absl::Status decode(const rapidjson::Value& v, Lease* out);
 absl::Status decode(const rapidjson::Value& v, PodGroup* out);
 absl::Status decode(const rapidjson::Value& v, PersistentVolumeClaim* out);
+absl::Status decode(const rapidjson::Value& v, PersistentVolume* out);
 absl::Status decode(const rapidjson::Value& v, ParallelJob* out);
 
 // Parses `json` and decodes it into *out.

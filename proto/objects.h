@@ -267,6 +267,15 @@ struct PersistentVolumeClaim {
   bool isBound() const { return !volume_name.empty() && phase == "Bound"; }
 };
 
+// core/v1 PersistentVolume: where its data can be reached from (spec.nodeAffinity.required, a
+// local or zonal volume) and the claim it is bound to (spec.claimRef).
+struct PersistentVolume {
+  ObjectMeta meta;
+  std::optional<NodeSelector> node_affinity;
+  std::string claim_namespace;
+  std::string claim_name;
+};
+
 // scheduling.x-k8s.io/v1alpha1 PodGroup (sigs.k8s.io/scheduler-plugins).
 struct PodGroupSpec {
   int32_t min_member = 0;

@@ -56,6 +56,19 @@ Status filterNodeAffinity(const PodInfo& pod, const NodeInfo& node) {
   return Status::success();
 }
 
+Status filterVolumeBinding(const PodInfo& pod, const NodeInfo& node) {
+  for (const VolumeConstraint& v : pod.volumes) {
+    if (!v.found) {
+      return Status::unresolvable(absl::StrCat("PersistentVolume ", v.volume, " of claim ", v.claim,
+                                               " not found"));
+    }
+    if (v.node_affinity && !v.node_affinity->matches(node.labels, node.name)) {
+      return Status::unresolvable(std::string(kReasonVolumeNodeAffinity));
+    }
+  }
+  return Status::success();
+}
+
 Status filterNodePorts(const PodInfo& pod, const NodeInfo& node) {
   for (const HostPort& want : pod.host_ports) {
     for (const HostPort& used : node.used_ports) {
@@ -98,7 +111,8 @@ Status filterStatic(const PodInfo& pod, const NodeInfo& node) {
   if (Status s = filterNodeUnschedulable(pod, node); !s.ok()) return s;
   if (Status s = filterNodeName(pod, node); !s.ok()) return s;
   if (Status s = filterTaintToleration(pod, node); !s.ok()) return s;
-  return filterNodeAffinity(pod, node);
+  if (Status s = filterNodeAffinity(pod, node); !s.ok()) return s;
+  return filterVolumeBinding(pod, node);
 }
 
 Status filterNode(const PodInfo& pod, const NodeInfo& node) {

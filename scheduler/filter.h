@@ -64,6 +64,9 @@ inline constexpr std::string_view kReasonNodeAffinity =
 inline constexpr std::string_view kReasonNodePorts =
     "node(s) didn't have free ports for the requested pod ports";
 inline constexpr std::string_view kReasonTooManyPods = "Too many pods";
+// kube-scheduler's VolumeBinding words for a bound volume the node cannot reach.
+inline constexpr std::string_view kReasonVolumeNodeAffinity =
+    "node(s) had volume node affinity conflict";
 // The node share (resources.h): a pod asking for a node to itself, and the others.
 inline constexpr std::string_view kReasonNotEmptyForExclusive =
     "node(s) had other pods (the pod asks for a node to itself: muster.dev/exclusive)";
@@ -76,6 +79,8 @@ Status filterNodeName(const PodInfo& pod, const NodeInfo& node);
 Status filterTaintToleration(const PodInfo& pod, const NodeInfo& node);
 Status filterNodeAffinity(const PodInfo& pod, const NodeInfo& node);
 Status filterNodePorts(const PodInfo& pod, const NodeInfo& node);
+// The PersistentVolumes of the pod's bound claims: each must exist and its node affinity match.
+Status filterVolumeBinding(const PodInfo& pod, const NodeInfo& node);
 // Against the node's free resources minus `extra` (what a tentative placement has added).
 Status filterNodeResourcesFit(const PodInfo& pod, const NodeInfo& node,
                               const Resources& extra = Resources{});
@@ -111,7 +116,7 @@ class FilterDiagnosis {
 // Such a pod must not be scheduled as if the constraint were absent; the caller reports it in an
 // Event and leaves the pod pending. `claim_is_bound(namespace, claim)` says whether a
 // PersistentVolumeClaim is already bound; without it every claim counts as needing binding.
-// A bound claim's PersistentVolume node affinity is not checked.
+// (A bound claim's PersistentVolume is checked by filterVolumeBinding.)
 using ClaimIsBound = std::function<bool(std::string_view pod_namespace, std::string_view claim)>;
 std::vector<std::string> unsupported(const proto::Pod& pod, const ClaimIsBound& claim_is_bound = {});
 

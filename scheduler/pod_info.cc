@@ -44,6 +44,16 @@ std::string signatureOf(const PodInfo& info) {
       appendTerm(&s, p.preference);
     }
   }
+  absl::StrAppend(&s, "|v:");
+  for (const VolumeConstraint& v : info.volumes) {
+    absl::StrAppend(&s, v.claim, "\x1f", v.volume, "\x1f", v.found ? "1" : "0");
+    if (v.node_affinity) {
+      absl::StrAppend(&s, "[");
+      for (const auto& t : v.node_affinity->node_selector_terms) appendTerm(&s, t);
+      absl::StrAppend(&s, "]");
+    }
+    absl::StrAppend(&s, "\x1e");
+  }
   absl::StrAppend(&s, "|t:");
   for (const proto::Toleration& t : spec.tolerations) {
     absl::StrAppend(&s, t.key, "\x1f", t.operator_, "\x1f", t.value, "\x1f", t.effect, "\x1e");
@@ -80,7 +90,7 @@ bool conflicts(const HostPort& a, const HostPort& b) {
   return a.ip == b.ip || a.ip == "0.0.0.0" || b.ip == "0.0.0.0";
 }
 
-absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod) {
+absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod, std::vector<VolumeConstraint> volumes) {
   auto info = std::make_shared<PodInfo>();
   info->resource_count = resourceCount();
   absl::StatusOr<Resources> requests = podRequests(pod, &info->unadvertised);
@@ -92,8 +102,10 @@ absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod) {
   info->requests = *requests;
   info->host_ports = hostPortsOf(pod);
   info->priority = pod.spec.priority.value_or(0);
+  info->volumes = std::move(volumes);
   info->has_node_selector = !pod.spec.node_selector.empty() ||
-                            (pod.spec.affinity && pod.spec.affinity->node_affinity.required);
+                            (pod.spec.affinity && pod.spec.affinity->node_affinity.required) ||
+                            !info->volumes.empty();
   info->has_preferred_affinity =
       pod.spec.affinity && !pod.spec.affinity->node_affinity.preferred.empty();
   info->pod = std::move(pod);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,16 @@ std::vector<HostPort> hostPortsOf(const proto::Pod& pod);
 // NodePorts' conflict rule: same protocol and port, and the addresses equal or either 0.0.0.0.
 bool conflicts(const HostPort& a, const HostPort& b);
 
+// A bound PersistentVolumeClaim of a pending pod, and what its PersistentVolume asks of a node.
+struct VolumeConstraint {
+  std::string claim;   // the claim's name, in the pod's namespace
+  std::string volume;  // the PersistentVolume it is bound to
+  bool found = false;  // the PersistentVolume exists
+  std::optional<proto::NodeSelector> node_affinity;  // spec.nodeAffinity.required
+
+  friend bool operator==(const VolumeConstraint&, const VolumeConstraint&) = default;
+};
+
 struct PodInfo {
   std::string key;
   proto::Pod pod;
@@ -41,18 +52,21 @@ struct PodInfo {
   std::vector<std::string> unadvertised;
   int resource_count = 0;
   std::vector<HostPort> host_ports;
+  // The pod's bound claims whose volumes constrain its node (filterVolumeBinding).
+  std::vector<VolumeConstraint> volumes;
   int32_t priority = 0;
   // Equal for two pods exactly when their requests, host ports, nodeName, nodeSelector, node
-  // affinity and tolerations are equal.
+  // affinity, volumes and tolerations are equal.
   std::string constraint_signature;
   // Fast-path flags for filtering.
-  bool has_node_selector = false;  // nodeSelector or required node affinity
+  bool has_node_selector = false;  // nodeSelector, required node affinity or volume constraints
   bool has_preferred_affinity = false;
 };
 using PodInfoPtr = std::shared_ptr<const PodInfo>;
 
 // InvalidArgument when the pod's requests cannot be tracked (see podRequests).
-absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod);
+// `volumes`: what the pod's bound claims ask of a node (from the claim and volume caches).
+absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod, std::vector<VolumeConstraint> volumes = {});
 
 // Succeeded or Failed: no longer holds resources on its node.
 bool isTerminal(const proto::Pod& pod);

@@ -45,11 +45,13 @@ std::optional<Unschedulable> precheck(const GangAttempt& attempt) {
 }
 
 SchedulingQueue::SchedulingQueue(const SchedulerConfig& config, Clock clock,
-                                 PodGroupLookup pod_groups, ClaimIsBound claim_is_bound)
+                                 PodGroupLookup pod_groups, ClaimIsBound claim_is_bound,
+                                 VolumesOf volumes_of)
     : config_(config),
       clock_(std::move(clock)),
       pod_groups_(std::move(pod_groups)),
-      claim_is_bound_(std::move(claim_is_bound)) {}
+      claim_is_bound_(std::move(claim_is_bound)),
+      volumes_of_(std::move(volumes_of)) {}
 
 absl::Duration SchedulingQueue::backoffFor(int failures) const {
   absl::Duration d = absl::Seconds(config_.queue_initial_backoff_seconds);
@@ -220,7 +222,8 @@ absl::Status SchedulingQueue::addOrUpdatePod(const proto::Pod& pod) {
     if (b->second.pod) return absl::OkStatus();
     gang.bound.erase(b);  // cannot happen for a real pod (nodeName is never cleared)
   }
-  absl::StatusOr<PodInfoPtr> info = makePodInfo(pod);
+  absl::StatusOr<PodInfoPtr> info =
+      makePodInfo(pod, volumes_of_ ? volumes_of_(pod) : std::vector<VolumeConstraint>{});
   if (!info.ok()) {
     gang.pending.erase(key);
     pod_gang_.erase(key);
@@ -332,7 +335,8 @@ std::optional<GangAttempt> SchedulingQueue::pop() {
   for (auto& [k, pod] : gang.pending) {
     // A member asked for resources no node advertised; a node may have brought them since.
     if (!pod->unadvertised.empty() && pod->resource_count != resourceCount()) {
-      if (absl::StatusOr<PodInfoPtr> again = makePodInfo(pod->pod); again.ok()) pod = *again;
+      if (absl::StatusOr<PodInfoPtr> again = makePodInfo(pod->pod, pod->volumes); again.ok())
+        pod = *again;
     }
     a.members.push_back(pod);
   }

@@ -91,8 +91,10 @@ std::optional<Unschedulable> precheck(const GangAttempt& attempt);
 
 class SchedulingQueue {
  public:
+  // `volumes_of(pod)`: what the pod's bound claims' PersistentVolumes ask of a node (none without).
+  using VolumesOf = std::function<std::vector<VolumeConstraint>(const proto::Pod&)>;
   SchedulingQueue(const SchedulerConfig& config, Clock clock, PodGroupLookup pod_groups,
-                  ClaimIsBound claim_is_bound = {});
+                  ClaimIsBound claim_is_bound = {}, VolumesOf volumes_of = {});
 
   // A pod for this scheduler was added or changed. Pending pods join their gang; bound pods are
   // remembered as bound members of theirs; terminal pods leave, and so do pending pods that are
@@ -198,6 +200,7 @@ class SchedulingQueue {
   Clock clock_;
   PodGroupLookup pod_groups_;
   ClaimIsBound claim_is_bound_;
+  VolumesOf volumes_of_;
   absl::flat_hash_map<GangKey, Gang> gangs_;
   absl::flat_hash_map<std::string, GangKey> pod_gang_;
   std::set<std::tuple<int32_t, absl::Time, GangKey>> active_;

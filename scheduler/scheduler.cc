@@ -83,6 +83,7 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       topologies_(informers.informer<proto::NodeTopology>(proto::resources::kNodeTopologies)),
       claims_(informers.informer<proto::PersistentVolumeClaim>(
           proto::resources::kPersistentVolumeClaims)),
+      volumes_(informers.informer<proto::PersistentVolume>(proto::resources::kPersistentVolumes)),
       binder_(api, strand_, events_, clock_),
       status_(api, executor, clock_),
       cache_(config_.topology_levels),
@@ -94,7 +95,8 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
              [this](std::string_view ns, std::string_view claim) {
                std::shared_ptr<const proto::PersistentVolumeClaim> c = claims_.get(ns, claim);
                return c != nullptr && c->isBound();
-             }),
+             },
+             [this](const Pod& pod) { return volumesOf(pod); }),
       group_status_(api, strand_, clock_, [this](const std::string& group_key) {
         return pods_.byIndex(kPodsByPodGroupIndex, group_key);
       }) {
@@ -138,6 +140,11 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
     asio::post(strand_, [this, c] { onClaim(*c); });
   };
   claims_.addHandlers({on_claim, [on_claim](const auto&, const auto& c) { on_claim(c); }, on_claim});
+  auto on_volume = [this](const std::shared_ptr<const proto::PersistentVolume>& v) {
+    asio::post(strand_, [this, v] { onVolume(*v); });
+  };
+  volumes_.addHandlers(
+      {on_volume, [on_volume](const auto&, const auto& v) { on_volume(v); }, on_volume});
   topologies_.addHandlers({
       [this](const auto& t) { asio::post(strand_, [this, t] { onNodeTopology(t, false); }); },
       [this](const auto&, const auto& t) {
@@ -204,6 +211,30 @@ void Scheduler::onClaim(const proto::PersistentVolumeClaim& claim) {
   for (const auto& pod : pods_.byIndex(kPodsByClaimIndex, proto::objectKey(claim)))
     queuePod(*pod);
   kick();
+}
+
+void Scheduler::onVolume(const proto::PersistentVolume& volume) {
+  // Its node affinity changed, or it came or went: the pods using its claim are decided again.
+  if (volume.claim_name.empty()) return;
+  for (const auto& pod : pods_.byIndex(
+           kPodsByClaimIndex, proto::objectKey(volume.claim_namespace, volume.claim_name)))
+    queuePod(*pod);
+  kick();
+}
+
+std::vector<VolumeConstraint> Scheduler::volumesOf(const Pod& pod) const {
+  std::vector<VolumeConstraint> out;
+  for (const std::string& claim : pod.spec.pvc_claim_names) {
+    std::shared_ptr<const proto::PersistentVolumeClaim> c = claims_.get(pod.meta.namespace_, claim);
+    if (c == nullptr || !c->isBound()) continue;  // not placed at all (SchedulingQueue::unsupported)
+    VolumeConstraint v{claim, c->volume_name, false, std::nullopt};
+    if (std::shared_ptr<const proto::PersistentVolume> pv = volumes_.get("", c->volume_name)) {
+      v.found = true;
+      v.node_affinity = pv->node_affinity;
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
 }
 
 void Scheduler::onPodAdd(const std::shared_ptr<const Pod>& pod) {
@@ -286,7 +317,8 @@ asio::awaitable<void> Scheduler::waitForCaches() {
     boost::system::error_code ec;
     co_await wakeup_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   };
-  while (!stopping_ && !(pods_.hasSynced() && nodes_.hasSynced() && claims_.hasSynced()))
+  while (!stopping_ && !(pods_.hasSynced() && nodes_.hasSynced() && claims_.hasSynced() &&
+                        volumes_.hasSynced()))
     co_await sleep(std::chrono::milliseconds(100));
   // NodeTopologies are worth a short wait (placing without them ignores GPU↔NIC alignment), but
   // not a hang: the CRD may not be installed, or no agent runs.

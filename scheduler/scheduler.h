@@ -73,6 +73,9 @@ class Scheduler {
   void onPodGroup(const std::shared_ptr<const proto::PodGroup>& group, bool deleted);
   void onNodeTopology(const std::shared_ptr<const proto::NodeTopology>& topology, bool deleted);
   void onClaim(const proto::PersistentVolumeClaim& claim);
+  void onVolume(const proto::PersistentVolume& volume);
+  // What the PersistentVolumes of the pod's bound claims ask of a node.
+  std::vector<VolumeConstraint> volumesOf(const proto::Pod& pod) const;
   void scheduleOne(GangAttempt attempt);
   void reportUnschedulable(const GangAttempt& attempt, const Unschedulable& verdict);
   void onBound(const GangAttempt& attempt, const GangPlacement& placement, Binder::Result result);
@@ -90,6 +93,7 @@ class Scheduler {
   proto::Informer<proto::NodeTopology>& topologies_;
   // Pods with claims that are not bound are not queued; a claim's change re-queues its pods.
   proto::Informer<proto::PersistentVolumeClaim>& claims_;
+  proto::Informer<proto::PersistentVolume>& volumes_;
 
   Binder binder_;
   PodStatusWriter status_;

@@ -155,6 +155,7 @@ const Resource kServices{"v1", "services", true};
 const Resource kSecrets{"v1", "secrets", true};
 const Resource kConfigMaps{"v1", "configmaps", true};
 const Resource kPersistentVolumeClaims{"v1", "persistentvolumeclaims", true};
+const Resource kPersistentVolumes{"v1", "persistentvolumes", false};
 }  // namespace resources
 
 std::string_view contentType(PatchType type) {

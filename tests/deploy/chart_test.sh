@@ -238,6 +238,9 @@ can "list podgroups in all namespaces" list podgroups.scheduling.x-k8s.io -A
 can "list persistentvolumeclaims in all namespaces" list persistentvolumeclaims -A
 can "watch persistentvolumeclaims in all namespaces" watch persistentvolumeclaims -A
 cannot "update persistentvolumeclaims" update persistentvolumeclaims -n "$WORK_NS"
+can "list persistentvolumes" list persistentvolumes
+can "watch persistentvolumes" watch persistentvolumes
+cannot "update persistentvolumes" update persistentvolumes
 can "create pods/binding" create pods --subresource=binding -n "$WORK_NS"
 can "create pods/eviction" create pods --subresource=eviction -n "$WORK_NS"
 can "patch pods/status" patch pods --subresource=status -n "$WORK_NS"

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "proto/codec.h"
@@ -469,6 +470,75 @@ TEST_CASE("pods naming another scheduler stay pending and untouched") {
   auto theirs = listPods(*env.client, env.run).at("theirs");
   CHECK(theirs.spec.node_name.empty());
   CHECK(theirs.findCondition("PodScheduled") == nullptr);
+}
+
+TEST_CASE("pods with bound claims go where their local volumes live, a gang included") {
+  Env env("pv");
+  for (int i = 0; i < 3; ++i) createNode(*env.client, absl::StrCat(env.run, "-n", i), env.run, {});
+  waitNodesReady(*env.client, env.run, 3);
+  // A bound claim and its local PersistentVolume on `node`, as a provisioner and the PV
+  // controller leave them (no controller runs here: the test writes both sides of the binding).
+  auto volumeOn = [&](const std::string& claim, const std::string& node) {
+    const std::string pv = absl::StrCat(env.run, "-pv-", claim);
+    proto::Request req;
+    req.verb = proto::Verb::kPost;
+    req.path = proto::resources::kPersistentVolumes.collectionPath();
+    req.body = absl::StrCat(
+        R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":")", pv,
+        R"(","labels":{"e2e-run":")", env.run,
+        R"("}},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],)",
+        R"("storageClassName":"local","local":{"path":"/mnt/disks/)", claim, R"("},)",
+        R"("claimRef":{"namespace":"default","name":")", claim, R"("},)",
+        R"("nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[)",
+        R"({"key":"kubernetes.io/hostname","operator":"In","values":[")", node, R"("]}]}]}}}})");
+    INFO(req.body);
+    REQUIRE(env.client->callSync(req).ok());
+    req.path = proto::resources::kPersistentVolumeClaims.collectionPath("default");
+    req.body = absl::StrCat(
+        R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":")", claim,
+        R"(","labels":{"e2e-run":")", env.run,
+        R"("}},"spec":{"accessModes":["ReadWriteOnce"],"storageClassName":"local",)",
+        R"("resources":{"requests":{"storage":"1Gi"}},"volumeName":")", pv, R"("}})");
+    INFO(req.body);
+    REQUIRE(env.client->callSync(req).ok());
+    REQUIRE(TestCluster::get()
+                .kubectl({"patch", "pvc", claim, "-n", "default", "--subresource=status",
+                          "--type=merge", "-p", R"({"status":{"phase":"Bound"}})"})
+                .ok());
+  };
+  auto withClaim = [&](PodBuilder b, const std::string& claim) {
+    return b.spec(absl::StrCat(R"("volumes":[{"name":"data","persistentVolumeClaim":{"claimName":")",
+                               claim, R"("}}])"));
+  };
+  const std::string c0 = env.run + "-w0", c1 = env.run + "-w1", gone = env.run + "-gone";
+  volumeOn(c0, env.run + "-n2");
+  volumeOn(c1, env.run + "-n0");
+  volumeOn(gone, env.run + "-n9");  // a node that does not exist (any more)
+
+  SchedulerProcess sched(kTestSchedulerConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+  create(*env.client, withClaim(PodBuilder("w0", env.run).withGpus(8).gang("g", 2), c0));
+  create(*env.client, withClaim(PodBuilder("w1", env.run).withGpus(8).gang("g", 2), c1));
+  create(*env.client, withClaim(PodBuilder("stranded", env.run).withGpus(1), gone));
+  INFO(sched.logTail());
+  REQUIRE(waitFor([&] {
+    auto pods = listPods(*env.client, env.run);
+    return boundCount(pods, "w") == 2 &&
+           conditionMessage(pods.at("stranded")).find("volume node affinity conflict") !=
+               std::string::npos;
+  }));
+  auto pods = listPods(*env.client, env.run);
+  CHECK(pods.at("w0").spec.node_name == env.run + "-n2");
+  CHECK(pods.at("w1").spec.node_name == env.run + "-n0");
+  CHECK(pods.at("stranded").spec.node_name.empty());
+  // Other nodes (the suite's background and other cases') fail its nodeSelector; this run's 3
+  // fail its volume.
+  const std::string message = conditionMessage(pods.at("stranded"));
+  CHECK(message.rfind("False/Unschedulable: 0/", 0) == 0);
+  CHECK(absl::EndsWith(message, ", 3 node(s) had volume node affinity conflict."));
+  (void)TestCluster::get().kubectl({"delete", "pvc,pv", "-n", "default", "-l", "e2e-run=" + env.run,
+                                    "--wait=false"});
 }
 
 // --- binds the API server refuses, and pods that must not be bound --------------------------------

@@ -595,6 +595,32 @@ TEST_CASE("a pod being deleted carries its deletion timestamp", "[codec]") {
   CHECK(pod.meta.deletion_timestamp == "2025-03-14T10:00:00Z");
 }
 
+TEST_CASE("a local PersistentVolume decodes its node affinity and claim", "[codec]") {
+  PersistentVolume pv;
+  REQUIRE(decodeJson(R"({"apiVersion":"v1","kind":"PersistentVolume",
+    "metadata":{"name":"local-pv-1"},
+    "spec":{"capacity":{"storage":"100Gi"},"local":{"path":"/mnt/nvme0"},
+      "claimRef":{"kind":"PersistentVolumeClaim","namespace":"ml","name":"data-w0","uid":"u"},
+      "nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[
+        {"key":"kubernetes.io/hostname","operator":"In","values":["gpu-7"]}]}]}}},
+    "status":{"phase":"Bound"}})",
+                     &pv)
+              .ok());
+  CHECK(pv.meta.name == "local-pv-1");
+  CHECK(pv.claim_namespace == "ml");
+  CHECK(pv.claim_name == "data-w0");
+  REQUIRE(pv.node_affinity.has_value());
+  CHECK(pv.node_affinity->matches({{"kubernetes.io/hostname", "gpu-7"}}, "gpu-7"));
+  CHECK_FALSE(pv.node_affinity->matches({{"kubernetes.io/hostname", "gpu-8"}}, "gpu-8"));
+  // No nodeAffinity: reachable from every node; a wrong type is an error naming the field.
+  REQUIRE(decodeJson(R"({"metadata":{"name":"nfs"},"spec":{"nfs":{"server":"s"}}})", &pv).ok());
+  CHECK_FALSE(pv.node_affinity.has_value());
+  CHECK(pv.claim_name.empty());
+  absl::Status bad = decodeJson(R"({"metadata":{"name":"x"},"spec":{"nodeAffinity":{"required":7}}})", &pv);
+  CHECK_FALSE(bad.ok());
+  CHECK(std::string(bad.message()).find("spec.nodeAffinity.required") != std::string::npos);
+}
+
 TEST_CASE("decoding resets the output object first", "[codec]") {
   Pod pod = decodeTestdata<Pod>("pod_gpu_worker.json");
   REQUIRE(decodeJson(R"({"metadata":{"name":"other"}})", &pod).ok());

@@ -333,6 +333,30 @@ std::string claimJson(const std::string& name, bool bound, const std::string& ns
   return w.str();
 }
 
+std::string volumeJson(const std::string& claim, const std::vector<std::string>& nodes,
+                       const std::string& ns) {
+  proto::JsonWriter w;
+  w.beginObject().stringField("apiVersion", "v1").stringField("kind", "PersistentVolume");
+  w.key("metadata").beginObject().stringField("name", "pv-" + claim).endObject();
+  w.key("spec").beginObject();
+  w.key("claimRef").beginObject().stringField("namespace", ns).stringField("name", claim).endObject();
+  if (!nodes.empty()) {
+    w.key("nodeAffinity").beginObject().key("required").beginObject();
+    w.key("nodeSelectorTerms").beginArray().beginObject();
+    w.key("matchExpressions").beginArray().beginObject();
+    w.stringField("key", "kubernetes.io/hostname").stringField("operator", "In");
+    w.key("values").beginArray();
+    for (const std::string& n : nodes) w.string(n);
+    w.endArray();
+    w.endObject().endArray();
+    w.endObject().endArray();
+    w.endObject().endObject();
+  }
+  w.endObject();
+  w.endObject();
+  return w.str();
+}
+
 std::string podGroupJson(const std::string& name, int min_member, const std::string& ns) {
   proto::JsonWriter w;
   w.beginObject().stringField("apiVersion", "scheduling.x-k8s.io/v1alpha1");

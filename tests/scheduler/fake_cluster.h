@@ -179,5 +179,9 @@ inline PodJson podJson(std::string name) { return PodJson(std::move(name)); }
 std::string podGroupJson(const std::string& name, int min_member, const std::string& ns = "ml");
 // A PersistentVolumeClaim, bound (to a volume) or pending.
 std::string claimJson(const std::string& name, bool bound, const std::string& ns = "ml");
+// The PersistentVolume "pv-<claim>" bound to that claim; with `nodes`, reachable only from those
+// nodes (spec.nodeAffinity.required on kubernetes.io/hostname, as a local volume has).
+std::string volumeJson(const std::string& claim, const std::vector<std::string>& nodes = {},
+                       const std::string& ns = "ml");
 
 }  // namespace muster::scheduler::testing

@@ -123,6 +123,34 @@ TEST_CASE("NodeAffinity: required terms, matchExpressions and matchFields", "[fi
   CHECK(verdict(pod("p").requiredAffinity(fieldTerm("In", {"n2"})).requiredAffinity(term("zone", "Exists", {})), n).ok());
 }
 
+TEST_CASE("VolumeBinding: a bound volume's node affinity must match, and the volume must exist",
+          "[filter]") {
+  ClusterCache cache({});
+  cache.addNode(node("n1").label("zone", "a"));
+  cache.addNode(node("n2").label("zone", "b"));
+  const NodeInfo& n1 = cache.node(*cache.findNode("n1"));
+  const NodeInfo& n2 = cache.node(*cache.findNode("n2"));
+  proto::NodeSelector zone_a{{term("zone", "In", {"a"})}};
+  PodInfoPtr zonal = *makePodInfo(pod("p"), {{"data", "pv-data", true, zone_a}});
+  CHECK(filterNode(*zonal, n1).ok());
+  Status s = filterNode(*zonal, n2);
+  CHECK(s.code == Status::Code::kUnschedulableAndUnresolvable);
+  CHECK(reasonOf(s) == "node(s) had volume node affinity conflict");
+  // Every volume counts (a second one only in zone b: no node has both).
+  proto::NodeSelector zone_b{{term("zone", "In", {"b"})}};
+  PodInfoPtr both = *makePodInfo(
+      pod("p"), {{"data", "pv-data", true, zone_a}, {"logs", "pv-logs", true, zone_b}});
+  CHECK_FALSE(filterNode(*both, n1).ok());
+  CHECK_FALSE(filterNode(*both, n2).ok());
+  // A volume without node affinity goes anywhere; one that does not exist, nowhere.
+  CHECK(filterNode(**makePodInfo(pod("p"), {{"data", "pv-data", true, std::nullopt}}), n2).ok());
+  Status missing = filterNode(**makePodInfo(pod("p"), {{"data", "pv-gone", false, std::nullopt}}), n1);
+  CHECK(reasonOf(missing) == "PersistentVolume pv-gone of claim data not found");
+  // Pods alike but for their volumes are told apart (the placement groups pods by signature).
+  CHECK(zonal->constraint_signature != (*makePodInfo(pod("p")))->constraint_signature);
+  CHECK(zonal->constraint_signature != both->constraint_signature);
+}
+
 TEST_CASE("NodePorts: a host port in use on the node conflicts", "[filter]") {
   proto::Node n = node("n1");
   std::vector<proto::Pod> others{pod("other").hostPort(8080).onNode("n1")};

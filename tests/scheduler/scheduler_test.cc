@@ -483,6 +483,7 @@ TEST_CASE("a pod whose claim is bound is placed, and one whose claim is pending 
   Fixture f;
   racks(f);
   f.cluster.put("persistentvolumeclaims", testing::claimJson("data", true));
+  f.cluster.put("persistentvolumes", testing::volumeJson("data"));
   f.cluster.put("persistentvolumeclaims", testing::claimJson("scratch", false));
   f.cluster.put("pods", podJson("reader").gpus(1).claim("data"));
   f.cluster.put("pods", podJson("writer").gpus(1).claim("scratch"));
@@ -494,7 +495,50 @@ TEST_CASE("a pod whose claim is bound is placed, and one whose claim is pending 
   }));
   CHECK(f.nodeOf("writer").empty());
   f.cluster.put("persistentvolumeclaims", testing::claimJson("scratch", true));
+  f.cluster.put("persistentvolumes", testing::volumeJson("scratch"));
   REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("writer").empty(); }));
+}
+
+TEST_CASE("each gang member goes where its bound volume can be reached, or the gang waits whole",
+          "[scheduler]") {
+  Fixture f;
+  racks(f);
+  // Local volumes: w0's data lives on n2, w1's on n4 (another rack).
+  for (const auto& [claim, node] : {std::pair{"data-w0", "n2"}, std::pair{"data-w1", "n4"}}) {
+    f.cluster.put("persistentvolumeclaims", testing::claimJson(claim, true));
+    f.cluster.put("persistentvolumes", testing::volumeJson(claim, {node}));
+  }
+  f.cluster.put("pods", podJson("w0").gpus(1).gang("g", 2).claim("data-w0"));
+  f.cluster.put("pods", podJson("w1").gpus(1).gang("g", 2).claim("data-w1"));
+  // A third pod whose volume lives on a node that is gone.
+  f.cluster.put("persistentvolumeclaims", testing::claimJson("data-solo", true));
+  f.cluster.put("persistentvolumes", testing::volumeJson("data-solo", {"n9"}));
+  f.cluster.put("pods", podJson("solo").gpus(1).claim("data-solo"));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.bound({"w0", "w1"}) == 2; }));
+  CHECK(f.nodeOf("w0") == "n2");
+  CHECK(f.nodeOf("w1") == "n4");
+  REQUIRE(f.cluster.runUntil([&] { return !f.scheduledCondition("solo").empty(); }));
+  CHECK(f.scheduledCondition("solo") ==
+        "Unschedulable: 0/4 nodes are available: 4 node(s) had volume node affinity conflict.");
+  CHECK(f.nodeOf("solo").empty());
+}
+
+TEST_CASE("a pod whose bound claim's volume is missing waits, and is placed when it appears",
+          "[scheduler]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("persistentvolumeclaims", testing::claimJson("data", true));
+  f.cluster.put("pods", podJson("reader").gpus(1).claim("data"));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return !f.scheduledCondition("reader").empty(); }));
+  CHECK(f.scheduledCondition("reader") ==
+        "Unschedulable: 0/4 nodes are available: 4 PersistentVolume pv-data of claim data not "
+        "found.");
+  f.cluster.put("persistentvolumes", testing::volumeJson("data", {"n3"}));
+  f.afterBackoff();
+  REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("reader").empty(); }));
+  CHECK(f.nodeOf("reader") == "n3");
 }
 
 TEST_CASE("PodGroup status follows its pods from events, in few writes", "[scheduler]") {
