@@ -38,8 +38,6 @@ struct VolumeConstraint {
   std::string volume;  // the PersistentVolume it is bound to
   bool found = false;  // the PersistentVolume exists
   std::optional<proto::NodeSelector> node_affinity;  // spec.nodeAffinity.required
-
-  friend bool operator==(const VolumeConstraint&, const VolumeConstraint&) = default;
 };
 
 struct PodInfo {
