@@ -130,8 +130,8 @@ int run(int argc, char** argv) {
     std::map<std::string, int64_t> gpus_used, rdma_used, pods_on;
     for (const auto& p : pods->list()) {
       if (p->spec.node_name.empty() || terminal(*p)) continue;
-      gpus_used[p->spec.node_name] += podRequest(*p, "nvidia.com/gpu");
-      rdma_used[p->spec.node_name] += podRequest(*p, "preferred.jp/rdma");
+      gpus_used[p->spec.node_name] += podRequest(*p, vocabulary::kGpuResource);
+      rdma_used[p->spec.node_name] += podRequest(*p, vocabulary::kRdmaResource);
       pods_on[p->spec.node_name]++;
     }
     auto all = nodes->list();
@@ -144,7 +144,8 @@ int run(int argc, char** argv) {
     int64_t total_gpus = 0, used_gpus = 0;
     for (const auto& n : all) {
       const std::string& name = n->meta.name;
-      int64_t g = allocatable(*n, "nvidia.com/gpu"), r = allocatable(*n, "preferred.jp/rdma");
+      int64_t g = allocatable(*n, vocabulary::kGpuResource);
+      int64_t r = allocatable(*n, vocabulary::kRdmaResource);
       total_gpus += g;
       used_gpus += gpus_used[name];
       std::cout << std::setw(14) << name << std::setw(7) << (n->isReady() ? "True" : "False")
@@ -169,7 +170,7 @@ int run(int argc, char** argv) {
     for (const auto& p : all) {
       std::cout << std::setw(36) << objectKey(*p) << std::setw(11) << p->status.phase
                 << std::setw(14) << (p->spec.node_name.empty() ? "-" : p->spec.node_name)
-                << std::setw(5) << podRequest(*p, "nvidia.com/gpu");
+                << std::setw(5) << podRequest(*p, vocabulary::kGpuResource);
       auto node = p->spec.node_name.empty() ? nullptr : nodes->get("", p->spec.node_name);
       for (const auto& l : levels) std::cout << std::setw(14) << (node ? label(node->meta, l) : "-");
       std::cout << "\n";
