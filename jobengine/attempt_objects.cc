@@ -31,7 +31,6 @@ absl::StatusOr<proto::ObjectMeta> metaOf(const rapidjson::Value& doc, std::strin
   return meta;
 }
 
-// The ConfigMap's `data` as this engine writes it and as the API server has it.
 // Deletes the object that stands under obj's name (only the one with `uid`) and creates obj.
 asio::awaitable<absl::Status> recreate(JobApi& api, const ApiObject& obj, const std::string& ns,
                                        const std::string& uid) {
@@ -41,6 +40,7 @@ asio::awaitable<absl::Status> recreate(JobApi& api, const ApiObject& obj, const 
   co_return again.status();
 }
 
+// The ConfigMap's `data` as this engine writes it and as the API server has it.
 bool sameData(const rapidjson::Value& ours, const rapidjson::Value& theirs) {
   const rapidjson::Value* a = proto::findField(ours, "data");
   const rapidjson::Value* b = proto::findField(theirs, "data");

@@ -226,7 +226,8 @@ std::vector<VolumeConstraint> Scheduler::volumesOf(const Pod& pod) const {
   std::vector<VolumeConstraint> out;
   for (const std::string& claim : pod.spec.pvc_claim_names) {
     std::shared_ptr<const proto::PersistentVolumeClaim> c = claims_.get(pod.meta.namespace_, claim);
-    if (c == nullptr || !c->isBound()) continue;  // not placed at all (SchedulingQueue::unsupported)
+    // An unbound claim keeps the pod out of the queue altogether (unsupported()).
+    if (c == nullptr || !c->isBound()) continue;
     VolumeConstraint v{claim, c->volume_name, false, std::nullopt};
     if (std::shared_ptr<const proto::PersistentVolume> pv = volumes_.get("", c->volume_name)) {
       v.found = true;

@@ -219,7 +219,8 @@ NodeView nodeViewOf(const proto::Node& node, const std::vector<proto::Pod>& pods
   if (auto* c = node.allocatableOf("cpu")) v.cpus = c->milliValue() / 1000;
   if (auto* m = node.allocatableOf("memory")) v.memory_mb = m->value() / (1024 * 1024);
   if (auto* g = node.allocatableOf(proto::kGpuResource)) v.gpus = g->value();
-  if (auto it = node.meta.labels.find(proto::vocabulary::kLabelGpuModel); it != node.meta.labels.end())
+  if (auto it = node.meta.labels.find(proto::vocabulary::kLabelGpuModel);
+      it != node.meta.labels.end())
     v.gpu_type = it->second;
   for (const auto& [k, val] : node.meta.labels)
     if (k.starts_with(proto::vocabulary::kMusterPrefix) && !val.empty()) v.features.push_back(val);
