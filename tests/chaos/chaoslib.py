@@ -210,10 +210,12 @@ class Reflector:
     `sink(kind, type, obj, old)` in the API server's order. A dropped watch resumes from the last
     resourceVersion (bookmarks keep it fresh); 410 Gone relists and delivers the difference
     (deletions first, then additions and changes), as client-go's reflector + DeltaFIFO replace
-    would. Counters: relists, resumes, errors."""
+    would; `on_replace(kind, "begin"|"end")`, when given, brackets that difference, so that a sink
+    can judge it as one snapshot. Counters: relists, resumes, errors."""
 
-    def __init__(self, api, kind, path, sink, rng=None, replace_order=None):
+    def __init__(self, api, kind, path, sink, rng=None, replace_order=None, on_replace=None):
         self.api, self.kind, self.path, self.sink = api, kind, path, sink
+        self.on_replace = on_replace or (lambda kind, phase: None)
         # On a relist, changes are delivered in this order (a key of the new object), after the
         # deletions: e.g. pods that finished before pods that were bound, so that a checker never
         # sees a state that mixes before and after out of the server's order in a way that
@@ -258,6 +260,14 @@ class Reflector:
 
     def _replace(self, items, rv):
         new = {o["metadata"]["uid"]: o for o in items}
+        self.on_replace(self.kind, "begin")
+        try:
+            self._deliver_difference(new)
+        finally:
+            self.on_replace(self.kind, "end")
+        self.rv = rv
+
+    def _deliver_difference(self, new):
         for uid, old in list(self.cache.items()):
             if uid not in new:
                 del self.cache[uid]
@@ -270,7 +280,6 @@ class Reflector:
             elif old["metadata"].get("resourceVersion") != o["metadata"].get("resourceVersion"):
                 self.cache[uid] = o
                 self.sink(self.kind, "MODIFIED", o, old)
-        self.rv = rv
 
     def _watch(self):
         sep = "&" if "?" in self.path else "?"

@@ -177,6 +177,8 @@ class Checker:
         self.gang_members = collections.defaultdict(set)   # gang key -> uids
         self.gang_partial_since = {}  # gang key -> time
         self.gang_incomplete_since = {}  # gang key -> time it last went below minMember live pods
+        self.replacing_pods = False  # a relist of pods is being delivered
+        self.deferred_binds = []  # (pod uid, gang key, incomplete since, time): judged at its end
         self.job_pods = collections.defaultdict(set)   # job uid -> pod uids
         self.unknown_node_binds = []  # (time, pod, node): judged 10 s later
         self.launchers_to_fail = set()  # (job uid, attempt) whose launcher the injector fails
@@ -293,11 +295,36 @@ class Checker:
                              "pod": pod["metadata"]["name"], "why": why, "counted": counted})
         return counted
 
+    def judge_incomplete_bind(self, uid, key, since, now):
+        """Was the gang short of minMember live pods, with nothing else bound, for more than 5 s
+        (long enough for any scheduler's cache to know) when pod `uid` was bound? Then part of a
+        gang was placed."""
+        pod = self.pods.get(uid)
+        if pod is None or since is None or now - since <= 5:
+            return
+        members, live, bound = self.gang_state(key)
+        m = self.gang_min(key, pod)
+        if m is not None and len(live) < m and [p for p in bound if p["metadata"]["uid"] != uid] == []:
+            self.violate("gang-incomplete-bound", gang="/".join(key), live=len(live), min_member=m,
+                         pod=pod["metadata"]["name"], node=pod["spec"].get("nodeName"),
+                         incomplete_for_s=round(now - since, 1))
+
     # -- event sinks (called from the reflector threads)
 
     def sink(self, kind, typ, obj, old):
         with self.lock:
             getattr(self, "on_" + kind)(typ, obj, old)
+
+    def replace(self, kind, phase):
+        """A reflector's relist: "begin" before the difference is delivered, "end" after."""
+        if kind != "pods":
+            return
+        with self.lock:
+            self.replacing_pods = phase == "begin"
+            if phase == "end":
+                deferred, self.deferred_binds = self.deferred_binds, []
+                for args in deferred:
+                    self.judge_incomplete_bind(*args)
 
     def on_pods(self, typ, pod, old):
         now = time.time()
@@ -344,15 +371,13 @@ class Checker:
             self.first_bound.setdefault(uid, now)
             self.bind_times.append(now)
             if key:
-                # Was the gang short of minMember live pods, with nothing bound, for more than 5 s
-                # (long enough for any scheduler's cache to know)? Then part of a gang was placed.
-                members, live, bound = self.gang_state(key)
-                m = self.gang_min(key, pod)
                 since = self.gang_incomplete_since.get(key)
-                if m is not None and len(live) < m and since is not None and now - since > 5 \
-                        and [p for p in bound if p["metadata"]["uid"] != uid] == []:
-                    self.violate("gang-incomplete-bound", gang="/".join(key), live=len(live), min_member=m,
-                                 pod=meta["name"], node=node, incomplete_for_s=round(now - since, 1))
+                if self.replacing_pods:
+                    # A relist delivers the pods in the list's order (by name), so a member's bind
+                    # can arrive before its siblings' creation: judge against the whole list.
+                    self.deferred_binds.append((uid, key, since, now))
+                else:
+                    self.judge_incomplete_bind(uid, key, since, now)
             if node in self.deleted_nodes:
                 age = now - self.deleted_nodes[node]
                 self.record_hit(pod, f"bound to deleted node {node}")
@@ -1292,7 +1317,7 @@ def main():
                            ("leases", f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases")):
             order = (lambda o: 0 if terminal(o) else 1) if kind == "pods" else None
             reflectors.append(cl.Reflector(cl.Api(cdir), kind, path, checker.sink, random.Random(refl_rng.random()),
-                                           replace_order=order).start())
+                                           replace_order=order, on_replace=checker.replace).start())
         for r in reflectors:
             if not r.synced.wait(60):
                 raise RuntimeError(f"checker: {r.kind} not synced: {r.errors[-1:]}")
