@@ -63,6 +63,7 @@ class InformerFactory {
     reflector.name = options.label_selector.empty() && options.field_selector.empty()
                          ? resource.plural
                          : key;
+    reflector.may_be_absent = options.may_be_absent;
     auto created = std::make_unique<Informer<T>>(maker_(resource, options), executor_, reflector);
     Informer<T>& ref = *created;
     entries_.emplace(key, Entry{std::type_index(typeid(T)), std::move(created)});

@@ -273,6 +273,21 @@ asio::awaitable<void> Reflector::run() {
   while (!stopping_.load()) {
     if (state_ != State::kInitListed && state_ != State::kWatching) {
       absl::Status listed = co_await listAll();
+      if (!listed.ok() && options_.may_be_absent && isNotFound(listed)) {
+        if (stopping_.load()) break;
+        // Not served: an empty, synced cache (whatever an earlier list held is deleted).
+        if (!absent_) {
+          MUSTER_LOG_INFO(0, "API not served, treating it as empty; checking again periodically",
+                          "reflector", options_.name, "every",
+                          absl::StrCat(options_.max_backoff.count(), "ms"));
+        }
+        absent_ = true;
+        sink_->beginList();
+        sink_->endList("");
+        state_ = State::kEmpty;
+        co_await sleepFor(options_.max_backoff);
+        continue;
+      }
       if (!listed.ok()) {
         if (stopping_.load()) break;
         state_ = State::kEmpty;
@@ -283,6 +298,8 @@ asio::awaitable<void> Reflector::run() {
         continue;
       }
       backoff_ = std::chrono::milliseconds(0);
+      if (std::exchange(absent_, false))
+        MUSTER_LOG_INFO(0, "API served now", "reflector", options_.name);
     }
     auto started = std::chrono::steady_clock::now();
     uint64_t events_before = events_.load() + bookmarks_.load();

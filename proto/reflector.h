@@ -40,6 +40,10 @@ struct ListWatchOptions {
   std::string namespace_;  // empty: all namespaces
   std::string label_selector;
   std::string field_selector;
+  // The API may not be served (a feature-gated built-in API, a CRD not installed): a list answered
+  // 404 counts as an empty list, so the informer is synced and empty; the list is tried again
+  // every max_backoff, so the API is picked up once it is served.
+  bool may_be_absent = false;
 };
 
 ListerWatcherPtr makeClientListerWatcher(std::shared_ptr<Client> client, Resource resource,
@@ -66,6 +70,7 @@ struct ReflectorOptions {
   std::chrono::milliseconds max_backoff{30000};
   int min_watch_timeout_seconds = 300;  // randomised in [min, 2*min) like client-go
   std::string name = "reflector";       // for logs and metrics: usually the resource
+  bool may_be_absent = false;           // ListWatchOptions::may_be_absent
 };
 
 struct ReflectorStats {
@@ -111,6 +116,7 @@ class Reflector {
   std::atomic<bool> stopping_{false};
   std::string last_rv_;
   bool gone_ = false;  // set by an ERROR 410 event during the current watch
+  bool absent_ = false;  // may_be_absent, and the last list was answered 404
   std::chrono::milliseconds backoff_{0};
   std::mt19937_64 rng_;
   // Stats are written on the reflector's executor and read from anywhere.

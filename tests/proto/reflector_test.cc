@@ -277,6 +277,44 @@ TEST_CASE("a failed list is retried with backoff and nothing is synced until it 
   inf.stop();
 }
 
+TEST_CASE("an API that may be absent: 404 is an empty synced cache, and it is picked up once served") {
+  asio::io_context io;
+  Script s;
+  auto not_found = [] {
+    return absl::StatusOr<std::string>(apiError(404, R"({"kind":"Status","reason":"NotFound",
+        "message":"the server could not find the requested resource","code":404})", "list"));
+  };
+  s.lists.push_back({not_found()});
+  s.lists.push_back({listPage({widget("a", "1")}, "1")});
+  // Served for a while, then gone again at the next list (the feature gate turned off): what was
+  // listed goes.
+  s.watches.push_back({{}, apiError(410, R"({"kind":"Status","code":410,"reason":"Expired"})", "watch")});
+  s.lists.push_back({not_found()});
+  ReflectorOptions o = fastOptions();
+  o.may_be_absent = true;
+  Recorder r;
+  Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), o);
+  inf.addHandlers(r.handlers());
+  inf.start();
+  runUntil(io, [&] { return inf.hasSynced(); });
+  runUntil(io, [&] { return r.log.size() >= 2; });
+  CHECK(r.log == std::vector<std::string>{"add a@1", "delete a"});
+  CHECK(inf.size() == 0);
+  inf.stop();
+}
+
+TEST_CASE("without may_be_absent a 404 list is an error: nothing synced, retried") {
+  asio::io_context io;
+  Script s;
+  s.lists.push_back({absl::StatusOr<std::string>(apiError(404, "", "list"))});
+  s.lists.push_back({absl::StatusOr<std::string>(apiError(404, "", "list"))});
+  Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
+  inf.start();
+  runUntil(io, [&] { return s.list_calls == 2; });
+  CHECK_FALSE(inf.hasSynced());
+  inf.stop();
+}
+
 TEST_CASE("an undecodable event is skipped and the watch goes on") {
   asio::io_context io;  // outlives the script's timer
   Script s;
