@@ -39,6 +39,7 @@ extern const Resource kEvents;  // core/v1 events
 extern const Resource kLeases;  // coordination.k8s.io/v1
 extern const Resource kNamespaces;
 extern const Resource kPodGroups;     // scheduling.x-k8s.io/v1alpha1
+extern const Resource kWorkloadPodGroups;  // scheduling.k8s.io/v1alpha2 (Kubernetes 1.36)
 extern const Resource kParallelJobs;  // preferred.jp/v1alpha1
 extern const Resource kServices;
 extern const Resource kSecrets;

@@ -93,6 +93,10 @@ absl::Status decodePodSpec(const rapidjson::Value& v, const JsonPath& path,
         return absl::OkStatus();
       }));
   MUSTER_RETURN_IF_ERROR(hasElements(v, path, "resourceClaims", &out->has_resource_claims));
+  MUSTER_RETURN_IF_ERROR(
+      withObject(v, path, "schedulingGroup", [out](const rapidjson::Value& g, const JsonPath& p) {
+        return readString(g, p, "podGroupName", &out->scheduling_group);
+      }));
   return readString(v, path, "subdomain", &out->subdomain);
 }
 
@@ -421,6 +425,45 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PodGroup* o
   });
 }
 
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, WorkloadPodGroup* out) {
+  *out = WorkloadPodGroup{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
+  MUSTER_RETURN_IF_ERROR(
+      withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
+        MUSTER_RETURN_IF_ERROR(withObject(
+            spec, p, "schedulingPolicy", [out](const rapidjson::Value& policy, const JsonPath& pp) {
+              MUSTER_RETURN_IF_ERROR(withObject(
+                  policy, pp, "basic", [out](const rapidjson::Value&, const JsonPath&) {
+                    out->basic = true;
+                    return absl::OkStatus();
+                  }));
+              return withObject(policy, pp, "gang",
+                                [out](const rapidjson::Value& gang, const JsonPath& gp) {
+                                  int32_t min_count = 0;
+                                  MUSTER_RETURN_IF_ERROR(readInt32(gang, gp, "minCount", &min_count));
+                                  out->gang_min_count = min_count;
+                                  return absl::OkStatus();
+                                });
+            }));
+        return withObject(
+            spec, p, "schedulingConstraints",
+            [out](const rapidjson::Value& constraints, const JsonPath& cp) {
+              return forEachElement(constraints, cp, "topology",
+                                    [out](const rapidjson::Value& t, const JsonPath& tp) {
+                                      MUSTER_RETURN_IF_ERROR(expectObject(t, tp));
+                                      std::string key;
+                                      MUSTER_RETURN_IF_ERROR(readString(t, tp, "key", &key));
+                                      out->topology_keys.push_back(std::move(key));
+                                      return absl::OkStatus();
+                                    });
+            });
+      }));
+  return withObject(v, path, "status", [out](const rapidjson::Value& status, const JsonPath& p) {
+    return decodeList(status, p, "conditions", &out->conditions);
+  });
+}
+
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolumeClaim* out) {
   *out = PersistentVolumeClaim{};
   MUSTER_RETURN_IF_ERROR(expectObject(v, path));
@@ -623,6 +666,10 @@ absl::Status decode(const rapidjson::Value& v, Lease* out) {
 }
 
 absl::Status decode(const rapidjson::Value& v, PodGroup* out) {
+  return decode(v, JsonPath(), out);
+}
+
+absl::Status decode(const rapidjson::Value& v, WorkloadPodGroup* out) {
   return decode(v, JsonPath(), out);
 }
 
@@ -886,6 +933,20 @@ std::string podConditionPatch(const PodCondition& condition) {
   JsonWriter w;
   w.beginObject().key("status").beginObject().key("conditions").beginArray();
   writeCondition(w, condition);
+  w.endArray().endObject().endObject();
+  return w.str();
+}
+
+std::string workloadPodGroupConditionPatch(const Condition& condition,
+                                           int64_t observed_generation) {
+  JsonWriter w;
+  w.beginObject().key("status").beginObject().key("conditions").beginArray();
+  w.beginObject().stringField("type", condition.type).stringField("status", condition.status);
+  w.stringField("reason", condition.reason);
+  w.stringField("message", condition.message);
+  w.stringField("lastTransitionTime", condition.last_transition_time);
+  if (observed_generation > 0) w.integerField("observedGeneration", observed_generation);
+  w.endObject();
   w.endArray().endObject().endObject();
   return w.str();
 }

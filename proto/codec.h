@@ -42,6 +42,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ObjectRefer
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Event* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Lease* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PodGroup* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, WorkloadPodGroup* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, SlurmStepStatus* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolumeClaim* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolume* out);
@@ -53,6 +54,7 @@ absl::Status decode(const rapidjson::Value& v, Node* out);
 absl::Status decode(const rapidjson::Value& v, Event* out);
 absl::Status decode(const rapidjson::Value& v, Lease* out);
 absl::Status decode(const rapidjson::Value& v, PodGroup* out);
+absl::Status decode(const rapidjson::Value& v, WorkloadPodGroup* out);
 absl::Status decode(const rapidjson::Value& v, PersistentVolumeClaim* out);
 absl::Status decode(const rapidjson::Value& v, PersistentVolume* out);
 absl::Status decode(const rapidjson::Value& v, ParallelJob* out);
@@ -96,6 +98,11 @@ std::string evictionBody(std::string_view pod_namespace, std::string_view pod_na
 std::string statusPatch(const PodGroupStatus& status);
 std::string statusPatch(const ParallelJobStatus& status);
 
+// Strategic-merge-patch body for a scheduling.k8s.io/v1alpha2 PodGroup's status that sets one
+// metav1.Condition, merged by its type (reason, message and lastTransitionTime are required
+// there): {"status":{"conditions":[{..., "observedGeneration":N}]}}.
+std::string workloadPodGroupConditionPatch(const Condition& condition,
+                                           int64_t observed_generation);
 // Strategic-merge-patch body for pods/status that sets one condition, merged by its type:
 // {"status":{"conditions":[{"type":..,"status":..,"reason":..,"message":..,
 // "lastTransitionTime":..}]}}; empty reason, message and lastTransitionTime are left out.

@@ -158,6 +158,9 @@ struct PodSpec {
   std::vector<std::string> scheduling_gates;
   // spec.resourceClaims (dynamic resource allocation) is not empty.
   bool has_resource_claims = false;
+  // spec.schedulingGroup.podGroupName: the scheduling.k8s.io/v1alpha2 PodGroup the pod belongs
+  // to (Kubernetes 1.36); empty when not set.
+  std::string scheduling_group;
 };
 
 struct PodStatus {
@@ -297,6 +300,25 @@ struct PodGroup {
   ObjectMeta meta;
   PodGroupSpec spec;
   PodGroupStatus status;
+};
+
+// scheduling.k8s.io/v1alpha2 PodGroup: Kubernetes 1.36's own gang API (feature gate
+// GenericWorkload), named by pods' spec.schedulingGroup.podGroupName.
+struct WorkloadPodGroup {
+  ObjectMeta meta;
+  // spec.schedulingPolicy: exactly one of basic (pods placed one by one) and gang.
+  bool basic = false;
+  std::optional<int32_t> gang_min_count;  // spec.schedulingPolicy.gang.minCount
+  // spec.schedulingConstraints.topology[].key: the pods must share one domain of each.
+  std::vector<std::string> topology_keys;
+  // status.conditions (PodGroupScheduled, DisruptionTarget, ...).
+  std::vector<Condition> conditions;
+
+  const Condition* condition(std::string_view type) const {
+    for (const Condition& c : conditions)
+      if (c.type == type) return &c;
+    return nullptr;
+  }
 };
 
 // spec.slurm of a ParallelJob with runtimeRef slurm: what `sbatch` was asked for, as the job

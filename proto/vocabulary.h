@@ -22,6 +22,9 @@ inline constexpr char kRdmaResource[] = "preferred.jp/rdma";
 // Pod label naming a scheduling.x-k8s.io/v1alpha1 PodGroup in the pod's namespace (coscheduling,
 // kubeflow's mpi-operator).
 inline constexpr char kPodGroupLabel[] = "scheduling.x-k8s.io/pod-group";
+// The condition a scheduler sets on a scheduling.k8s.io/v1alpha2 PodGroup (Kubernetes 1.36):
+// True (reason Scheduled) or False (reason Unschedulable).
+inline constexpr char kPodGroupScheduledCondition[] = "PodGroupScheduled";
 // PFN's gang annotations: name, size (a positive integer) and schedule timeout in seconds.
 inline constexpr char kGangNameAnnotation[] = "gang-scheduling.preferred.jp/gang-name";
 inline constexpr char kGangSizeAnnotation[] = "gang-scheduling.preferred.jp/gang-size";

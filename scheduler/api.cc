@@ -54,6 +54,20 @@ class ClientSchedulerApi final : public SchedulerApi {
     co_return result.status();
   }
 
+  asio::awaitable<absl::Status> setWorkloadPodGroupCondition(std::string group_namespace,
+                                                            std::string group_name,
+                                                            proto::Condition condition,
+                                                            int64_t observed_generation) override {
+    proto::Request req;
+    req.verb = proto::Verb::kPatch;
+    req.path = proto::resources::kWorkloadPodGroups.objectPath(group_namespace, group_name,
+                                                               "status");
+    req.content_type = std::string(proto::contentType(proto::PatchType::kStrategicMerge));
+    req.body = proto::workloadPodGroupConditionPatch(condition, observed_generation);
+    auto result = co_await client_->call(std::move(req));
+    co_return result.status();
+  }
+
  private:
   std::shared_ptr<proto::Client> client_;
 };

@@ -43,6 +43,11 @@ class SchedulerApi {
   virtual proto::asio::awaitable<absl::Status> setPodGroupStatus(std::string group_namespace,
                                                                  std::string group_name,
                                                                  proto::PodGroupStatus status) = 0;
+  // Sets one condition of a scheduling.k8s.io/v1alpha2 PodGroup's status (strategic merge patch,
+  // merged by type), with observedGeneration.
+  virtual proto::asio::awaitable<absl::Status> setWorkloadPodGroupCondition(
+      std::string group_namespace, std::string group_name, proto::Condition condition,
+      int64_t observed_generation) = 0;
 };
 using SchedulerApiPtr = std::shared_ptr<SchedulerApi>;
 

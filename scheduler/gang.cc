@@ -31,18 +31,70 @@ absl::Status levelOf(const SchedulerConfig& config, std::string_view annotation,
 
 }  // namespace
 
+std::string_view podGroupApiOf(const GangSpec& spec) {
+  return spec.workload_pod_group.empty() ? "scheduling.x-k8s.io/v1alpha1"
+                                         : "scheduling.k8s.io/v1alpha2";
+}
+
 absl::StatusOr<GangSpec> gangSpecOf(const proto::Pod& pod, const PodGroupLookup& pod_groups,
-                                    const SchedulerConfig& config) {
+                                    const SchedulerConfig& config,
+                                    const WorkloadPodGroupLookup& workload_pod_groups) {
   GangSpec spec;
   spec.key.namespace_ = pod.meta.namespace_;
   spec.schedule_timeout_seconds = config.gang_default_schedule_timeout_seconds;
   const auto& annotations = pod.meta.annotations;
   const proto::PodGroup* group = nullptr;
+  const proto::WorkloadPodGroup* workload_group = nullptr;
+  // The annotations of whichever PodGroup the pod is in (topology, GPU-NIC affinity).
+  const std::map<std::string, std::string>* group_annotations = nullptr;
+  int constrained_level = -1;  // from the v1alpha2 PodGroup's schedulingConstraints
 
-  if (const std::string* name = find(pod.meta.labels, vocab::kPodGroupLabel); name && !name->empty()) {
+  if (!pod.spec.scheduling_group.empty()) {
+    spec.source = GangSource::kWorkloadPodGroup;
+    spec.key.name = pod.spec.scheduling_group;
+    spec.workload_pod_group = pod.spec.scheduling_group;
+    workload_group = workload_pod_groups
+                         ? workload_pod_groups(pod.meta.namespace_, pod.spec.scheduling_group)
+                         : nullptr;
+    if (workload_group == nullptr) {
+      spec.pod_group_missing = true;
+    } else {
+      const std::string where = absl::StrCat("PodGroup ", spec.key.toString(), " (",
+                                             av(podGroupApiOf(spec)), ")");
+      group_annotations = &workload_group->meta.annotations;
+      if (workload_group->gang_min_count) {
+        int32_t n = *workload_group->gang_min_count;
+        if (n < 1 || n > kMaxGangSize) {
+          return invalid(absl::StrCat(where, ": spec.schedulingPolicy.gang.minCount must be 1 to ",
+                                      kMaxGangSize, " (the largest gang Muster places), got ", n));
+        }
+        spec.min_member = n;
+      } else if (workload_group->basic) {
+        // Basic: every pod is placed on its own, as kube-scheduler does.
+        spec.source = GangSource::kSinglePod;
+        spec.key.name = pod.meta.name;
+        spec.key.single_pod = true;
+      } else {
+        return invalid(absl::StrCat(where, ": spec.schedulingPolicy sets neither gang nor basic"));
+      }
+      for (const std::string& key : workload_group->topology_keys) {
+        int level = -1;
+        if (absl::Status s = levelOf(config, "spec.schedulingConstraints.topology[].key", key,
+                                     where, &level);
+            !s.ok()) {
+          return invalid(absl::StrCat(where, ": spec.schedulingConstraints.topology key \"", key,
+                                      "\" is not one of Muster's topology levels (",
+                                      absl::StrJoin(config.topology_levels, ", "), ", ",
+                                      av(kHostnameLevel), ")"));
+        }
+        constrained_level = std::max(constrained_level, level);
+      }
+    }
+  } else if (const std::string* name = find(pod.meta.labels, vocab::kPodGroupLabel); name && !name->empty()) {
     spec.source = GangSource::kPodGroup;
     spec.key.name = *name;
     group = pod_groups ? pod_groups(pod.meta.namespace_, *name) : nullptr;
+    if (group != nullptr) group_annotations = &group->meta.annotations;
     if (group == nullptr) {
       spec.pod_group_missing = true;
     } else {
@@ -103,8 +155,8 @@ absl::StatusOr<GangSpec> gangSpecOf(const proto::Pod& pod, const PodGroupLookup&
     if (const std::string* v = find(annotations, annotation)) {
       return levelOf(config, annotation, *v, "pod", out);
     }
-    if (group != nullptr) {
-      if (const std::string* v = find(group->meta.annotations, annotation)) {
+    if (group_annotations != nullptr) {
+      if (const std::string* v = find(*group_annotations, annotation)) {
         return levelOf(config, annotation, *v, absl::StrCat("PodGroup ", spec.key.toString()), out);
       }
     }
@@ -114,6 +166,8 @@ absl::StatusOr<GangSpec> gangSpecOf(const proto::Pod& pod, const PodGroupLookup&
   if (absl::Status s = topology(vocab::kTopologyPreferredAnnotation, &spec.preferred_level); !s.ok()) {
     return s;
   }
+  // Kubernetes' own topology constraint is required too; the deeper of it and the annotation wins.
+  spec.required_level = std::max(spec.required_level, constrained_level);
   if (spec.required_level >= 0 && spec.preferred_level >= 0 &&
       spec.preferred_level < spec.required_level) {
     return invalid(absl::StrCat(av(vocab::kTopologyPreferredAnnotation), " (",
@@ -122,8 +176,8 @@ absl::StatusOr<GangSpec> gangSpecOf(const proto::Pod& pod, const PodGroupLookup&
                                 av(config.levelKey(spec.required_level)), ")"));
   }
   const std::string* affinity = find(annotations, vocab::kGpuNicAffinityAnnotation);
-  if (affinity == nullptr && group != nullptr) {
-    affinity = find(group->meta.annotations, vocab::kGpuNicAffinityAnnotation);
+  if (affinity == nullptr && group_annotations != nullptr) {
+    affinity = find(*group_annotations, vocab::kGpuNicAffinityAnnotation);
   }
   if (affinity != nullptr) {
     absl::StatusOr<GpuNicAffinity> parsed = parseGpuNicAffinity(*affinity);

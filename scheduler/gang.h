@@ -2,17 +2,23 @@
 
 // Which gang a pod belongs to, and what the gang asks for (DESIGN.md §4):
 //
-// 1. PodGroup: label scheduling.x-k8s.io/pod-group: <name> names a scheduling.x-k8s.io/v1alpha1
+// 1. Kubernetes' own PodGroup (1.36, feature gate GenericWorkload): spec.schedulingGroup.podGroupName
+//    names a scheduling.k8s.io/v1alpha2 PodGroup in the pod's namespace. schedulingPolicy.gang
+//    gives minMember (minCount); schedulingPolicy.basic places each pod on its own (a gang of one);
+//    schedulingConstraints.topology[].key, when it is a configured level, is the required level
+//    (the deepest, if several). No schedule timeout of its own (the config's default applies).
+//    While the PodGroup does not exist the gang waits.
+// 2. PodGroup: label scheduling.x-k8s.io/pod-group: <name> names a scheduling.x-k8s.io/v1alpha1
 //    PodGroup in the pod's namespace; minMember and scheduleTimeoutSeconds come from it. While
 //    the PodGroup does not exist the gang waits (GangSpec::pod_group_missing).
-// 2. Annotations gang-scheduling.preferred.jp/gang-name, …/gang-size (1 to kMaxGangSize, required
+// 3. Annotations gang-scheduling.preferred.jp/gang-name, …/gang-size (1 to kMaxGangSize, required
 //    with gang-name) and …/gang-schedule-timeout-seconds (a non-negative integer).
-// A pod with the label uses the PodGroup even if it also has the annotations. A pod with neither
-// is a gang of one.
+// The first that a pod has wins (schedulingGroup, then the label, then the annotations). A pod
+// with none is a gang of one.
 //
 // Topology: muster.dev/topology-required / muster.dev/topology-preferred name a level's label key
 // (one of the configured topologyLevels, or kubernetes.io/hostname). They are read from the pod,
-// else from the PodGroup's annotations. Both may be set when the preferred level is at or below
+// else from the PodGroup's annotations (either kind of PodGroup). Both may be set when the preferred level is at or below
 // the required one.
 //
 // GPU↔NIC alignment: muster.dev/gpu-nic-affinity: required | preferred (default preferred; see
@@ -59,7 +65,7 @@ struct GangKey {
   }
 };
 
-enum class GangSource { kSinglePod, kPodGroup, kAnnotations };
+enum class GangSource { kSinglePod, kPodGroup, kAnnotations, kWorkloadPodGroup };
 
 struct GangSpec {
   GangKey key;
@@ -73,6 +79,9 @@ struct GangSpec {
   GpuNicAffinity gpu_nic_affinity = GpuNicAffinity::kPreferred;
   // The pod names a PodGroup that does not exist (yet): the gang waits.
   bool pod_group_missing = false;
+  // The pod is in a scheduling.k8s.io/v1alpha2 PodGroup (source kWorkloadPodGroup, or kSinglePod
+  // for a basic one): its name, for the PodGroupScheduled condition.
+  std::string workload_pod_group;
 
   friend bool operator==(const GangSpec&, const GangSpec&) = default;
 };
@@ -81,10 +90,19 @@ struct GangSpec {
 using PodGroupLookup =
     std::function<const proto::PodGroup*(std::string_view pod_namespace, std::string_view name)>;
 
+// Looks up a scheduling.k8s.io/v1alpha2 PodGroup; nullptr when it does not exist.
+using WorkloadPodGroupLookup = std::function<const proto::WorkloadPodGroup*(
+    std::string_view pod_namespace, std::string_view name)>;
+
+// The API a gang's PodGroup belongs to, for messages: "scheduling.k8s.io/v1alpha2", or
+// "scheduling.x-k8s.io/v1alpha1".
+std::string_view podGroupApiOf(const GangSpec& spec);
+
 // The gang of `pod`. InvalidArgument, with a message for an Event, when an annotation is invalid
 // (gang-size not a positive integer, an unknown topology level, ...); the pod is then not
 // scheduled.
 absl::StatusOr<GangSpec> gangSpecOf(const proto::Pod& pod, const PodGroupLookup& pod_groups,
-                                    const SchedulerConfig& config);
+                                    const SchedulerConfig& config,
+                                    const WorkloadPodGroupLookup& workload_pod_groups = {});
 
 }  // namespace muster::scheduler

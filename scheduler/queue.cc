@@ -35,7 +35,8 @@ std::optional<Unschedulable> precheck(const GangAttempt& attempt) {
     Unschedulable u;
     u.waiting_for_members = true;
     u.message = absl::StrCat("gang ", attempt.key.toString(), " is waiting for its PodGroup ",
-                             attempt.key.toString(), " (scheduling.x-k8s.io/v1alpha1) to exist");
+                             attempt.key.toString(), " (", av(podGroupApiOf(attempt.spec)),
+                             ") to exist");
     return u;
   }
   int64_t existing = static_cast<int64_t>(attempt.members.size() + attempt.bound.size());
@@ -172,7 +173,7 @@ absl::Status SchedulingQueue::addOrUpdatePod(const proto::Pod& pod) {
     removePod(key);
     return absl::OkStatus();
   }
-  absl::StatusOr<GangSpec> spec = gangSpecOf(pod, pod_groups_, config_);
+  absl::StatusOr<GangSpec> spec = gangSpecOf(pod, pod_groups_, config_, workload_pod_groups_);
   if (!spec.ok()) {
     removePod(key);
     return spec.status();
@@ -277,13 +278,20 @@ void SchedulingQueue::onPodGroup(std::string_view pod_namespace, std::string_vie
   const PodInfoPtr* any = nullptr;
   if (!gang.pending.empty()) any = &gang.pending.begin()->second;
   if (any == nullptr) return;
-  absl::StatusOr<GangSpec> spec = gangSpecOf((*any)->pod, pod_groups_, config_);
+  absl::StatusOr<GangSpec> spec = gangSpecOf((*any)->pod, pod_groups_, config_, workload_pod_groups_);
   if (!spec.ok()) {
     MUSTER_LOG_WARNING("PodGroup makes its gang invalid", "gang", key.toString(), "err",
                        spec.status().message());
     return;
   }
-  if (spec->key == key && !(gang.spec == *spec)) {
+  if (!(spec->key == key)) {
+    // The PodGroup now places its pods one by one (a v1alpha2 basic policy): each leaves the gang.
+    std::vector<proto::Pod> pods;
+    for (const auto& [pod_key, info] : gang.pending) pods.push_back(info->pod);
+    for (const proto::Pod& pod : pods) (void)addOrUpdatePod(pod);
+    return;
+  }
+  if (!(gang.spec == *spec)) {
     gang.spec = *spec;
     requeueChanged(gang);
   }

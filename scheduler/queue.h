@@ -105,7 +105,11 @@ class SchedulingQueue {
   absl::Status addOrUpdatePod(const proto::Pod& pod);
   void removePod(const proto::Pod& pod) { removePod(podKey(pod)); }
   void removePod(std::string_view pod_key);
-  // A PodGroup was created, changed or deleted: re-reads the specs of its gang.
+  // Where scheduling.k8s.io/v1alpha2 PodGroups are looked up (none: every one is missing).
+  void setWorkloadPodGroups(WorkloadPodGroupLookup lookup) {
+    workload_pod_groups_ = std::move(lookup);
+  }
+  // A PodGroup (either kind) was created, changed or deleted: re-reads the specs of its gang.
   void onPodGroup(std::string_view pod_namespace, std::string_view name);
   // Something that may let unschedulable gangs fit now.
   void onClusterEvent(ClusterEvent event);
@@ -199,6 +203,7 @@ class SchedulingQueue {
   const SchedulerConfig config_;
   Clock clock_;
   PodGroupLookup pod_groups_;
+  WorkloadPodGroupLookup workload_pod_groups_;
   ClaimIsBound claim_is_bound_;
   VolumesOf volumes_of_;
   absl::flat_hash_map<GangKey, Gang> gangs_;

@@ -61,6 +61,13 @@ bool nodeChangedForScheduling(const Node& a, const Node& b) {
   return false;
 }
 
+// Both PodGroup APIs are optional: the x-k8s CRD may not be installed, Kubernetes' own is alpha.
+proto::ListWatchOptions mayBeAbsent() {
+  proto::ListWatchOptions options;
+  options.may_be_absent = true;
+  return options;
+}
+
 absl::Time creationTime(const Pod& pod) {
   absl::Time t;
   std::string err;
@@ -79,11 +86,14 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       events_(events),
       pods_(informers.informer<Pod>(proto::resources::kPods)),
       nodes_(informers.informer<Node>(proto::resources::kNodes)),
-      pod_groups_(informers.informer<PodGroup>(proto::resources::kPodGroups)),
+      pod_groups_(informers.informer<PodGroup>(proto::resources::kPodGroups, mayBeAbsent())),
+      workload_pod_groups_(informers.informer<proto::WorkloadPodGroup>(
+          proto::resources::kWorkloadPodGroups, mayBeAbsent())),
       topologies_(informers.informer<proto::NodeTopology>(proto::resources::kNodeTopologies)),
       claims_(informers.informer<proto::PersistentVolumeClaim>(
           proto::resources::kPersistentVolumeClaims)),
       volumes_(informers.informer<proto::PersistentVolume>(proto::resources::kPersistentVolumes)),
+      api_(api),
       binder_(api, strand_, events_, clock_),
       status_(api, executor, clock_),
       cache_(config_.topology_levels),
@@ -100,6 +110,11 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       group_status_(api, strand_, clock_, [this](const std::string& group_key) {
         return pods_.byIndex(kPodsByPodGroupIndex, group_key);
       }) {
+  queue_.setWorkloadPodGroups(
+      [this](std::string_view ns, std::string_view name) -> const proto::WorkloadPodGroup* {
+        auto it = workload_groups_.find(proto::objectKey(ns, name));
+        return it == workload_groups_.end() ? nullptr : it->second.get();
+      });
   for (const char* q : {"active", "backoff", "unschedulable", "waiting"}) m().pending.with({q});
   for (const char* r : {"scheduled", "unschedulable", "error"}) m().attempts.with({r});
   pods_.addIndex(kPodsByPodGroupIndex, [](const Pod& p) {
@@ -135,6 +150,13 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       [this](const auto& g) { asio::post(strand_, [this, g] { onPodGroup(g, false); }); },
       [this](const auto&, const auto& g) { asio::post(strand_, [this, g] { onPodGroup(g, false); }); },
       [this](const auto& g) { asio::post(strand_, [this, g] { onPodGroup(g, true); }); },
+  });
+  workload_pod_groups_.addHandlers({
+      [this](const auto& g) { asio::post(strand_, [this, g] { onWorkloadPodGroup(g, false); }); },
+      [this](const auto&, const auto& g) {
+        asio::post(strand_, [this, g] { onWorkloadPodGroup(g, false); });
+      },
+      [this](const auto& g) { asio::post(strand_, [this, g] { onWorkloadPodGroup(g, true); }); },
   });
   auto on_claim = [this](const std::shared_ptr<const proto::PersistentVolumeClaim>& c) {
     asio::post(strand_, [this, c] { onClaim(*c); });
@@ -289,6 +311,62 @@ void Scheduler::onPodGroup(const std::shared_ptr<const PodGroup>& group, bool de
   kick();
 }
 
+void Scheduler::onWorkloadPodGroup(const std::shared_ptr<const proto::WorkloadPodGroup>& group,
+                                   bool deleted) {
+  std::string key = proto::objectKey(*group);
+  if (deleted) {
+    workload_groups_.erase(key);
+    workload_condition_sent_.erase(key);
+  } else {
+    workload_groups_[key] = group;
+  }
+  queue_.onPodGroup(group->meta.namespace_, group->meta.name);
+  kick();
+}
+
+void Scheduler::setPodGroupScheduled(const GangAttempt& attempt, bool scheduled,
+                                     std::string message) {
+  if (attempt.spec.source != GangSource::kWorkloadPodGroup) return;
+  const std::string key = proto::objectKey(attempt.key.namespace_, attempt.spec.workload_pod_group);
+  auto it = workload_groups_.find(key);
+  if (it == workload_groups_.end()) return;
+  const proto::WorkloadPodGroup& group = *it->second;
+  const proto::Condition* now = group.condition(proto::vocabulary::kPodGroupScheduledCondition);
+  if (!scheduled && now != nullptr && now->status == "True") return;
+  proto::Condition c;
+  c.type = std::string(proto::vocabulary::kPodGroupScheduledCondition);
+  c.status = scheduled ? "True" : "False";
+  c.reason = scheduled ? "Scheduled" : "Unschedulable";
+  c.message = std::move(message);
+  const std::string summary = absl::StrCat(c.status, " ", c.reason, " ", c.message);
+  if (now != nullptr && now->status == c.status && now->reason == c.reason &&
+      now->message == c.message) {
+    workload_condition_sent_[key] = summary;
+    return;
+  }
+  auto [sent, inserted] = workload_condition_sent_.try_emplace(key, summary);
+  if (!inserted && sent->second == summary) return;  // sent; the informer has not caught up
+  sent->second = summary;
+  c.last_transition_time = now != nullptr && now->status == c.status
+                               ? now->last_transition_time
+                               : proto::rfc3339(clock_());
+  asio::co_spawn(
+      strand_,
+      [this, api = api_, ns = group.meta.namespace_, name = group.meta.name, c,
+       generation = group.meta.generation, key, summary]() -> asio::awaitable<void> {
+        absl::Status status = co_await api->setWorkloadPodGroupCondition(ns, name, c, generation);
+        if (status.ok()) co_return;
+        co_await asio::post(strand_, asio::use_awaitable);
+        MUSTER_LOG_WARNING("PodGroup condition not written", "podGroup", key, "error",
+                           status.ToString());
+        // Written again on the next change.
+        if (auto again = workload_condition_sent_.find(key);
+            again != workload_condition_sent_.end() && again->second == summary)
+          workload_condition_sent_.erase(again);
+      },
+      proto::dieOnException("PodGroup condition"));
+}
+
 void Scheduler::onNodeTopology(const std::shared_ptr<const proto::NodeTopology>& topology,
                                bool deleted) {
   // Named after its node (spec.nodeName repeats it; the agent writes both).
@@ -318,8 +396,11 @@ asio::awaitable<void> Scheduler::waitForCaches() {
     boost::system::error_code ec;
     co_await wakeup_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   };
+  // PodGroups too (an API that is not served counts as listed): a gang whose PodGroup is merely
+  // not listed yet must not be told that it does not exist.
   while (!stopping_ && !(pods_.hasSynced() && nodes_.hasSynced() && claims_.hasSynced() &&
-                        volumes_.hasSynced()))
+                        volumes_.hasSynced() && pod_groups_.hasSynced() &&
+                        workload_pod_groups_.hasSynced()))
     co_await sleep(std::chrono::milliseconds(100));
   // NodeTopologies are worth a short wait (placing without them ignores GPU↔NIC alignment), but
   // not a hang: the CRD may not be installed, or no agent runs.
@@ -449,6 +530,7 @@ void Scheduler::reportUnschedulable(const GangAttempt& attempt, const Unschedula
                            attempt.spec.min_member == 1 ? " pod exists" : " pods exist");
     if (attempt.spec.pod_group_missing || attempt.report_waiting_condition) {
       for (const auto& member : attempt.members) status_.unschedulable(member->pod, message);
+      if (!attempt.spec.pod_group_missing) setPodGroupScheduled(attempt, false, message);
     }
     if (attempt.report_waiting) {
       // Long enough that it is not just members still being created: say what is missing.
@@ -468,6 +550,7 @@ void Scheduler::reportUnschedulable(const GangAttempt& attempt, const Unschedula
     if (i < kEventsPerAttempt)
       events_.event(attempt.members[i]->pod, "Warning", "FailedScheduling", verdict.message);
   }
+  setPodGroupScheduled(attempt, false, verdict.message);
   if (attempt.timed_out && !attempt.members.empty()) {
     events_.event(attempt.members.front()->pod, "Warning", "GangScheduleTimeout",
                     absl::StrCat("gang ", attempt.key.toString(), " has waited longer than its ",
@@ -486,6 +569,9 @@ void Scheduler::onBound(const GangAttempt& attempt, const GangPlacement& placeme
       m().gang_latency.observe(absl::ToDoubleSeconds(clock_() - newest));
     MUSTER_LOG_INFO(2, "Gang bound", "gang", attempt.key.toString(), "pods",
                     placement.assignments.size(), "domain", placement.describe());
+    setPodGroupScheduled(attempt, true,
+                         absl::StrCat(placement.assignments.size() + attempt.bound.size(),
+                                      " pods bound (", placement.describe(), ")"));
     queue_.reportBound(attempt.key);
     return;
   }

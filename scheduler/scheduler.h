@@ -71,6 +71,12 @@ class Scheduler {
   void onNode(const std::shared_ptr<const proto::Node>& old_node,
               const std::shared_ptr<const proto::Node>& node);
   void onPodGroup(const std::shared_ptr<const proto::PodGroup>& group, bool deleted);
+  void onWorkloadPodGroup(const std::shared_ptr<const proto::WorkloadPodGroup>& group,
+                          bool deleted);
+  // The PodGroupScheduled condition of a gang's scheduling.k8s.io/v1alpha2 PodGroup: True once
+  // it is bound, False (Unschedulable) with the verdict; never back from True to False, as
+  // kube-scheduler; written only when it changes.
+  void setPodGroupScheduled(const GangAttempt& attempt, bool scheduled, std::string message);
   void onNodeTopology(const std::shared_ptr<const proto::NodeTopology>& topology, bool deleted);
   void onClaim(const proto::PersistentVolumeClaim& claim);
   void onVolume(const proto::PersistentVolume& volume);
@@ -88,19 +94,27 @@ class Scheduler {
 
   proto::Informer<proto::Pod>& pods_;
   proto::Informer<proto::Node>& nodes_;
+  // The x-k8s PodGroup CRD may not be installed: an API that is not served counts as empty.
   proto::Informer<proto::PodGroup>& pod_groups_;
+  // Kubernetes' own PodGroups (scheduling.k8s.io/v1alpha2): served only with the GenericWorkload
+  // feature gate, so an API that is not served counts as empty (ListWatchOptions::may_be_absent).
+  proto::Informer<proto::WorkloadPodGroup>& workload_pod_groups_;
   // Not waited for: without the CRD or any agent, placement ignores GPU↔NIC alignment.
   proto::Informer<proto::NodeTopology>& topologies_;
   // Pods with claims that are not bound are not queued; a claim's change re-queues its pods.
   proto::Informer<proto::PersistentVolumeClaim>& claims_;
   proto::Informer<proto::PersistentVolume>& volumes_;
 
+  SchedulerApiPtr api_;
   Binder binder_;
   PodStatusWriter status_;
 
   // On strand_.
   ClusterCache cache_;
   std::map<std::string, std::shared_ptr<const proto::PodGroup>> groups_;  // "ns/name"
+  std::map<std::string, std::shared_ptr<const proto::WorkloadPodGroup>> workload_groups_;
+  // The PodGroupScheduled condition last sent per v1alpha2 PodGroup: "status reason message".
+  std::map<std::string, std::string> workload_condition_sent_;
   SchedulingQueue queue_;
   PodGroupStatusUpdater group_status_;
   std::unique_ptr<proto::asio::steady_timer> wakeup_;

@@ -150,6 +150,7 @@ const Resource kEvents{"v1", "events", true};
 const Resource kLeases{"coordination.k8s.io/v1", "leases", true};
 const Resource kNamespaces{"v1", "namespaces", false};
 const Resource kPodGroups{"scheduling.x-k8s.io/v1alpha1", "podgroups", true};
+const Resource kWorkloadPodGroups{"scheduling.k8s.io/v1alpha2", "podgroups", true};
 const Resource kParallelJobs{"preferred.jp/v1alpha1", "paralleljobs", true};
 const Resource kServices{"v1", "services", true};
 const Resource kSecrets{"v1", "secrets", true};

@@ -550,7 +550,7 @@ class Run:
             self.api = self.cluster.api
             self.shape = json.load(open(os.path.join(self.cluster.dir, "nodes.json")))
             self.cluster.kubectl("apply", "-f", os.path.join(cl.ROOT, "manifests", "crds"))
-            cl.wait_for(lambda: self.cluster.kubectl("get", "paralleljobs,podgroups", "-A", check=False).returncode == 0, 60)
+            cl.wait_for(lambda: self.cluster.kubectl("get", "paralleljobs,podgroups.scheduling.x-k8s.io", "-A", check=False).returncode == 0, 60)
             for ns in (NS, NS63):
                 self.api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
             for o in REFUSE_BINDING:

@@ -1306,7 +1306,7 @@ def main():
         t_up = time.time()
         api = cluster.api
         cluster.kubectl("apply", "-f", os.path.join(cl.ROOT, "manifests", "crds"))
-        cl.wait_for(lambda: cluster.kubectl("get", "paralleljobs,podgroups", "-A", check=False).returncode == 0, 60)
+        cl.wait_for(lambda: cluster.kubectl("get", "paralleljobs,podgroups.scheduling.x-k8s.io", "-A", check=False).returncode == 0, 60)
         api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
         shape = json.load(open(os.path.join(cdir, "nodes.json")))
 

@@ -220,8 +220,12 @@ api_args=(
   # so restarts in tests take ~3 s and clients see their watches end, as in a rolling restart.
   --shutdown-watch-termination-grace-period=2s
 )
-[ -n "$FEATURE_GATES" ] && api_args+=(--feature-gates="$FEATURE_GATES")
-[ -n "$RUNTIME_CONFIG" ] && api_args+=(--runtime-config="$RUNTIME_CONFIG")
+# Kubernetes' own gang API (scheduling.k8s.io/v1alpha2 PodGroup, pods' spec.schedulingGroup) is
+# alpha in 1.36: served here unless --feature-gates / --runtime-config say otherwise, so that
+# Muster's support for it is tested. Only the API server gets it (kube-scheduler's gang plugins
+# stay off unless asked for).
+api_args+=(--feature-gates="${FEATURE_GATES:-GenericWorkload=true}")
+api_args+=(--runtime-config="${RUNTIME_CONFIG:-scheduling.k8s.io/v1alpha2=true}")
 api_args+=("${EXTRA_APISERVER_ARGS[@]}")
 write_args kube-apiserver "${api_args[@]}"
 

@@ -246,6 +246,10 @@ can "create pods/eviction" create pods --subresource=eviction -n "$WORK_NS"
 can "patch pods/status" patch pods --subresource=status -n "$WORK_NS"
 can "create events" create events -n "$WORK_NS"
 can "patch podgroups/status" patch podgroups.scheduling.x-k8s.io --subresource=status -n "$WORK_NS"
+can "list Kubernetes' own podgroups in all namespaces" list podgroups.scheduling.k8s.io -A
+can "watch Kubernetes' own podgroups in all namespaces" watch podgroups.scheduling.k8s.io -A
+can "patch Kubernetes' own podgroups/status" patch podgroups.scheduling.k8s.io --subresource=status -n "$WORK_NS"
+cannot "update Kubernetes' own podgroups" update podgroups.scheduling.k8s.io -n "$WORK_NS"
 can "create leases in the release namespace" create leases.coordination.k8s.io -n "$NS"
 can "get its Lease" get leases.coordination.k8s.io/$LEASE -n "$NS"
 can "update its Lease" update leases.coordination.k8s.io/$LEASE -n "$NS"
@@ -356,7 +360,7 @@ done
 expect_ok "a PodGroup (minMember 2) and its 2 pods are created" k apply -f "$work/podgroup.yaml"
 if wait_until 60 all_bound pg 2; then ok "the PodGroup's pods are bound"
 else not_ok "the PodGroup's pods are bound" "$(k get pods -n "$WORK_NS" -l muster-test/gang=pg -o wide 2>&1)"; fi
-pg_phase() { k get podgroup -n "$WORK_NS" pg -o 'jsonpath={.status.phase}'; }
+pg_phase() { k get podgroups.scheduling.x-k8s.io -n "$WORK_NS" pg -o 'jsonpath={.status.phase}'; }
 pg_scheduled() { case "$(pg_phase)" in Scheduled|Running) return 0 ;; *) return 1 ;; esac; }
 if wait_until 30 pg_scheduled; then ok "the PodGroup's status is written (phase $(pg_phase))"
 else not_ok "the PodGroup's status is written" "phase: '$(pg_phase)'"; fi

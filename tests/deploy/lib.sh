@@ -92,7 +92,7 @@ delete_namespace() {
   local ns=$1
   "$KUBECTL" get ns "$ns" >/dev/null 2>&1 || return 0
   "$KUBECTL" delete -n "$ns" pods --all --grace-period=0 --force --wait=false >/dev/null 2>&1
-  "$KUBECTL" delete -n "$ns" podgroups,deployments,daemonsets,services,configmaps,secrets,serviceaccounts,roles,rolebindings,leases,poddisruptionbudgets,events --all \
+  "$KUBECTL" delete -n "$ns" podgroups.scheduling.x-k8s.io,deployments,daemonsets,services,configmaps,secrets,serviceaccounts,roles,rolebindings,leases,poddisruptionbudgets,events --all \
     --ignore-not-found --wait=false >/dev/null 2>&1
   "$KUBECTL" delete ns "$ns" --wait=false >/dev/null 2>&1
   if "$KUBECTL" get ns "$ns" >/dev/null 2>&1; then

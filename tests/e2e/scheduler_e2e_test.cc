@@ -831,6 +831,72 @@ TEST_CASE("a gang whose members arrive within the grace costs no status write, a
   CHECK(sched.alive());
 }
 
+// The PodGroupScheduled condition of a scheduling.k8s.io/v1alpha2 PodGroup: "Status/Reason: message".
+std::string podGroupScheduled(proto::Client& client, const std::string& name) {
+  proto::Request get;
+  get.path = proto::resources::kWorkloadPodGroups.objectPath("default", name);
+  auto body = client.callSync(get);
+  proto::WorkloadPodGroup group;
+  if (!body.ok() || !proto::decodeJson(*body, &group).ok()) return "";
+  const proto::Condition* c = group.condition("PodGroupScheduled");
+  return c ? c->status + "/" + c->reason + ": " + c->message : "";
+}
+
+void createWorkloadPodGroup(proto::Client& client, const std::string& name, int min_count,
+                            const std::string& run) {
+  proto::Request req;
+  req.verb = proto::Verb::kPost;
+  req.path = proto::resources::kWorkloadPodGroups.collectionPath("default");
+  req.body = absl::StrCat(
+      R"({"apiVersion":"scheduling.k8s.io/v1alpha2","kind":"PodGroup","metadata":{"name":")", name,
+      R"(","labels":{"e2e-run":")", run, R"("},"annotations":{"muster.dev/topology-required":)",
+      R"("muster.dev/rack"}},"spec":{"schedulingPolicy":{"gang":{"minCount":)", min_count, "}}}}");
+  auto created = client.callSync(req);
+  INFO(req.body);
+  REQUIRE(created.ok());
+}
+
+TEST_CASE("a gang in Kubernetes' own PodGroup (scheduling.k8s.io/v1alpha2) waits for it, binds "
+          "whole in one rack, and the PodGroup's condition says so") {
+  Env env("wpg");
+  makeRacks(env, 2, 2);
+  SchedulerProcess sched(kTestSchedulerConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+
+  const std::string group = env.run + "-train";
+  auto member = [&](const std::string& name, const std::string& pod_group) {
+    return PodBuilder(name, env.run)
+        .withGpus(8)
+        .spec(absl::StrCat(R"("schedulingGroup":{"podGroupName":")", pod_group, R"("})"));
+  };
+  create(*env.client, member("t0", group));
+  create(*env.client, member("t1", group));
+  // The PodGroup does not exist yet: both wait, and say why.
+  REQUIRE(waitFor([&] {
+    auto pods = listPods(*env.client, env.run);
+    return pods.count("t0") && conditionMessage(pods.at("t0")) ==
+        absl::StrCat("False/Unschedulable: gang default/", group, " is waiting for its PodGroup default/",
+                     group, " (scheduling.k8s.io/v1alpha2) to exist");
+  }));
+  CHECK(boundCount(listPods(*env.client, env.run)) == 0);
+
+  createWorkloadPodGroup(*env.client, group, 2, env.run);
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "t") == 2; }));
+  auto pods = listPods(*env.client, env.run);
+  // One rack (the PodGroup's topology-required annotation): both nodes are r0's or both r1's.
+  CHECK(racksOf(env, pods, "t").size() == 1);
+  REQUIRE(waitFor([&] { return podGroupScheduled(*env.client, group).rfind("True/Scheduled: 2 pods bound", 0) == 0; }));
+
+  // Three nodes' worth in one rack of two: never placed, and the PodGroup says why.
+  const std::string big = env.run + "-big";
+  createWorkloadPodGroup(*env.client, big, 3, env.run);
+  for (const char* name : {"b0", "b1", "b2"}) create(*env.client, member(name, big));
+  REQUIRE(waitFor([&] { return podGroupScheduled(*env.client, big).rfind("False/Unschedulable: ", 0) == 0; }));
+  CHECK(boundCount(listPods(*env.client, env.run), "b") == 0);
+  CHECK(sched.alive());
+}
+
 TEST_CASE("a PodGroup gang is placed whole, its status follows its pods, and /metrics shows the work") {
   Env env("pg");
   auto applied = TestCluster::get().kubectl(
@@ -903,7 +969,7 @@ TEST_CASE("a PodGroup gang is placed whole, its status follows its pods, and /me
   auto ready = runCommand({"curl", "-sf", readyz_url});
   REQUIRE(ready.ok());
   CHECK(*ready == "ok\n");
-  (void)TestCluster::get().kubectl({"delete", "podgroup", group, "-n", "default", "--wait=false"});
+  (void)TestCluster::get().kubectl({"delete", "podgroups.scheduling.x-k8s.io", group, "-n", "default", "--wait=false"});
 }
 
 }  // namespace muster::e2e

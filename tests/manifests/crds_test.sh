@@ -89,7 +89,7 @@ dry_file() { k apply --dry-run=server -n "$NS" -f "$1" "${@:2}"; }
 cleanup() {
   k delete nodetopology cts1-pascal --ignore-not-found --wait=false >/dev/null 2>&1
   if k get ns "$NS" >/dev/null 2>&1; then
-    k delete -n "$NS" paralleljobs,podgroups --all --ignore-not-found >/dev/null 2>&1
+    k delete -n "$NS" paralleljobs,podgroups.scheduling.x-k8s.io --all --ignore-not-found >/dev/null 2>&1
     k delete ns "$NS" --wait=false >/dev/null 2>&1
     # Without kube-controller-manager nothing finalizes a namespace; ours is empty, so do it here.
     sleep 1
@@ -249,11 +249,11 @@ expect_refused "a minResources value that is not a quantity" 'spec.minResources.
   dry "$(edit "$(cat "$testdata/podgroup-coscheduling.yaml")" "  minMember: 3" $'  minMember: 3\n  minResources:\n    cpu: lots')"
 expect_ok "a PodGroup is created" k apply -n "$NS" -f "$testdata/podgroup-coscheduling.yaml"
 expect_ok "PodGroup status (with scheduled) is written through the status subresource" \
-  k patch podgroup pg1 -n "$NS" --subresource=status --type=merge -p \
+  k patch podgroups.scheduling.x-k8s.io pg1 -n "$NS" --subresource=status --type=merge -p \
   '{"status":{"phase":"Running","occupiedBy":"default/rs-1","scheduled":3,"running":3,"succeeded":0,"failed":0,"scheduleStartTime":"2026-01-15T09:30:00.123456Z"}}'
 expect_eq "status.scheduled is kept" "3" k get pg pg1 -n "$NS" -o 'jsonpath={.status.scheduled}'
 expect_eq "kubectl get podgroups shows upstream's columns" "NAME PHASE MINMEMBER RUNNING SUCCEEDED FAILED AGE" \
-  bash -c "'$KUBECTL' get podgroups -n '$NS' | head -1 | tr -s ' '"
+  bash -c "'$KUBECTL' get podgroups.scheduling.x-k8s.io -n '$NS' | head -1 | tr -s ' '"
 expect_eq "kubectl get pg shows the row" "pg1 Running 3 3 0 0" \
   bash -c "'$KUBECTL' get pg -n '$NS' pg1 --no-headers | awk '{print \$1, \$2, \$3, \$4, \$5, \$6}'"
 

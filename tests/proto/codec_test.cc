@@ -218,6 +218,45 @@ TEST_CASE("a PodGroup decodes spec and status", "[codec]") {
   CHECK(group.status.schedule_start_time == "2025-03-14T09:26:51Z");
 }
 
+TEST_CASE("a scheduling.k8s.io/v1alpha2 PodGroup and a pod's schedulingGroup decode", "[codec]") {
+  proto::WorkloadPodGroup group;
+  REQUIRE(decodeJson(R"({"apiVersion":"scheduling.k8s.io/v1alpha2","kind":"PodGroup",
+      "metadata":{"name":"train","namespace":"ml","generation":2},
+      "spec":{"podGroupTemplateRef":{"workload":{"workloadName":"w","podGroupTemplateName":"t"}},
+              "schedulingPolicy":{"gang":{"minCount":16}},
+              "schedulingConstraints":{"topology":[{"key":"muster.dev/rack"}]},
+              "disruptionMode":"PodGroup","priority":100},
+      "status":{"conditions":[{"type":"PodGroupScheduled","status":"False","reason":"Unschedulable",
+          "message":"0/4 nodes are available","lastTransitionTime":"2026-12-04T09:00:00Z",
+          "observedGeneration":2}]}})", &group).ok());
+  CHECK(group.meta.generation == 2);
+  CHECK_FALSE(group.basic);
+  CHECK(group.gang_min_count == 16);
+  CHECK(group.topology_keys == std::vector<std::string>{"muster.dev/rack"});
+  REQUIRE(group.condition("PodGroupScheduled") != nullptr);
+  CHECK(group.condition("PodGroupScheduled")->reason == "Unschedulable");
+  CHECK(group.condition("DisruptionTarget") == nullptr);
+
+  REQUIRE(decodeJson(R"({"metadata":{"name":"serve"},"spec":{"schedulingPolicy":{"basic":{}}}})",
+                     &group).ok());
+  CHECK(group.basic);
+  CHECK_FALSE(group.gang_min_count.has_value());
+  CHECK(group.topology_keys.empty());
+
+  Pod pod;
+  REQUIRE(decodeJson(R"({"spec":{"schedulingGroup":{"podGroupName":"train"}}})", &pod).ok());
+  CHECK(pod.spec.scheduling_group == "train");
+  REQUIRE(decodeJson(R"({"spec":{}})", &pod).ok());
+  CHECK(pod.spec.scheduling_group.empty());
+}
+
+TEST_CASE("a v1alpha2 PodGroup condition patch carries every required field", "[codec]") {
+  proto::Condition c{"PodGroupScheduled", "True", "Scheduled", "", "2026-12-04T09:00:00Z"};
+  CHECK(workloadPodGroupConditionPatch(c, 3) ==
+        R"({"status":{"conditions":[{"type":"PodGroupScheduled","status":"True","reason":"Scheduled",)"
+        R"("message":"","lastTransitionTime":"2026-12-04T09:00:00Z","observedGeneration":3}]}})");
+}
+
 TEST_CASE("PodGroup minResources written as numbers in the CRD are quantities too", "[codec]") {
   PodGroup group;
   REQUIRE(decodeJson(R"({"spec":{"minMember":2,"minResources":{"cpu":2,"memory":0.5,"x":1e3}}})",

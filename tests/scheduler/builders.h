@@ -116,6 +116,11 @@ class PodBuilder {
     p_.meta.labels["scheduling.x-k8s.io/pod-group"] = name;
     return *this;
   }
+  // spec.schedulingGroup.podGroupName: a scheduling.k8s.io/v1alpha2 PodGroup.
+  PodBuilder& schedulingGroup(const std::string& name) {
+    p_.spec.scheduling_group = name;
+    return *this;
+  }
   PodBuilder& annotation(const std::string& k, const std::string& v) {
     p_.meta.annotations[k] = v;
     return *this;

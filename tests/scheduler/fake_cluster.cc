@@ -80,6 +80,9 @@ class FakeCluster::ListerWatcher final : public proto::ListerWatcher {
 
 proto::ListerWatcherMaker FakeCluster::maker() {
   return [this](const proto::Resource& r, const proto::ListWatchOptions&) -> proto::ListerWatcherPtr {
+    // Two APIs serve "podgroups": Kubernetes' own is stored as "workloadpodgroups" here.
+    if (r.group_version == proto::resources::kWorkloadPodGroups.group_version)
+      return std::make_unique<ListerWatcher>(this, "workloadpodgroups");
     return std::make_unique<ListerWatcher>(this, r.plural);
   };
 }
@@ -222,6 +225,21 @@ asio::awaitable<absl::Status> FakeSchedulerApi::evict(PodRef pod) {
   co_return absl::OkStatus();
 }
 
+asio::awaitable<absl::Status> FakeSchedulerApi::setWorkloadPodGroupCondition(
+    std::string ns, std::string name, proto::Condition condition, int64_t observed_generation) {
+  workload_conditions.push_back(proto::objectKey(ns, name) + " " + condition.type + "=" +
+                                condition.status + " " + condition.reason + ": " +
+                                condition.message);
+  log.push_back("podgroup-condition " + proto::objectKey(ns, name));
+  cluster_.edit("workloadpodgroups", ns, name, [&](rapidjson::Document& d) {
+    rapidjson::Document patch;
+    patch.Parse(proto::workloadPodGroupConditionPatch(condition, observed_generation).c_str());
+    if (d.HasMember("status")) d.RemoveMember("status");
+    d.AddMember("status", rapidjson::Value(patch["status"], d.GetAllocator()), d.GetAllocator());
+  });
+  co_return absl::OkStatus();
+}
+
 asio::awaitable<absl::Status> FakeSchedulerApi::setPodGroupStatus(std::string ns, std::string name,
                                                                   proto::PodGroupStatus status) {
   group_statuses.push_back(proto::objectKey(ns, name) + " " + status.phase + " " +
@@ -304,6 +322,8 @@ std::string PodJson::json() const {
     w.endArray();
   };
   named("schedulingGates", gates_);
+  if (!scheduling_group_.empty())
+    w.key("schedulingGroup").beginObject().stringField("podGroupName", scheduling_group_).endObject();
   named("resourceClaims", resource_claims_);
   if (!claims_.empty()) {
     w.key("volumes").beginArray();
@@ -364,6 +384,32 @@ std::string podGroupJson(const std::string& name, int min_member, const std::str
   w.key("metadata").beginObject().stringField("name", name).stringField("namespace", ns);
   w.endObject();
   w.key("spec").beginObject().integerField("minMember", min_member).endObject();
+  w.endObject();
+  return w.str();
+}
+
+}  // namespace muster::scheduler::testing
+
+namespace muster::scheduler::testing {
+
+std::string workloadPodGroupJson(const std::string& name, int min_count,
+                                 const std::string& topology_key, const std::string& ns) {
+  proto::JsonWriter w;
+  w.beginObject().stringField("apiVersion", "scheduling.k8s.io/v1alpha2");
+  w.stringField("kind", "PodGroup");
+  w.key("metadata").beginObject().stringField("name", name).stringField("namespace", ns);
+  w.integerField("generation", 1);
+  w.endObject();
+  w.key("spec").beginObject().key("schedulingPolicy").beginObject();
+  if (min_count > 0) w.key("gang").beginObject().integerField("minCount", min_count).endObject();
+  else w.key("basic").beginObject().endObject();
+  w.endObject();
+  if (!topology_key.empty()) {
+    w.key("schedulingConstraints").beginObject().key("topology").beginArray();
+    w.beginObject().stringField("key", topology_key).endObject();
+    w.endArray().endObject();
+  }
+  w.endObject();
   w.endObject();
   return w.str();
 }

@@ -91,6 +91,8 @@ class FakeSchedulerApi final : public SchedulerApi {
   std::vector<std::string> conditions;   // "ns/name Type=Status"
   std::vector<std::string> evictions;    // pods asked to be evicted
   std::vector<std::string> group_statuses;  // "ns/name phase scheduled"
+  // scheduling.k8s.io/v1alpha2 PodGroups: "ns/name Type=Status Reason: message"
+  std::vector<std::string> workload_conditions;
   std::vector<std::string> log;             // every call in order: "bind ns/name node", ...
 
   proto::asio::awaitable<absl::Status> bind(PodRef pod, std::string node) override;
@@ -99,6 +101,9 @@ class FakeSchedulerApi final : public SchedulerApi {
   proto::asio::awaitable<absl::Status> evict(PodRef pod) override;
   proto::asio::awaitable<absl::Status> setPodGroupStatus(std::string ns, std::string name,
                                                          proto::PodGroupStatus status) override;
+  proto::asio::awaitable<absl::Status> setWorkloadPodGroupCondition(
+      std::string ns, std::string name, proto::Condition condition,
+      int64_t observed_generation) override;
 
  private:
   FakeCluster& cluster_;
@@ -155,6 +160,8 @@ class PodJson {
     labels_["scheduling.x-k8s.io/pod-group"] = group;
     return *this;
   }
+  // spec.schedulingGroup.podGroupName: a scheduling.k8s.io/v1alpha2 PodGroup.
+  PodJson& schedulingGroup(const std::string& group) { scheduling_group_ = group; return *this; }
   PodJson& annotation(const std::string& k, const std::string& v) { annotations_[k] = v; return *this; }
   PodJson& controlledBy(const std::string& job) { owner_ = job; return *this; }
   PodJson& boundTo(const std::string& node) { node_ = node; return *this; }
@@ -170,6 +177,7 @@ class PodJson {
 
  private:
   std::string name_, ns_ = "ml", node_, owner_, scheduler_ = "muster-scheduler", phase_ = "Pending";
+  std::string scheduling_group_;
   int gpus_ = 1;
   std::map<std::string, std::string> labels_, annotations_, extra_;
   std::vector<std::string> gates_, claims_, resource_claims_;
@@ -177,6 +185,11 @@ class PodJson {
 inline PodJson podJson(std::string name) { return PodJson(std::move(name)); }
 
 std::string podGroupJson(const std::string& name, int min_member, const std::string& ns = "ml");
+// A scheduling.k8s.io/v1alpha2 PodGroup (store "workloadpodgroups"): gang policy with minCount,
+// or basic when min_count is 0; `topology_key` as spec.schedulingConstraints.topology[0].key.
+std::string workloadPodGroupJson(const std::string& name, int min_count,
+                                 const std::string& topology_key = "",
+                                 const std::string& ns = "ml");
 // A PersistentVolumeClaim, bound (to a volume) or pending.
 std::string claimJson(const std::string& name, bool bound, const std::string& ns = "ml");
 // The PersistentVolume "pv-<claim>" bound to that claim; with `nodes`, reachable only from those

@@ -91,6 +91,74 @@ TEST_CASE("a PodGroup label takes minMember from the PodGroup, and waits while i
   CHECK(missing.key.toString() == "ml/other");
 }
 
+TEST_CASE("spec.schedulingGroup names a scheduling.k8s.io/v1alpha2 PodGroup", "[gang]") {
+  proto::WorkloadPodGroup gang, basic, zoned, empty;
+  gang.meta.name = "train";
+  gang.gang_min_count = 8;
+  gang.topology_keys = {testing::kRack};
+  gang.meta.annotations["muster.dev/gpu-nic-affinity"] = "required";
+  basic.meta.name = "serve";
+  basic.basic = true;
+  zoned.meta.name = "zoned";
+  zoned.gang_min_count = 2;
+  zoned.topology_keys = {"topology.kubernetes.io/zone"};
+  empty.meta.name = "empty";
+  proto::PodGroup xk8s;
+  xk8s.meta.name = "train";
+  xk8s.spec.min_member = 3;
+  PodGroupLookup groups = [&](std::string_view, std::string_view name) {
+    return name == "train" ? &xk8s : nullptr;
+  };
+  WorkloadPodGroupLookup workload = [&](std::string_view ns,
+                                        std::string_view name) -> const proto::WorkloadPodGroup* {
+    if (ns != "ml") return nullptr;
+    for (const auto* g : {&gang, &basic, &zoned, &empty})
+      if (g->meta.name == name) return g;
+    return nullptr;
+  };
+
+  // The pod's spec field wins over the x-k8s label naming a PodGroup of the same name.
+  GangSpec s = *gangSpecOf(pod("w0").schedulingGroup("train").podGroup("train"), groups, config(),
+                           workload);
+  CHECK(s.source == GangSource::kWorkloadPodGroup);
+  CHECK(s.key == GangKey{"ml", "train", false});
+  CHECK(s.min_member == 8);
+  CHECK(s.required_level == 2);  // schedulingConstraints.topology: the rack
+  CHECK(s.gpu_nic_affinity == GpuNicAffinity::kRequired);  // the PodGroup's annotation
+  CHECK(s.workload_pod_group == "train");
+  CHECK_FALSE(s.pod_group_missing);
+  CHECK(podGroupApiOf(s) == "scheduling.k8s.io/v1alpha2");
+
+  // A basic PodGroup places each pod on its own.
+  GangSpec b = *gangSpecOf(pod("s0").schedulingGroup("serve"), groups, config(), workload);
+  CHECK(b.source == GangSource::kSinglePod);
+  CHECK(b.key == GangKey{"ml", "s0", true});
+  CHECK(b.min_member == 1);
+
+  GangSpec missing = *gangSpecOf(pod("w0").schedulingGroup("later"), groups, config(), workload);
+  CHECK(missing.pod_group_missing);
+  CHECK(missing.source == GangSource::kWorkloadPodGroup);
+  CHECK(missing.key.toString() == "ml/later");
+  // Without a lookup (the API is not served) every such PodGroup is missing.
+  CHECK(gangSpecOf(pod("w0").schedulingGroup("train"), groups, config())->pod_group_missing);
+
+  absl::StatusOr<GangSpec> bad = gangSpecOf(pod("z").schedulingGroup("zoned"), groups, config(), workload);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() ==
+        "PodGroup ml/zoned (scheduling.k8s.io/v1alpha2): spec.schedulingConstraints.topology key "
+        "\"topology.kubernetes.io/zone\" is not one of Muster's topology levels (muster.dev/block, "
+        "muster.dev/spine, muster.dev/rack, kubernetes.io/hostname)");
+  absl::StatusOr<GangSpec> neither = gangSpecOf(pod("e").schedulingGroup("empty"), groups, config(), workload);
+  REQUIRE_FALSE(neither.ok());
+  CHECK(neither.status().message() ==
+        "PodGroup ml/empty (scheduling.k8s.io/v1alpha2): spec.schedulingPolicy sets neither gang "
+        "nor basic");
+  empty.gang_min_count = 0;
+  absl::StatusOr<GangSpec> zero = gangSpecOf(pod("e").schedulingGroup("empty"), groups, config(), workload);
+  REQUIRE_FALSE(zero.ok());
+  CHECK(zero.status().message().find("minCount must be 1 to 1000000") != std::string::npos);
+}
+
 TEST_CASE("topology annotations name a level, the host level included", "[gang]") {
   GangSpec s = *gangSpecOf(pod("w").gang("t", 2).topologyRequired(testing::kSpine)
                                .topologyPreferred("kubernetes.io/hostname"),

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_join.h"
@@ -25,6 +26,7 @@ using testing::FakeSchedulerApi;
 using testing::nodeJson;
 using testing::podGroupJson;
 using testing::podJson;
+using testing::workloadPodGroupJson;
 
 constexpr char kRequiredRack[] = "muster.dev/topology-required";
 
@@ -677,6 +679,72 @@ TEST_CASE("a pod naming a PodGroup that does not exist says so at once", "[sched
   f.cluster.put("podgroups", podGroupJson("pg-missing", 1));
   f.afterBackoff();
   REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("orphan").empty(); }));
+}
+
+// The PodGroupScheduled condition of a scheduling.k8s.io/v1alpha2 PodGroup: "Status Reason: message".
+std::string podGroupScheduled(Fixture& f, const std::string& group) {
+  auto json = f.cluster.get("workloadpodgroups", "ml", group);
+  if (!json) return "";
+  rapidjson::Document d;
+  d.Parse(json->c_str());
+  if (!d.HasMember("status") || !d["status"].HasMember("conditions")) return "";
+  for (const auto& c : d["status"]["conditions"].GetArray())
+    if (std::string(c["type"].GetString()) == "PodGroupScheduled")
+      return std::string(c["status"].GetString()) + " " + c["reason"].GetString() + ": " +
+             c["message"].GetString();
+  return "";
+}
+
+TEST_CASE("a gang in a scheduling.k8s.io/v1alpha2 PodGroup waits for it, binds whole in its "
+          "topology domain, and the PodGroup says so",
+          "[scheduler]") {
+  Fixture f;
+  racks(f);
+  // Two pods of 8 GPUs (a node each) that the PodGroup's schedulingConstraints.topology keeps in
+  // one rack; the gang of three below does not fit in any rack.
+  for (const char* p : {"u0", "u1"}) f.cluster.put("pods", podJson(p).gpus(8).schedulingGroup("upstream"));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return !f.scheduledCondition("u0").empty(); }));
+  CHECK(f.scheduledCondition("u0") ==
+        "Unschedulable: gang ml/upstream is waiting for its PodGroup ml/upstream "
+        "(scheduling.k8s.io/v1alpha2) to exist");
+  CHECK(f.bound({"u0", "u1"}) == 0);
+
+  f.cluster.put("workloadpodgroups", workloadPodGroupJson("upstream", 2, "muster.dev/rack"));
+  f.afterBackoff();
+  REQUIRE(f.cluster.runUntil([&] { return f.bound({"u0", "u1"}) == 2; }));
+  // One rack: n1+n2 or n3+n4.
+  std::set<std::string> nodes = {f.nodeOf("u0"), f.nodeOf("u1")};
+  CHECK((nodes == std::set<std::string>{"n1", "n2"} || nodes == std::set<std::string>{"n3", "n4"}));
+  REQUIRE(f.cluster.runUntil([&] { return !podGroupScheduled(f, "upstream").empty(); }));
+  CHECK(podGroupScheduled(f, "upstream").rfind("True Scheduled: 2 pods bound (muster.dev/rack=", 0) == 0);
+
+  // A gang that cannot fit: False, Unschedulable, with kube-scheduler's words.
+  f.cluster.put("workloadpodgroups", workloadPodGroupJson("big", 3, "muster.dev/rack"));
+  for (const char* p : {"b0", "b1", "b2"}) f.cluster.put("pods", podJson(p).gpus(8).schedulingGroup("big"));
+  REQUIRE(f.cluster.runUntil([&] { return !podGroupScheduled(f, "big").empty(); }));
+  CHECK(podGroupScheduled(f, "big").rfind("False Unschedulable: ", 0) == 0);
+  CHECK(f.bound({"b0", "b1", "b2"}) == 0);
+  const size_t writes = f.api->workload_conditions.size();
+  for (int i = 0; i < 8; ++i) f.tick();  // retries with the same verdict write nothing
+  CHECK(f.api->workload_conditions.size() == writes);
+}
+
+TEST_CASE("a basic v1alpha2 PodGroup places its pods one by one, even once they waited for it",
+          "[scheduler]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("pods", podJson("s0").gpus(8).schedulingGroup("serve"));
+  f.cluster.put("pods", podJson("s1").gpus(8).schedulingGroup("serve"));
+  f.cluster.put("pods", podJson("s2").gpus(9).schedulingGroup("serve"));  // fits nowhere
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return !f.scheduledCondition("s0").empty(); }));
+  CHECK(f.bound({"s0", "s1"}) == 0);
+  f.cluster.put("workloadpodgroups", workloadPodGroupJson("serve", 0));
+  f.afterBackoff();
+  REQUIRE(f.cluster.runUntil([&] { return f.bound({"s0", "s1"}) == 2; }));
+  CHECK(f.nodeOf("s2").empty());
+  CHECK(f.api->workload_conditions.empty());  // no PodGroupScheduled for basic pods
 }
 
 TEST_CASE("a gang recreated under the same names after its rollback is retried as a new one",
