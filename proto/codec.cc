@@ -39,12 +39,45 @@ absl::Status hasElements(const rapidjson::Value& object, const JsonPath& path,
   return absl::OkStatus();
 }
 
+absl::Status decodeOptionalSelector(const rapidjson::Value& object, const JsonPath& path,
+                                    std::string_view name, std::optional<LabelSelector>* out) {
+  const rapidjson::Value* v = findField(object, name);
+  if (v == nullptr) return absl::OkStatus();
+  return decode(*v, path.field(name), &out->emplace());
+}
+
+}  // namespace
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PodAffinityTerm* out) {
+  *out = PodAffinityTerm{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeOptionalSelector(v, path, "labelSelector", &out->label_selector));
+  MUSTER_RETURN_IF_ERROR(readStringList(v, path, "namespaces", &out->namespaces));
+  MUSTER_RETURN_IF_ERROR(
+      decodeOptionalSelector(v, path, "namespaceSelector", &out->namespace_selector));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "topologyKey", &out->topology_key));
+  MUSTER_RETURN_IF_ERROR(readStringList(v, path, "matchLabelKeys", &out->match_label_keys));
+  return readStringList(v, path, "mismatchLabelKeys", &out->mismatch_label_keys);
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, WeightedPodAffinityTerm* out) {
+  *out = WeightedPodAffinityTerm{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "weight", &out->weight));
+  return decodeField(v, path, "podAffinityTerm", &out->term);
+}
+
+namespace {
+
 absl::Status decodePodAffinity(const rapidjson::Value& object, const JsonPath& path,
-                               std::string_view name, bool* out) {
-  return withObject(object, path, name, [out](const rapidjson::Value& v, const JsonPath& p) {
+                               std::string_view name, PodAffinity* out, bool* has) {
+  return withObject(object, path, name, [out, has](const rapidjson::Value& v, const JsonPath& p) {
     MUSTER_RETURN_IF_ERROR(
-        hasElements(v, p, "requiredDuringSchedulingIgnoredDuringExecution", out));
-    return hasElements(v, p, "preferredDuringSchedulingIgnoredDuringExecution", out);
+        decodeList(v, p, "requiredDuringSchedulingIgnoredDuringExecution", &out->required));
+    MUSTER_RETURN_IF_ERROR(
+        decodeList(v, p, "preferredDuringSchedulingIgnoredDuringExecution", &out->preferred));
+    *has = !out->empty();
+    return absl::OkStatus();
   });
 }
 
@@ -273,8 +306,10 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Affinity* o
         return decodeList(na, p, "preferredDuringSchedulingIgnoredDuringExecution",
                           &node_affinity.preferred);
       }));
-  MUSTER_RETURN_IF_ERROR(decodePodAffinity(v, path, "podAffinity", &out->has_pod_affinity));
-  return decodePodAffinity(v, path, "podAntiAffinity", &out->has_pod_anti_affinity);
+  MUSTER_RETURN_IF_ERROR(
+      decodePodAffinity(v, path, "podAffinity", &out->pod_affinity, &out->has_pod_affinity));
+  return decodePodAffinity(v, path, "podAntiAffinity", &out->pod_anti_affinity,
+                           &out->has_pod_anti_affinity);
 }
 
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Condition* out) {

@@ -33,6 +33,8 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Container* 
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Toleration* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Taint* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Affinity* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PodAffinityTerm* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, WeightedPodAffinityTerm* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Condition* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ContainerStatus* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Pod* out);

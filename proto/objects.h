@@ -107,10 +107,35 @@ struct NodeAffinity {
   std::vector<PreferredSchedulingTerm> preferred;
 };
 
+// core/v1 PodAffinityTerm: the pods it selects (labelSelector, in the namespaces named or selected)
+// and the node label whose value they share with the pod's node (topologyKey).
+struct PodAffinityTerm {
+  std::optional<LabelSelector> label_selector;      // absent: selects no pod
+  std::vector<std::string> namespaces;
+  std::optional<LabelSelector> namespace_selector;  // absent: none; {}: every namespace
+  std::string topology_key;
+  // Already merged into labelSelector by the API server when the pod was created (GA in 1.33).
+  std::vector<std::string> match_label_keys;
+  std::vector<std::string> mismatch_label_keys;
+};
+
+struct WeightedPodAffinityTerm {
+  int32_t weight = 0;
+  PodAffinityTerm term;
+};
+
+// podAffinity or podAntiAffinity.
+struct PodAffinity {
+  std::vector<PodAffinityTerm> required;                // requiredDuringScheduling...
+  std::vector<WeightedPodAffinityTerm> preferred;       // preferredDuringScheduling...
+  bool empty() const { return required.empty() && preferred.empty(); }
+};
+
 struct Affinity {
   NodeAffinity node_affinity;
-  // Muster does not implement inter-pod affinity yet; it records whether a pod asks for it (a
-  // podAffinity / podAntiAffinity with at least one required or preferred term).
+  PodAffinity pod_affinity;
+  PodAffinity pod_anti_affinity;
+  // A podAffinity / podAntiAffinity with at least one required or preferred term.
   bool has_pod_affinity = false;
   bool has_pod_anti_affinity = false;
 };

@@ -188,15 +188,31 @@ void ClusterCache::upsertPod(const proto::Pod& pod) {
         cached.ports == ports) {
       if (cached.assumed) MUSTER_LOG_INFO(4, "Assumed pod confirmed", "pod", key);
       cached.assumed = false;
+      // Labels may change on a running pod; anti-affinity terms cannot.
+      if (cached.placed->labels != pod.meta.labels) cached.placed = placedOf(pod);
       return;
     }
     removePod(key);
   }
   NodeId id = slotFor(pod.spec.node_name);
   account(id, requests, ports, +1);
-  pods_.emplace(std::move(key),
-                CachedPod{id, requests, std::move(ports), false,
-                          unadvertised ? std::make_shared<const proto::Pod>(pod) : nullptr});
+  insertPod(std::move(key),
+            CachedPod{id, requests, std::move(ports), false,
+                      unadvertised ? std::make_shared<const proto::Pod>(pod) : nullptr,
+                      placedOf(pod)});
+}
+
+std::shared_ptr<const PlacedPod> ClusterCache::placedOf(const proto::Pod& pod) {
+  auto placed = std::make_shared<PlacedPod>();
+  placed->namespace_ = pod.meta.namespace_;
+  placed->labels = pod.meta.labels;
+  if (pod.spec.affinity) placed->required_anti_affinity = pod.spec.affinity->pod_anti_affinity.required;
+  return placed;
+}
+
+void ClusterCache::insertPod(std::string key, CachedPod cached) {
+  if (!cached.placed->required_anti_affinity.empty()) with_anti_affinity_.insert(key);
+  pods_.emplace(std::move(key), std::move(cached));
 }
 
 void ClusterCache::reaccountUnadvertised() {
@@ -215,6 +231,7 @@ void ClusterCache::removePod(std::string_view pod_key) {
   if (it == pods_.end()) return;
   NodeId id = it->second.node;
   account(id, it->second.requests, it->second.ports, -1);
+  with_anti_affinity_.erase(it->first);
   pods_.erase(it);
   releaseSlotIfUnused(id);
 }
@@ -228,7 +245,7 @@ absl::Status ClusterCache::assume(const PodInfo& pod, std::string_view node) {
                                                  nodes_[it->second.node].name));
   }
   account(*id, pod.requests, pod.host_ports, +1);
-  pods_.emplace(pod.key, CachedPod{*id, pod.requests, pod.host_ports, true, nullptr});
+  insertPod(pod.key, CachedPod{*id, pod.requests, pod.host_ports, true, nullptr, placedOf(pod.pod)});
   return absl::OkStatus();
 }
 

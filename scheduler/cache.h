@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "proto/objects.h"
 #include "scheduler/config.h"
@@ -39,6 +40,13 @@
 namespace muster::scheduler {
 
 using NodeId = uint32_t;
+
+// What inter-pod affinity (scheduler/interpod.h) needs of a placed pod.
+struct PlacedPod {
+  std::string namespace_;
+  proto::Labels labels;
+  std::vector<proto::PodAffinityTerm> required_anti_affinity;
+};
 
 struct NodeInfo {
   std::string name;
@@ -123,6 +131,21 @@ class ClusterCache {
   // Changes whenever anything that could make a pod fit changes (for tests and caching).
   uint64_t generation() const { return generation_; }
 
+  // Every pod the cache accounts on a node (bound or assumed), with its node: f(PlacedPod, NodeId).
+  template <class F>
+  void forEachPlacedPod(F&& f) const {
+    for (const auto& [key, cached] : pods_) f(*cached.placed, cached.node);
+  }
+  // Only those with required anti-affinity terms (usually few).
+  template <class F>
+  void forEachPodWithRequiredAntiAffinity(F&& f) const {
+    for (const std::string& key : with_anti_affinity_) {
+      const CachedPod& cached = pods_.at(key);
+      f(*cached.placed, cached.node);
+    }
+  }
+  bool anyPodWithRequiredAntiAffinity() const { return !with_anti_affinity_.empty(); }
+
  private:
   struct CachedPod {
     NodeId node = 0;
@@ -132,7 +155,10 @@ class ClusterCache {
     // Kept only for a pod requesting a resource no node had advertised when it was accounted
     // (bound before its node was seen): accounted again once new names are interned.
     std::shared_ptr<const proto::Pod> unadvertised;
+    std::shared_ptr<const PlacedPod> placed;  // never null
   };
+  static std::shared_ptr<const PlacedPod> placedOf(const proto::Pod& pod);
+  void insertPod(std::string key, CachedPod cached);
 
   void upsertNode(const proto::Node& node);
   void upsertPod(const proto::Pod& pod);
@@ -148,6 +174,7 @@ class ClusterCache {
   std::vector<NodeId> free_slots_;
   absl::flat_hash_map<std::string, NodeId> node_ids_;
   absl::flat_hash_map<std::string, CachedPod> pods_;
+  absl::flat_hash_set<std::string> with_anti_affinity_;  // keys of pods_ with such terms
   absl::flat_hash_map<std::string, std::shared_ptr<const NodeDevices>> devices_;
   absl::flat_hash_map<std::string, std::weak_ptr<const NodeDevices>> shapes_;  // by shapeKey()
   size_t present_count_ = 0;

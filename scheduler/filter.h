@@ -20,6 +20,8 @@
 //                      (and node exclusivity, resources.h)           "Insufficient nvidia.com/gpu"
 //
 // The first failing filter decides; NodeResourcesFit reports every insufficient resource.
+// InterPodAffinity needs the placed pods and is in scheduler/interpod.h; placement applies it
+// after these.
 
 #include <cstdint>
 #include <functional>

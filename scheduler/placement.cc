@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@
 #include "proto/log.h"
 #include "proto/vocabulary.h"
 #include "scheduler/filter.h"
+#include "scheduler/interpod.h"
 #include "scheduler/strings.h"
 
 namespace muster::scheduler {
@@ -72,6 +74,10 @@ struct Group {
   bool fast_static = false;  // no nodeName, nodeSelector or required affinity
   topology::DeviceRequest dev;  // GPUs and RDMA NICs per pod
   bool align = false;           // asks for both: GPU↔NIC alignment matters
+  // Inter-pod (anti-)affinity against placed pods (nullopt: nothing to check), and whether at most
+  // one of the group's pods may share a node (anti-affinity among them on the host).
+  std::optional<InterPodFilter> inter;
+  bool one_per_node = false;
   int64_t count = 0;
   std::vector<int32_t>* cap = nullptr;  // by position
   std::vector<int64_t>* pre = nullptr;  // prefix sums of cap, size N + 1
@@ -124,8 +130,10 @@ int alignScore(const AlignedCapacity& c, int64_t count) {
 
 class Placer {
  public:
-  Placer(const GangRequest& request, const ClusterCache& cache, const PlacementOptions& options)
+  Placer(const GangRequest& request, const ClusterCache& cache, const PlacementOptions& options,
+         const GangInterPod& inter)
       : request_(request),
+        inter_(inter),
         cache_(cache),
         options_(options),
         topo_(cache.topology()),
@@ -199,6 +207,7 @@ class Placer {
   bool resolveBound(std::string* problem);
 
   const GangRequest& request_;
+  const GangInterPod& inter_;
   const ClusterCache& cache_;
   const PlacementOptions& options_;
   const Topology& topo_;
@@ -226,7 +235,8 @@ void Placer::buildGroups() {
     const PodInfo& p = *members[i];
     Group* found = nullptr;
     for (Group& g : groups_) {
-      if (g.rep->constraint_signature == p.constraint_signature) {
+      if (g.rep->constraint_signature == p.constraint_signature &&
+          inter_.group_key[g.members.front()] == inter_.group_key[i]) {
         found = &g;
         break;
       }
@@ -234,6 +244,9 @@ void Placer::buildGroups() {
     if (!found) {
       Group g;
       g.rep = &p;
+      if (hasRequiredInterPodTerms(p.pod) || cache_.anyPodWithRequiredAntiAffinity())
+        g.inter = InterPodFilter::prepare(p.pod, cache_);
+      g.one_per_node = inter_.one_per_node[i];
       g.req = sparse(p.requests);
       g.has_ports = !p.host_ports.empty();
       g.fast_static = !p.has_node_selector && p.pod.spec.node_name.empty();
@@ -293,6 +306,7 @@ int32_t Placer::nodeCap(const Group& g, NodeId id, const Resources* extra,
     if (!filterStatic(*g.rep, n).ok()) return 0;
   }
   if (lacksRequiredLabel(id)) return 0;
+  if (g.inter && !g.inter->check(n).ok()) return 0;
   if (g.has_ports) {
     if (!filterNodePorts(*g.rep, n).ok()) return 0;
     if (extra_ports) {
@@ -304,7 +318,7 @@ int32_t Placer::nodeCap(const Group& g, NodeId id, const Resources* extra,
     }
   }
   int64_t c = capacityOn(g.req, n, extra);
-  if (g.has_ports && c > 1) c = 1;
+  if ((g.has_ports || g.one_per_node) && c > 1) c = 1;
   if (c > 0 && g.align && align_required_) c = std::min<int64_t>(c, alignedOn(g, n, extra).numa);
   return static_cast<int32_t>(c);
 }
@@ -327,6 +341,7 @@ bool Placer::fitsOne(const Group& g, NodeId id) const {
     if (!filterStatic(*g.rep, n).ok()) return false;
   }
   if (lacksRequiredLabel(id)) return false;
+  if (g.inter && !g.inter->check(n).ok()) return false;
   if (g.has_ports && !filterNodePorts(*g.rep, n).ok()) return false;
   if (g.align && align_required_ && alignedOn(g, n, nullptr).numa < 1) return false;
   return true;
@@ -739,6 +754,7 @@ Unschedulable Placer::diagnose(std::string headline_extra) const {
     }
     Status s = filterNode(*main.rep, n);
     if (s.ok() && lacksRequiredLabel(id)) s = Status::unresolvable(missing_label_reason);
+    if (s.ok() && main.inter) s = main.inter->check(n);
     if (s.ok() && main.align && align_required_ && alignedOn(main, n, nullptr).numa < 1) {
       s = n.devices ? Status::unschedulable(
                           "node(s) had no free GPU and RDMA NIC on one PCIe switch or NUMA node "
@@ -967,16 +983,50 @@ Unschedulable waitingForMembers(const GangKey& key, int64_t existing, int64_t mi
   return u;
 }
 
+namespace {
+
+// The members' inter-pod terms against each other (scheduler/interpod.h), applied to the request:
+// affinity among all members on a level tightens its required level. `run` gets the request to
+// place; an unsupported combination is an Unschedulable without running it.
+template <class Run>
+auto withInterPod(const GangRequest& request, const ClusterCache& cache, Run run)
+    -> decltype(run(request, GangInterPod{})) {
+  GangInterPod inter = analyzeGang(request.members, cache, cache.levels());
+  if (!inter.unsupported.empty()) {
+    Unschedulable u;
+    u.message = absl::StrCat("gang ", request.key.toString(), ": ", inter.unsupported);
+    if constexpr (std::is_same_v<decltype(run(request, inter)), PlacementResult>) {
+      return u;
+    } else {
+      return {};
+    }
+  }
+  if (inter.required_level > request.required_level) {
+    GangRequest tightened = request;
+    tightened.required_level = inter.required_level;
+    if (tightened.preferred_level >= 0 && tightened.preferred_level < tightened.required_level)
+      tightened.preferred_level = -1;
+    return run(tightened, inter);
+  }
+  return run(request, inter);
+}
+
+}  // namespace
+
 PlacementResult place(const GangRequest& request, const ClusterCache& cache,
                       const PlacementOptions& options) {
-  Placer placer(request, cache, options);
-  return placer.run();
+  return withInterPod(request, cache, [&](const GangRequest& r, const GangInterPod& inter) {
+    Placer placer(r, cache, options, inter);
+    return placer.run();
+  });
 }
 
 std::vector<std::string> planReservation(const GangRequest& request, const ClusterCache& cache) {
   PlacementOptions options;
-  Placer placer(request, cache, options);
-  return placer.reservation();
+  return withInterPod(request, cache, [&](const GangRequest& r, const GangInterPod& inter) {
+    Placer placer(r, cache, options, inter);
+    return placer.reservation();
+  });
 }
 
 }  // namespace muster::scheduler

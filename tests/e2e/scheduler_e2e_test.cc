@@ -41,7 +41,7 @@ struct PodBuilder {
   std::string scheduler = "muster-scheduler";
   int gpus = 0;
   std::string cpu = "100m";
-  std::map<std::string, std::string> annotations, node_selector;
+  std::map<std::string, std::string> annotations, node_selector, labels;
   std::string extra_spec;  // raw JSON members appended to spec
   std::string extra_meta;  // ... and to metadata
   std::string init_gpus;   // init container GPU request, if any
@@ -58,6 +58,7 @@ struct PodBuilder {
     return *this;
   }
   PodBuilder& annotate(const std::string& k, const std::string& v) { annotations[k] = v; return *this; }
+  PodBuilder& label(const std::string& k, const std::string& v) { labels[k] = v; return *this; }
   PodBuilder& select(const std::string& k, const std::string& v) { node_selector[k] = v; return *this; }
   PodBuilder& spec(std::string raw) { extra_spec = std::move(raw); return *this; }
   PodBuilder& meta(std::string raw) { extra_meta = std::move(raw); return *this; }
@@ -66,8 +67,9 @@ struct PodBuilder {
   PodBuilder& schedulerName(std::string s) { scheduler = std::move(s); return *this; }
 
   std::string json() const {
-    std::string ann, sel;
+    std::string ann, sel, lab;
     for (const auto& [k, v] : annotations) absl::StrAppend(&ann, ann.empty() ? "" : ",", "\"", k, "\":\"", v, "\"");
+    for (const auto& [k, v] : labels) absl::StrAppend(&lab, ",\"", k, "\":\"", v, "\"");
     for (const auto& [k, v] : node_selector) absl::StrAppend(&sel, sel.empty() ? "" : ",", "\"", k, "\":\"", v, "\"");
     std::string requests = absl::StrCat(R"("cpu":")", cpu, "\"");
     std::string limits = gpus > 0 ? absl::StrCat(R"("nvidia.com/gpu":")", gpus, "\"") : "";
@@ -77,7 +79,7 @@ struct PodBuilder {
     std::string ports = host_port ? absl::StrCat(R"(,"ports":[{"containerPort":80,"hostPort":)", host_port, "}]") : "";
     return absl::StrCat(
         R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", name,
-        R"(","namespace":"default","labels":{"e2e-run":")", run, R"("},"annotations":{)", ann,
+        R"(","namespace":"default","labels":{"e2e-run":")", run, "\"", lab, R"(},"annotations":{)", ann,
         "}", extra_meta.empty() ? "" : ",", extra_meta, R"(},"spec":{"schedulerName":")", scheduler, R"(","nodeSelector":{)", sel, "},", init,
         R"("containers":[{"name":"main","image":"busybox","resources":{"requests":{)", requests,
         "},\"limits\":{", limits, "}}", ports, "}]", extra_spec.empty() ? "" : ",", extra_spec, "}}");
@@ -173,9 +175,12 @@ TEST_CASE("feasibility rules: each pod that fits is bound, each that must not st
   create(*env.client, zone("port-first", "a").hostPort(8080));
   REQUIRE(waitFor([&] { return !listPods(*env.client, env.run).at("port-first").spec.node_name.empty(); }));
   create(*env.client, zone("port-second", "a").hostPort(8080));
-  // Something Muster does not implement: never scheduled as if absent.
+  // Required pod affinity to pods that do not exist (and not to itself): kube-scheduler's words.
   create(*env.client, zone("pod-affinity", "a").spec(
       R"("affinity":{"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"x"}},"topologyKey":"kubernetes.io/hostname"}]}})"));
+  // Something Muster does not implement: never scheduled as if absent.
+  create(*env.client, zone("spread", "a").spec(
+      R"("topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"y"}}}])"));
 
   const std::map<std::string, std::string> expect_bound = {
       {"gpu-fits", env.run + "-a"}, {"taint-tolerated", env.run + "-t"},
@@ -190,7 +195,8 @@ TEST_CASE("feasibility rules: each pod that fits is bound, each that must not st
       {"selector-none", "didn't match"},
       {"affinity-notin", "didn't match"},
       {"port-second", "free ports"},
-      {"pod-affinity", "does not implement"}};
+      {"pod-affinity", "1 node(s) didn't match pod affinity rules"},
+      {"spread", "does not implement"}};
   REQUIRE(waitFor([&] {
     auto ps = listPods(*env.client, env.run);
     for (const auto& [name, node] : expect_bound)
@@ -210,7 +216,7 @@ TEST_CASE("feasibility rules: each pod that fits is bound, each that must not st
   REQUIRE(waitFor([&] {
     auto events = TestCluster::get().kubectl(
         {"get", "events", "-n", "default", "--field-selector",
-         "involvedObject.name=pod-affinity,reason=FailedScheduling", "-o", "name"});
+         "involvedObject.name=spread,reason=FailedScheduling", "-o", "name"});
     return events.ok() && !events->empty();
   }));
 }
@@ -828,6 +834,37 @@ TEST_CASE("a gang whose members arrive within the grace costs no status write, a
   REQUIRE(absl::ParseTime(absl::RFC3339_full, lone.meta.creation_timestamp, &created, nullptr));
   REQUIRE(absl::ParseTime(absl::RFC3339_full, condition->last_transition_time, &told, nullptr));
   CHECK(told - created >= absl::Seconds(4));  // 5 s, at the API's one-second resolution
+  CHECK(sched.alive());
+}
+
+TEST_CASE("inter-pod anti-affinity: a gang gets one member per node, and later pods keep away") {
+  Env env("ipa");
+  makeRacks(env, 1, 4);
+  SchedulerProcess sched(kTestSchedulerConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+  const std::string role = env.run + "-worker";
+  auto worker = [&](const std::string& name, const std::string& gang, int size) {
+    return PodBuilder(name, env.run).withGpus(1).gang(gang, size).label("role", role)
+        .spec(absl::StrCat(R"("affinity":{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[)"
+                           R"({"labelSelector":{"matchLabels":{"role":")", role,
+                           R"("}},"topologyKey":"kubernetes.io/hostname"}]}})"));
+  };
+  for (int i = 0; i < 4; ++i) create(*env.client, worker(absl::StrCat("a", i), "first", 4));
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "a") == 4; }));
+  std::set<std::string> nodes;
+  for (const auto& [name, p] : listPods(*env.client, env.run))
+    if (name.rfind("a", 0) == 0) nodes.insert(p.spec.node_name);
+  CHECK(nodes.size() == 4);  // 4 one-GPU pods on 4 nodes of 8 GPUs: the term, not the room
+  // Every node now runs a worker: a second gang of them waits whole, in kube-scheduler's words.
+  for (int i = 0; i < 2; ++i) create(*env.client, worker(absl::StrCat("b", i), "second", 2));
+  REQUIRE(waitFor([&] {
+    auto pods = listPods(*env.client, env.run);
+    return pods.count("b0") &&
+           conditionMessage(pods.at("b0")).find("4 node(s) didn't match pod anti-affinity rules") !=
+               std::string::npos;
+  }));
+  CHECK(boundCount(listPods(*env.client, env.run), "b") == 0);
   CHECK(sched.alive());
 }
 

@@ -22,6 +22,7 @@ class NodeBuilder {
  public:
   explicit NodeBuilder(std::string name) {
     n_.meta.name = std::move(name);
+    n_.meta.labels["kubernetes.io/hostname"] = n_.meta.name;  // as every kubelet sets it
     n_.status.allocatable = {{"cpu", q("64")}, {"memory", q("512Gi")}, {"pods", q("110")}};
     n_.status.conditions.push_back({"Ready", "True", "KubeletReady", ""});
   }
@@ -163,6 +164,31 @@ class PodBuilder {
     p_.spec.containers[0].ports.push_back({port, port, ip, protocol});
     return *this;
   }
+  PodBuilder& label(const std::string& k, const std::string& v) {
+    p_.meta.labels[k] = v;
+    return *this;
+  }
+  // A required podAffinity / podAntiAffinity term selecting pods labelled `k`=`v` (in the pod's
+  // namespace) on `topology_key`.
+  PodBuilder& requiredAffinity(const std::string& k, const std::string& v,
+                               const std::string& topology_key) {
+    affinityTerms().pod_affinity.required.push_back(podTerm(k, v, topology_key));
+    p_.spec.affinity->has_pod_affinity = true;
+    return *this;
+  }
+  PodBuilder& requiredAntiAffinity(const std::string& k, const std::string& v,
+                                   const std::string& topology_key) {
+    affinityTerms().pod_anti_affinity.required.push_back(podTerm(k, v, topology_key));
+    p_.spec.affinity->has_pod_anti_affinity = true;
+    return *this;
+  }
+  static proto::PodAffinityTerm podTerm(const std::string& k, const std::string& v,
+                                        const std::string& topology_key) {
+    proto::PodAffinityTerm t;
+    t.label_selector.emplace().match_labels[k] = v;
+    t.topology_key = topology_key;
+    return t;
+  }
   PodBuilder& onNode(const std::string& node) {
     p_.spec.node_name = node;
     p_.status.phase = "Running";
@@ -183,6 +209,10 @@ class PodBuilder {
   PodBuilder& claim(const std::string& name) {
     p_.spec.pvc_claim_names.push_back(name);
     return *this;
+  }
+  proto::Affinity& affinityTerms() {
+    if (!p_.spec.affinity) p_.spec.affinity.emplace();
+    return *p_.spec.affinity;
   }
   proto::Pod build() const { return p_; }
   operator proto::Pod() const { return p_; }

@@ -1,0 +1,269 @@
+#include "scheduler/interpod.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "proto/vocabulary.h"
+#include "scheduler/strings.h"
+
+namespace muster::scheduler {
+namespace {
+
+const proto::PodAffinity* affinityOf(const proto::Pod& pod) {
+  return pod.spec.affinity ? &pod.spec.affinity->pod_affinity : nullptr;
+}
+const proto::PodAffinity* antiAffinityOf(const proto::Pod& pod) {
+  return pod.spec.affinity ? &pod.spec.affinity->pod_anti_affinity : nullptr;
+}
+const std::vector<proto::PodAffinityTerm>& requiredAffinity(const proto::Pod& pod) {
+  static const std::vector<proto::PodAffinityTerm> kNone;
+  const proto::PodAffinity* a = affinityOf(pod);
+  return a ? a->required : kNone;
+}
+const std::vector<proto::PodAffinityTerm>& requiredAntiAffinity(const proto::Pod& pod) {
+  static const std::vector<proto::PodAffinityTerm> kNone;
+  const proto::PodAffinity* a = antiAffinityOf(pod);
+  return a ? a->required : kNone;
+}
+
+bool isEverything(const proto::LabelSelector& s) {
+  return s.match_labels.empty() && s.match_expressions.empty();
+}
+
+bool namespaceSelected(const proto::PodAffinityTerm& term, std::string_view owner_namespace,
+                       std::string_view pod_namespace, const NamespaceLabels& namespace_labels) {
+  if (term.namespaces.empty() && !term.namespace_selector) return pod_namespace == owner_namespace;
+  for (const std::string& ns : term.namespaces)
+    if (ns == pod_namespace) return true;
+  if (!term.namespace_selector) return false;
+  if (isEverything(*term.namespace_selector)) return true;
+  if (!namespace_labels) return false;
+  const proto::Labels* labels = namespace_labels(pod_namespace);
+  return labels != nullptr && term.namespace_selector->matches(*labels);
+}
+
+const std::string* labelOf(const NodeInfo& node, const std::string& key) {
+  auto it = node.labels.find(key);
+  return it == node.labels.end() ? nullptr : &it->second;
+}
+
+void appendSelector(std::string* out, const std::optional<proto::LabelSelector>& s) {
+  if (!s) {
+    absl::StrAppend(out, "-");
+    return;
+  }
+  absl::StrAppend(out, "{");
+  for (const auto& [k, v] : s->match_labels) absl::StrAppend(out, k, "\x1f", v, "\x1e");
+  for (const auto& r : s->match_expressions) {
+    absl::StrAppend(out, r.key, "\x1f", r.operator_);
+    for (const auto& v : r.values) absl::StrAppend(out, "\x1f", v);
+    absl::StrAppend(out, "\x1e");
+  }
+  absl::StrAppend(out, "}");
+}
+
+// A term as text, with the namespace it is relative to: equal for terms that select the same pods.
+std::string fingerprint(const proto::PodAffinityTerm& t, std::string_view owner_namespace) {
+  std::string s = absl::StrCat(av(owner_namespace), "|", t.topology_key, "|");
+  appendSelector(&s, t.label_selector);
+  absl::StrAppend(&s, "|");
+  for (const std::string& ns : t.namespaces) absl::StrAppend(&s, ns, "\x1e");
+  absl::StrAppend(&s, "|");
+  appendSelector(&s, t.namespace_selector);
+  return s;
+}
+
+// The level index of a topology key: one of `levels`, levels.size() for the host, else -1.
+int levelOfKey(const std::vector<std::string>& levels, const std::string& key) {
+  for (size_t i = 0; i < levels.size(); ++i)
+    if (levels[i] == key) return static_cast<int>(i);
+  if (key == proto::vocabulary::kHostnameLabel) return static_cast<int>(levels.size());
+  return -1;
+}
+
+}  // namespace
+
+bool termSelects(const proto::PodAffinityTerm& term, std::string_view owner_namespace,
+                 std::string_view pod_namespace, const proto::Labels& labels,
+                 const NamespaceLabels& namespace_labels) {
+  return term.label_selector && term.label_selector->matches(labels) &&
+         namespaceSelected(term, owner_namespace, pod_namespace, namespace_labels);
+}
+
+std::string interPodSignature(const proto::Pod& pod) {
+  std::string s;
+  for (const auto& t : requiredAffinity(pod)) absl::StrAppend(&s, "a[", fingerprint(t, pod.meta.namespace_), "]");
+  for (const auto& t : requiredAntiAffinity(pod)) absl::StrAppend(&s, "x[", fingerprint(t, pod.meta.namespace_), "]");
+  return s;
+}
+
+bool hasRequiredInterPodTerms(const proto::Pod& pod) {
+  return !requiredAffinity(pod).empty() || !requiredAntiAffinity(pod).empty();
+}
+
+std::optional<InterPodFilter> InterPodFilter::prepare(const proto::Pod& pod,
+                                                      const ClusterCache& cache,
+                                                      const NamespaceLabels& namespace_labels) {
+  const auto& affinity = requiredAffinity(pod);
+  const auto& anti = requiredAntiAffinity(pod);
+  InterPodFilter f;
+  const std::string& ns = pod.meta.namespace_;
+  cache.forEachPodWithRequiredAntiAffinity([&](const PlacedPod& placed, NodeId id) {
+    const NodeInfo& node = cache.node(id);
+    if (!node.present) return;
+    for (const proto::PodAffinityTerm& t : placed.required_anti_affinity) {
+      if (!termSelects(t, placed.namespace_, ns, pod.meta.labels, namespace_labels)) continue;
+      if (const std::string* v = labelOf(node, t.topology_key))
+        f.existing_anti_.emplace(t.topology_key, *v);
+    }
+  });
+  if (affinity.empty() && anti.empty() && f.existing_anti_.empty()) return std::nullopt;
+  for (const auto& t : affinity) f.affinity_keys_.push_back(t.topology_key);
+  for (const auto& t : anti) f.anti_keys_.push_back(t.topology_key);
+  if (!affinity.empty() || !anti.empty()) {
+    cache.forEachPlacedPod([&](const PlacedPod& placed, NodeId id) {
+      const NodeInfo& node = cache.node(id);
+      if (!node.present) return;
+      if (!affinity.empty() &&
+          std::all_of(affinity.begin(), affinity.end(), [&](const proto::PodAffinityTerm& t) {
+            return termSelects(t, ns, placed.namespace_, placed.labels, namespace_labels);
+          })) {
+        for (const auto& t : affinity)
+          if (const std::string* v = labelOf(node, t.topology_key))
+            f.affinity_pairs_.emplace(t.topology_key, *v);
+      }
+      for (const auto& t : anti) {
+        if (!termSelects(t, ns, placed.namespace_, placed.labels, namespace_labels)) continue;
+        if (const std::string* v = labelOf(node, t.topology_key))
+          f.anti_pairs_.emplace(t.topology_key, *v);
+      }
+    });
+  }
+  f.first_of_group_ =
+      !affinity.empty() && f.affinity_pairs_.empty() &&
+      std::all_of(affinity.begin(), affinity.end(), [&](const proto::PodAffinityTerm& t) {
+        return termSelects(t, ns, ns, pod.meta.labels, namespace_labels);
+      });
+  return f;
+}
+
+Status InterPodFilter::check(const NodeInfo& node) const {
+  bool pods_exist = true;
+  for (const std::string& key : affinity_keys_) {
+    const std::string* v = labelOf(node, key);
+    if (v == nullptr) return Status::unresolvable(std::string(kReasonPodAffinity));
+    if (!affinity_pairs_.contains(Pair(key, *v))) pods_exist = false;
+  }
+  if (!pods_exist && !first_of_group_) return Status::unresolvable(std::string(kReasonPodAffinity));
+  if (!anti_pairs_.empty()) {
+    for (const std::string& key : anti_keys_) {
+      const std::string* v = labelOf(node, key);
+      if (v != nullptr && anti_pairs_.contains(Pair(key, *v)))
+        return Status::unschedulable(std::string(kReasonPodAntiAffinity));
+    }
+  }
+  for (const auto& [key, value] : existing_anti_) {
+    const std::string* v = labelOf(node, key);
+    if (v != nullptr && *v == value)
+      return Status::unschedulable(std::string(kReasonExistingAntiAffinity));
+  }
+  return Status::success();
+}
+
+GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCache& cache,
+                         const std::vector<std::string>& levels,
+                         const NamespaceLabels& namespace_labels) {
+  GangInterPod out;
+  const size_t n = members.size();
+  out.one_per_node.assign(n, false);
+  out.group_key.assign(n, "");
+  // The terms that can tell members apart: theirs, and the placed pods' anti-affinity.
+  struct Term {
+    const proto::PodAffinityTerm* term;
+    std::string owner_namespace;
+  };
+  std::vector<Term> terms;
+  absl::flat_hash_map<std::string, size_t> seen;
+  auto add = [&](const proto::PodAffinityTerm& t, const std::string& owner) {
+    if (seen.try_emplace(fingerprint(t, owner), terms.size()).second) terms.push_back({&t, owner});
+  };
+  for (const PodInfoPtr& m : members) {
+    for (const auto& t : requiredAffinity(m->pod)) add(t, m->pod.meta.namespace_);
+    for (const auto& t : requiredAntiAffinity(m->pod)) add(t, m->pod.meta.namespace_);
+  }
+  cache.forEachPodWithRequiredAntiAffinity([&](const PlacedPod& placed, NodeId) {
+    for (const auto& t : placed.required_anti_affinity) add(t, placed.namespace_);
+  });
+  if (terms.empty()) return out;
+  for (size_t i = 0; i < n; ++i) {
+    const proto::Pod& p = members[i]->pod;
+    std::string& key = out.group_key[i];
+    key.reserve(terms.size());
+    for (const Term& t : terms)
+      key.push_back(termSelects(*t.term, t.owner_namespace, p.meta.namespace_, p.meta.labels,
+                                namespace_labels) ? '1' : '0');
+  }
+  if (n < 2) return out;
+  auto sameGroup = [&](size_t i, size_t j) {
+    return members[i]->constraint_signature == members[j]->constraint_signature &&
+           out.group_key[i] == out.group_key[j];
+  };
+  auto selected = [&](const proto::PodAffinityTerm& t, size_t owner, size_t j) {
+    const proto::Pod& o = members[owner]->pod;
+    const proto::Pod& p = members[j]->pod;
+    return termSelects(t, o.meta.namespace_, p.meta.namespace_, p.meta.labels, namespace_labels);
+  };
+  for (size_t i = 0; i < n && out.unsupported.empty(); ++i) {
+    const std::string name = members[i]->key;
+    for (const auto& t : requiredAntiAffinity(members[i]->pod)) {
+      std::vector<size_t> hit;
+      for (size_t j = 0; j < n; ++j)
+        if (j != i && selected(t, i, j)) hit.push_back(j);
+      if (hit.empty()) continue;
+      if (t.topology_key != proto::vocabulary::kHostnameLabel) {
+        out.unsupported = absl::StrCat(
+            "pod ", name, " has required anti-affinity to other members of its gang on ",
+            t.topology_key, "; among members of one gang Muster supports it only on ",
+            proto::vocabulary::kHostnameLabel, " (one such member per node)");
+        break;
+      }
+      for (size_t j : hit) {
+        if (!sameGroup(i, j)) {
+          out.unsupported = absl::StrCat(
+              "pod ", name, " has required anti-affinity to member ", members[j]->key,
+              " of its gang, which has other requests, constraints or labels; Muster supports it "
+              "only between members alike (one such member per node)");
+          break;
+        }
+      }
+      if (!out.unsupported.empty()) break;
+      out.one_per_node[i] = true;
+    }
+    if (!out.unsupported.empty()) break;
+    for (const auto& t : requiredAffinity(members[i]->pod)) {
+      size_t hits = 0;
+      for (size_t j = 0; j < n; ++j)
+        if (j != i && selected(t, i, j)) ++hits;
+      if (hits == 0) continue;
+      if (hits != n - 1) {
+        out.unsupported = absl::StrCat(
+            "pod ", name, " has required affinity to some members of its gang but not all; "
+            "Muster supports affinity among members only when it selects every member");
+        break;
+      }
+      int level = levelOfKey(levels, t.topology_key);
+      if (level < 0) {
+        out.unsupported = absl::StrCat(
+            "pod ", name, " has required affinity to the members of its gang on ",
+            t.topology_key, ", which is not one of the scheduler's topology levels or ",
+            proto::vocabulary::kHostnameLabel);
+        break;
+      }
+      out.required_level = std::max(out.required_level, level);
+    }
+  }
+  return out;
+}
+
+}  // namespace muster::scheduler

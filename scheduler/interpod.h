@@ -1,0 +1,107 @@
+#pragma once
+
+// Inter-pod affinity and anti-affinity, required terms, with kube-scheduler's InterPodAffinity
+// filter semantics (pkg/scheduler/framework/plugins/interpodaffinity, 1.36), in its order and
+// words:
+//
+//   1. the pod's required podAffinity: the node must carry every term's topologyKey, and for each
+//      term a pod matching ALL the terms must run in the node's domain of that key → "node(s)
+//      didn't match pod affinity rules" (unresolvable). The first pod of a group that has affinity
+//      to itself passes when no pod anywhere matches all its terms and it matches them itself.
+//   2. the pod's required podAntiAffinity: no pod matching a term in the node's domain of its
+//      key (a node without the key passes) → "node(s) didn't match pod anti-affinity rules".
+//   3. symmetry: no pod already placed whose required anti-affinity term matches this pod in the
+//      node's domain of that term's key → "node(s) didn't satisfy existing pods anti-affinity
+//      rules".
+//
+// A term selects pods by labelSelector (absent: none; {}: all) in its namespaces: those listed,
+// plus those whose labels its namespaceSelector matches ({}: all), or, when both are empty, the
+// namespace of the pod that has the term. matchLabelKeys / mismatchLabelKeys need nothing here:
+// the API server merges them into labelSelector when the pod is created (GA since 1.33).
+//
+// "Placed" pods are what the cluster cache accounts: bound and assumed pods, not terminal ones, so
+// the members of a gang already bound count as placed for the rest of it.
+//
+// Inside a gang (analyzeGang): the members are decided together, so their terms against each
+// other are turned into what the placement understands: anti-affinity on kubernetes.io/hostname
+// among members → at most one such member per node; affinity of every member to every member on
+// a topology level (or the host) → the gang's required level. Other combinations are refused
+// with a message rather than placed wrongly (see GangInterPod::unsupported).
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "proto/objects.h"
+#include "scheduler/cache.h"
+#include "scheduler/filter.h"
+#include "scheduler/pod_info.h"
+
+namespace muster::scheduler {
+
+inline constexpr std::string_view kReasonPodAffinity = "node(s) didn't match pod affinity rules";
+inline constexpr std::string_view kReasonPodAntiAffinity =
+    "node(s) didn't match pod anti-affinity rules";
+inline constexpr std::string_view kReasonExistingAntiAffinity =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
+
+// The labels of a namespace (nullptr when unknown), for namespaceSelector.
+using NamespaceLabels = std::function<const proto::Labels*(std::string_view name)>;
+
+// Whether `term`, written in a pod of namespace `owner_namespace`, selects a pod in `pod_namespace`
+// with `labels`.
+bool termSelects(const proto::PodAffinityTerm& term, std::string_view owner_namespace,
+                 std::string_view pod_namespace, const proto::Labels& labels,
+                 const NamespaceLabels& namespace_labels = {});
+
+// The pod has required podAffinity or podAntiAffinity terms.
+bool hasRequiredInterPodTerms(const proto::Pod& pod);
+// Its required terms as text: equal for two pods of one namespace whose terms select alike (a part
+// of PodInfo::constraint_signature).
+std::string interPodSignature(const proto::Pod& pod);
+
+// The InterPodAffinity filter for one pending pod, prepared once against the cache (as
+// kube-scheduler's PreFilter) and then asked per node.
+class InterPodFilter {
+ public:
+  // Nothing to check (no terms, and no placed pod's anti-affinity selects the pod): nullopt.
+  static std::optional<InterPodFilter> prepare(const proto::Pod& pod, const ClusterCache& cache,
+                                               const NamespaceLabels& namespace_labels = {});
+  Status check(const NodeInfo& node) const;
+
+ private:
+  using Pair = std::pair<std::string, std::string>;  // topology key, value
+  std::vector<std::string> affinity_keys_;
+  absl::flat_hash_set<Pair> affinity_pairs_;  // domains holding a pod that matches all terms
+  bool first_of_group_ = false;               // the self-affinity exception applies
+  std::vector<std::string> anti_keys_;
+  absl::flat_hash_set<Pair> anti_pairs_;      // domains holding a pod one of its terms selects
+  absl::flat_hash_set<Pair> existing_anti_;   // domains placed pods' anti-affinity forbids
+};
+
+// What the members' terms ask of each other (members in GangRequest order).
+struct GangInterPod {
+  // Non-empty: a combination Muster does not place yet; the gang stays pending with this message.
+  std::string unsupported;
+  // Affinity of every member to every member: the level they must share (a SchedulerConfig-like
+  // index into `levels` + the host at levels.size()); -1 when none.
+  int required_level = -1;
+  // Per member: it may share a node with no other member its anti-affinity selects (they are all
+  // members of its own placement group, see `group_key`).
+  std::vector<bool> one_per_node;
+  // Per member: what, besides its constraint signature, must be equal for two members to be
+  // placed as one group: which terms (the members' own and the placed pods' anti-affinity) select
+  // it. Empty strings when no inter-pod term is in play.
+  std::vector<std::string> group_key;
+};
+
+// `levels`: the configured topology level keys (the host level is kubernetes.io/hostname).
+GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCache& cache,
+                         const std::vector<std::string>& levels,
+                         const NamespaceLabels& namespace_labels = {});
+
+}  // namespace muster::scheduler

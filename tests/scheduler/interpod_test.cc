@@ -1,0 +1,227 @@
+#include "scheduler/interpod.h"
+
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "scheduler/placement.h"
+#include "tests/scheduler/builders.h"
+
+namespace muster::scheduler {
+namespace {
+using testing::node;
+using testing::pod;
+
+constexpr char kHost[] = "kubernetes.io/hostname";
+const std::vector<std::string> kLevels{testing::kRack};
+
+// Two racks of two 8-GPU nodes: r0-n0, r0-n1, r1-n0, r1-n1.
+ClusterCache racks() {
+  ClusterCache cache(kLevels);
+  testing::addRacks(cache, 2, 2, 8);
+  return cache;
+}
+
+// The verdict of the filter for `p` on each node, "ok" or its reason.
+std::map<std::string, std::string> verdicts(const proto::Pod& p, const ClusterCache& cache) {
+  std::map<std::string, std::string> out;
+  std::optional<InterPodFilter> f = InterPodFilter::prepare(p, cache);
+  for (const char* n : {"r0-n0", "r0-n1", "r1-n0", "r1-n1"}) {
+    Status s = f ? f->check(cache.node(*cache.findNode(n))) : Status::success();
+    out[n] = s.ok() ? "ok" : s.reasons.front();
+  }
+  return out;
+}
+
+TEST_CASE("a term selects pods by labels in its namespaces", "[interpod]") {
+  proto::PodAffinityTerm t = testing::PodBuilder::podTerm("app", "db", kHost);
+  const proto::Labels db{{"app", "db"}}, web{{"app", "web"}};
+  CHECK(termSelects(t, "ml", "ml", db));
+  CHECK_FALSE(termSelects(t, "ml", "ml", web));
+  CHECK_FALSE(termSelects(t, "ml", "other", db));  // no namespaces: the owner's only
+  t.namespaces = {"other"};
+  CHECK(termSelects(t, "ml", "other", db));
+  CHECK_FALSE(termSelects(t, "ml", "ml", db));  // listed namespaces replace the owner's
+  t.namespaces.clear();
+  t.namespace_selector.emplace();  // {}: every namespace
+  CHECK(termSelects(t, "ml", "third", db));
+  t.namespace_selector->match_labels["team"] = "a";
+  proto::Labels team_a{{"team", "a"}};
+  CHECK(termSelects(t, "ml", "third", db, [&](std::string_view ns) -> const proto::Labels* {
+    return ns == "third" ? &team_a : nullptr;
+  }));
+  CHECK_FALSE(termSelects(t, "ml", "fourth", db, [&](std::string_view ns) -> const proto::Labels* {
+    return ns == "third" ? &team_a : nullptr;
+  }));
+  t.label_selector.reset();  // absent selector: no pod
+  CHECK_FALSE(termSelects(t, "ml", "ml", db));
+  t.label_selector.emplace();  // {}: every pod
+  t.namespace_selector.reset();
+  CHECK(termSelects(t, "ml", "ml", web));
+}
+
+TEST_CASE("required anti-affinity keeps a pod off the domains of the pods it selects", "[interpod]") {
+  ClusterCache cache = racks();
+  cache.addPod(pod("db-0").label("app", "db").onNode("r0-n0"));
+  // On the host: only r0-n0 is refused.
+  auto host = verdicts(pod("web").requiredAntiAffinity("app", "db", kHost), cache);
+  CHECK(host == std::map<std::string, std::string>{{"r0-n0", std::string(kReasonPodAntiAffinity)},
+                                                   {"r0-n1", "ok"}, {"r1-n0", "ok"}, {"r1-n1", "ok"}});
+  // On the rack: all of r0.
+  auto rack = verdicts(pod("web").requiredAntiAffinity("app", "db", testing::kRack), cache);
+  CHECK(rack.at("r0-n1") == kReasonPodAntiAffinity);
+  CHECK(rack.at("r1-n1") == "ok");
+  // A term on a key no node has refuses nothing.
+  auto zone = verdicts(pod("web").requiredAntiAffinity("app", "db", "topology.kubernetes.io/zone"), cache);
+  CHECK(zone.at("r0-n0") == "ok");
+  // Another namespace's db is not selected.
+  ClusterCache other = racks();
+  other.addPod(pod("db-0").ns("elsewhere").label("app", "db").onNode("r0-n0"));
+  CHECK(verdicts(pod("web").requiredAntiAffinity("app", "db", kHost), other).at("r0-n0") == "ok");
+}
+
+TEST_CASE("a placed pod's required anti-affinity keeps the pods it selects away (symmetry)",
+          "[interpod]") {
+  ClusterCache cache = racks();
+  cache.addPod(pod("loner").label("app", "loner").requiredAntiAffinity("app", "noisy", testing::kRack)
+                   .onNode("r1-n0"));
+  auto noisy = verdicts(pod("n").label("app", "noisy"), cache);
+  CHECK(noisy == std::map<std::string, std::string>{
+                     {"r0-n0", "ok"}, {"r0-n1", "ok"},
+                     {"r1-n0", std::string(kReasonExistingAntiAffinity)},
+                     {"r1-n1", std::string(kReasonExistingAntiAffinity)}});
+  CHECK(verdicts(pod("quiet").label("app", "quiet"), cache).at("r1-n1") == "ok");
+  // Gone with the pod.
+  cache.removePod("ml/loner");
+  CHECK(verdicts(pod("n").label("app", "noisy"), cache).at("r1-n1") == "ok");
+}
+
+TEST_CASE("required affinity needs a selected pod in the node's domain, except for the first of a "
+          "group that selects itself", "[interpod]") {
+  ClusterCache cache = racks();
+  // Nothing selected anywhere and the pod does not select itself: no node.
+  auto none = verdicts(pod("w").requiredAffinity("app", "cache", testing::kRack), cache);
+  for (const auto& [n, v] : none) CHECK(v == kReasonPodAffinity);
+  // Selecting itself, first of its kind: any node that has the key.
+  auto first = verdicts(pod("w").label("app", "cache").requiredAffinity("app", "cache", testing::kRack), cache);
+  for (const auto& [n, v] : first) CHECK(v == "ok");
+  // Once one runs in r1, only r1.
+  cache.addPod(pod("cache-0").label("app", "cache").onNode("r1-n1"));
+  auto second = verdicts(pod("w").label("app", "cache").requiredAffinity("app", "cache", testing::kRack), cache);
+  CHECK(second == std::map<std::string, std::string>{
+                      {"r0-n0", std::string(kReasonPodAffinity)},
+                      {"r0-n1", std::string(kReasonPodAffinity)}, {"r1-n0", "ok"}, {"r1-n1", "ok"}});
+  // A node without the term's key never passes.
+  cache.addNode(node("bare").gpus(8));
+  std::optional<InterPodFilter> f =
+      InterPodFilter::prepare(pod("w").requiredAffinity("app", "cache", "topology.kubernetes.io/zone"), cache);
+  REQUIRE(f);
+  CHECK(f->check(cache.node(*cache.findNode("bare"))).reasons.front() == kReasonPodAffinity);
+}
+
+TEST_CASE("labels changed on a running pod are what terms see", "[interpod]") {
+  ClusterCache cache = racks();
+  cache.addPod(pod("x").label("app", "db").onNode("r0-n0"));
+  CHECK(verdicts(pod("web").requiredAntiAffinity("app", "db", kHost), cache).at("r0-n0") ==
+        kReasonPodAntiAffinity);
+  cache.updatePod(pod("x").label("app", "retired").onNode("r0-n0"));
+  CHECK(verdicts(pod("web").requiredAntiAffinity("app", "db", kHost), cache).at("r0-n0") == "ok");
+}
+
+// --- inside a gang --------------------------------------------------------------------------------
+
+GangRequest gangOf(int n, const std::function<testing::PodBuilder(int)>& shape) {
+  GangRequest r;
+  r.key = GangKey{"ml", "train", false};
+  r.min_member = n;
+  for (int i = 0; i < n; ++i) r.members.push_back(shape(i).info());
+  return r;
+}
+
+GangPlacement placed(const PlacementResult& r) {
+  if (const Unschedulable* u = std::get_if<Unschedulable>(&r)) FAIL("unschedulable: " << u->message);
+  return std::get<GangPlacement>(r);
+}
+
+std::string refusedWith(const PlacementResult& r) {
+  if (std::holds_alternative<GangPlacement>(r)) FAIL("placed: " << std::get<GangPlacement>(r).describe());
+  return std::get<Unschedulable>(r).message;
+}
+
+TEST_CASE("members with anti-affinity to each other on the host get one node each, or wait whole",
+          "[interpod]") {
+  ClusterCache cache = racks();  // 4 nodes of 8 GPUs
+  auto worker = [](int i) {
+    return pod("w" + std::to_string(i)).gpus(1).gang("train", 4).label("role", "worker")
+        .label("index", std::to_string(i)).requiredAntiAffinity("role", "worker", kHost);
+  };
+  // Without the term all four 1-GPU pods would share one node; with it, four nodes.
+  GangPlacement p = placed(place(gangOf(4, worker), cache));
+  std::set<std::string> nodes;
+  for (const Assignment& a : p.assignments) nodes.insert(a.node);
+  CHECK(nodes.size() == 4);
+  // Five cannot: the gang waits whole, nothing is placed.
+  std::string why = refusedWith(place(gangOf(5, worker), cache));
+  CHECK_THAT(why, Catch::Contains("4/4 nodes are available"));
+  // A placed worker of another gang counts as well (ordinary anti-affinity).
+  cache.addPod(pod("other").label("role", "worker").onNode("r0-n0"));
+  GangPlacement three = placed(place(gangOf(3, worker), cache));
+  for (const Assignment& a : three.assignments) CHECK(a.node != "r0-n0");
+  CHECK_THAT(refusedWith(place(gangOf(4, worker), cache)),
+             Catch::Contains("1 node(s) didn't match pod anti-affinity rules"));
+}
+
+TEST_CASE("members with affinity to each other on a level land in one domain of it", "[interpod]") {
+  ClusterCache cache = racks();
+  auto member = [](int i) {
+    return pod("m" + std::to_string(i)).gpus(8).gang("train", 2).label("job", "j1")
+        .requiredAffinity("job", "j1", testing::kRack);
+  };
+  GangPlacement p = placed(place(gangOf(2, member), cache));
+  CHECK(p.level == 0);  // one rack
+  // Three full nodes fit the cluster but no rack: refused, not spread.
+  CHECK_THAT(refusedWith(place(gangOf(3, member), cache)), Catch::Contains("muster.dev/rack"));
+}
+
+TEST_CASE("inter-pod terms among members that Muster cannot place yet are refused, not ignored",
+          "[interpod]") {
+  ClusterCache cache = racks();
+  // Anti-affinity among members on a rack (one member per rack).
+  auto per_rack = [](int i) {
+    return pod("w" + std::to_string(i)).gpus(1).gang("train", 2).label("role", "w")
+        .requiredAntiAffinity("role", "w", testing::kRack);
+  };
+  CHECK_THAT(refusedWith(place(gangOf(2, per_rack), cache)),
+             Catch::Contains("supports it only on kubernetes.io/hostname"));
+  // Anti-affinity from the launcher to the workers (members that differ).
+  auto mixed = [](int i) {
+    auto p = pod("p" + std::to_string(i)).gpus(i == 0 ? 0 : 1).gang("train", 3);
+    if (i == 0) return p.label("role", "launcher").requiredAntiAffinity("role", "worker", kHost);
+    return p.label("role", "worker");
+  };
+  CHECK_THAT(refusedWith(place(gangOf(3, mixed), cache)), Catch::Contains("members alike"));
+  // Affinity to some members only.
+  auto some = [](int i) {
+    auto p = pod("s" + std::to_string(i)).gpus(1).gang("train", 3).label("n", std::to_string(i));
+    return p.requiredAffinity("n", "1", kHost);
+  };
+  CHECK_THAT(refusedWith(place(gangOf(3, some), cache)), Catch::Contains("some members of its gang but not all"));
+}
+
+TEST_CASE("a lone pod with terms is placed as kube-scheduler would", "[interpod]") {
+  ClusterCache cache = racks();
+  cache.addPod(pod("db").label("app", "db").gpus(1).onNode("r1-n1"));
+  GangRequest r;
+  r.key = GangKey{"ml", "web", true};
+  r.members.push_back(pod("web").gpus(1).requiredAffinity("app", "db", kHost).info());
+  GangPlacement p = placed(place(r, cache));
+  REQUIRE(p.assignments.size() == 1);
+  CHECK(p.assignments[0].node == "r1-n1");
+  GangRequest away;
+  away.key = GangKey{"ml", "batch", true};
+  away.members.push_back(pod("batch").gpus(8).requiredAntiAffinity("app", "db", testing::kRack).info());
+  GangPlacement q = placed(place(away, cache));
+  CHECK(q.assignments[0].node.rfind("r0-", 0) == 0);
+}
+
+}  // namespace
+}  // namespace muster::scheduler
