@@ -712,6 +712,14 @@ absl::Status decode(const rapidjson::Value& v, PersistentVolumeClaim* out) {
   return decode(v, JsonPath(), out);
 }
 
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Namespace* out) {
+  *out = Namespace{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  return decodeField(v, path, "metadata", &out->meta);
+}
+
+absl::Status decode(const rapidjson::Value& v, Namespace* out) { return decode(v, JsonPath(), out); }
+
 absl::Status decode(const rapidjson::Value& v, PersistentVolume* out) {
   return decode(v, JsonPath(), out);
 }

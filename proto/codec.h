@@ -48,6 +48,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, WorkloadPod
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, SlurmStepStatus* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolumeClaim* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolume* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Namespace* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob* out);
 
 absl::Status decode(const rapidjson::Value& v, ObjectMeta* out);
@@ -59,6 +60,7 @@ absl::Status decode(const rapidjson::Value& v, PodGroup* out);
 absl::Status decode(const rapidjson::Value& v, WorkloadPodGroup* out);
 absl::Status decode(const rapidjson::Value& v, PersistentVolumeClaim* out);
 absl::Status decode(const rapidjson::Value& v, PersistentVolume* out);
+absl::Status decode(const rapidjson::Value& v, Namespace* out);
 absl::Status decode(const rapidjson::Value& v, ParallelJob* out);
 
 // Parses `json` and decodes it into *out.

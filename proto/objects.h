@@ -295,6 +295,11 @@ struct PersistentVolumeClaim {
   bool isBound() const { return !volume_name.empty() && phase == "Bound"; }
 };
 
+// core/v1 Namespace: its labels are what inter-pod terms' namespaceSelector matches.
+struct Namespace {
+  ObjectMeta meta;
+};
+
 // core/v1 PersistentVolume: where its data can be reached from (spec.nodeAffinity.required, a
 // local or zonal volume) and the claim it is bound to (spec.claimRef).
 struct PersistentVolume {

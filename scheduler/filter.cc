@@ -147,22 +147,6 @@ std::string FilterDiagnosis::message() const {
 
 std::vector<std::string> unsupported(const proto::Pod& pod, const ClaimIsBound& claim_is_bound) {
   std::vector<std::string> out;
-  if (pod.spec.affinity) {
-    // Inter-pod terms are implemented (scheduler/interpod.h) except namespaces chosen by labels.
-    auto bySelector = [](const proto::PodAffinityTerm& t) {
-      return t.namespace_selector && (!t.namespace_selector->match_labels.empty() ||
-                                      !t.namespace_selector->match_expressions.empty());
-    };
-    bool by_labels = false;
-    for (const proto::PodAffinity* a :
-         {&pod.spec.affinity->pod_affinity, &pod.spec.affinity->pod_anti_affinity}) {
-      for (const auto& t : a->required) by_labels = by_labels || bySelector(t);
-      for (const auto& w : a->preferred) by_labels = by_labels || bySelector(w.term);
-    }
-    if (by_labels) {
-      out.push_back("an inter-pod (anti-)affinity term with a non-empty namespaceSelector");
-    }
-  }
   if (pod.spec.has_topology_spread_constraints) {
     out.push_back("topology spread constraints (spec.topologySpreadConstraints)");
   }

@@ -245,7 +245,7 @@ void Placer::buildGroups() {
       Group g;
       g.rep = &p;
       if (hasRequiredInterPodTerms(p.pod) || cache_.anyPodWithRequiredAntiAffinity())
-        g.inter = InterPodFilter::prepare(p.pod, cache_);
+        g.inter = InterPodFilter::prepare(p.pod, cache_, options_.namespace_labels);
       g.one_per_node = inter_.one_per_node[i];
       g.req = sparse(p.requests);
       g.has_ports = !p.host_ports.empty();
@@ -989,9 +989,11 @@ namespace {
 // affinity among all members on a level tightens its required level. `run` gets the request to
 // place; an unsupported combination is an Unschedulable without running it.
 template <class Run>
-auto withInterPod(const GangRequest& request, const ClusterCache& cache, Run run)
+auto withInterPod(const GangRequest& request, const ClusterCache& cache,
+                  const PlacementOptions& options, Run run)
     -> decltype(run(request, GangInterPod{})) {
-  GangInterPod inter = analyzeGang(request.members, cache, cache.levels());
+  GangInterPod inter =
+      analyzeGang(request.members, cache, cache.levels(), options.namespace_labels);
   if (!inter.unsupported.empty()) {
     Unschedulable u;
     u.message = absl::StrCat("gang ", request.key.toString(), ": ", inter.unsupported);
@@ -1015,15 +1017,15 @@ auto withInterPod(const GangRequest& request, const ClusterCache& cache, Run run
 
 PlacementResult place(const GangRequest& request, const ClusterCache& cache,
                       const PlacementOptions& options) {
-  return withInterPod(request, cache, [&](const GangRequest& r, const GangInterPod& inter) {
+  return withInterPod(request, cache, options, [&](const GangRequest& r, const GangInterPod& inter) {
     Placer placer(r, cache, options, inter);
     return placer.run();
   });
 }
 
-std::vector<std::string> planReservation(const GangRequest& request, const ClusterCache& cache) {
-  PlacementOptions options;
-  return withInterPod(request, cache, [&](const GangRequest& r, const GangInterPod& inter) {
+std::vector<std::string> planReservation(const GangRequest& request, const ClusterCache& cache,
+                                         const PlacementOptions& options) {
+  return withInterPod(request, cache, options, [&](const GangRequest& r, const GangInterPod& inter) {
     Placer placer(r, cache, options, inter);
     return placer.reservation();
   });

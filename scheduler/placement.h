@@ -37,6 +37,8 @@
 //    them and requeues the gang, so no gang stays partly bound.
 
 #include <cstdint>
+#include <functional>
+#include <string_view>
 #include <map>
 #include <string>
 #include <utility>
@@ -65,6 +67,8 @@ struct GangRequest {
 
 struct PlacementOptions {
   SinglePodStrategy single_pod_strategy = SinglePodStrategy::kPack;
+  // Namespace labels, for inter-pod terms' namespaceSelector (none: such selectors match only {}).
+  std::function<const proto::Labels*(std::string_view name)> namespace_labels = {};
 };
 
 struct Assignment {
@@ -114,6 +118,7 @@ PlacementResult place(const GangRequest& request, const ClusterCache& cache,
 // whose nodes, once empty of other pods, could hold the whole gang, the domain with the most room
 // now; inside it the nodes with the most room now, until they could hold the gang. Empty when no
 // domain could ever hold it.
-std::vector<std::string> planReservation(const GangRequest& request, const ClusterCache& cache);
+std::vector<std::string> planReservation(const GangRequest& request, const ClusterCache& cache,
+                                         const PlacementOptions& options = {});
 
 }  // namespace muster::scheduler

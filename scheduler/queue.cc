@@ -463,7 +463,9 @@ void SchedulingQueue::reportUnschedulable(const GangAttempt& attempt, const Unsc
   current.members.clear();
   for (const auto& [k, pod] : gang.pending) current.members.push_back(pod);
   current.priority = gang.priority;
-  std::vector<std::string> nodes = planReservation(buildRequest(current), cache);
+  PlacementOptions options;
+  options.namespace_labels = namespace_labels_;
+  std::vector<std::string> nodes = planReservation(buildRequest(current), cache, options);
   if (nodes.empty()) return;
   MUSTER_LOG_INFO(2, "Gang reserved nodes", "gang", attempt.key.toString(), "nodes", nodes.size(),
                   "waited", absl::FormatDuration(now - gang.first_seen));

@@ -105,6 +105,10 @@ class SchedulingQueue {
   absl::Status addOrUpdatePod(const proto::Pod& pod);
   void removePod(const proto::Pod& pod) { removePod(podKey(pod)); }
   void removePod(std::string_view pod_key);
+  // Namespace labels for inter-pod terms in reservation plans (placement.h PlacementOptions).
+  void setNamespaceLabels(std::function<const proto::Labels*(std::string_view)> lookup) {
+    namespace_labels_ = std::move(lookup);
+  }
   // Where scheduling.k8s.io/v1alpha2 PodGroups are looked up (none: every one is missing).
   void setWorkloadPodGroups(WorkloadPodGroupLookup lookup) {
     workload_pod_groups_ = std::move(lookup);
@@ -204,6 +208,7 @@ class SchedulingQueue {
   Clock clock_;
   PodGroupLookup pod_groups_;
   WorkloadPodGroupLookup workload_pod_groups_;
+  std::function<const proto::Labels*(std::string_view)> namespace_labels_;
   ClaimIsBound claim_is_bound_;
   VolumesOf volumes_of_;
   absl::flat_hash_map<GangKey, Gang> gangs_;

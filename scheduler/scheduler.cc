@@ -93,6 +93,7 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       claims_(informers.informer<proto::PersistentVolumeClaim>(
           proto::resources::kPersistentVolumeClaims)),
       volumes_(informers.informer<proto::PersistentVolume>(proto::resources::kPersistentVolumes)),
+      namespaces_(informers.informer<proto::Namespace>(proto::resources::kNamespaces)),
       api_(api),
       binder_(api, strand_, events_, clock_),
       status_(api, executor, clock_),
@@ -110,6 +111,7 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       group_status_(api, strand_, clock_, [this](const std::string& group_key) {
         return pods_.byIndex(kPodsByPodGroupIndex, group_key);
       }) {
+  queue_.setNamespaceLabels([this](std::string_view ns) { return namespaceLabels(ns); });
   queue_.setWorkloadPodGroups(
       [this](std::string_view ns, std::string_view name) -> const proto::WorkloadPodGroup* {
         auto it = workload_groups_.find(proto::objectKey(ns, name));
@@ -158,6 +160,18 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       },
       [this](const auto& g) { asio::post(strand_, [this, g] { onWorkloadPodGroup(g, true); }); },
   });
+  auto on_namespace = [this](const std::shared_ptr<const proto::Namespace>& n, bool gone) {
+    asio::post(strand_, [this, n, gone] {
+      if (gone) namespace_objects_.erase(n->meta.name);
+      else namespace_objects_[n->meta.name] = n;
+      // A namespace's labels may let a pod with a namespaceSelector term fit (or not) now.
+      queue_.onClusterEvent(ClusterEvent::kNodeUpdated);
+      kick();
+    });
+  };
+  namespaces_.addHandlers({[on_namespace](const auto& n) { on_namespace(n, false); },
+                           [on_namespace](const auto&, const auto& n) { on_namespace(n, false); },
+                           [on_namespace](const auto& n) { on_namespace(n, true); }});
   auto on_claim = [this](const std::shared_ptr<const proto::PersistentVolumeClaim>& c) {
     asio::post(strand_, [this, c] { onClaim(*c); });
   };
@@ -324,6 +338,11 @@ void Scheduler::onWorkloadPodGroup(const std::shared_ptr<const proto::WorkloadPo
   kick();
 }
 
+const proto::Labels* Scheduler::namespaceLabels(std::string_view name) const {
+  auto it = namespace_objects_.find(name);
+  return it == namespace_objects_.end() ? nullptr : &it->second->meta.labels;
+}
+
 void Scheduler::setPodGroupScheduled(const GangAttempt& attempt, bool scheduled,
                                      std::string message) {
   if (attempt.spec.source != GangSource::kWorkloadPodGroup) return;
@@ -400,7 +419,7 @@ asio::awaitable<void> Scheduler::waitForCaches() {
   // not listed yet must not be told that it does not exist.
   while (!stopping_ && !(pods_.hasSynced() && nodes_.hasSynced() && claims_.hasSynced() &&
                         volumes_.hasSynced() && pod_groups_.hasSynced() &&
-                        workload_pod_groups_.hasSynced()))
+                        workload_pod_groups_.hasSynced() && namespaces_.hasSynced()))
     co_await sleep(std::chrono::milliseconds(100));
   // NodeTopologies are worth a short wait (placing without them ignores GPU↔NIC alignment), but
   // not a hang: the CRD may not be installed, or no agent runs.
@@ -472,7 +491,10 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
     return;
   }
   GangRequest request = queue_.buildRequest(attempt);
-  PlacementResult result = place(request, cache_, PlacementOptions{config_.single_pod_strategy});
+  PlacementOptions options;
+  options.single_pod_strategy = config_.single_pod_strategy;
+  options.namespace_labels = [this](std::string_view ns) { return namespaceLabels(ns); };
+  PlacementResult result = place(request, cache_, options);
   if (auto* verdict = std::get_if<Unschedulable>(&result)) {
     observe("unschedulable");
     reportUnschedulable(attempt, *verdict);

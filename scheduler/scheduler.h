@@ -104,6 +104,8 @@ class Scheduler {
   // Pods with claims that are not bound are not queued; a claim's change re-queues its pods.
   proto::Informer<proto::PersistentVolumeClaim>& claims_;
   proto::Informer<proto::PersistentVolume>& volumes_;
+  // Namespace labels, for inter-pod terms' namespaceSelector.
+  proto::Informer<proto::Namespace>& namespaces_;
 
   SchedulerApiPtr api_;
   Binder binder_;
@@ -113,6 +115,8 @@ class Scheduler {
   ClusterCache cache_;
   std::map<std::string, std::shared_ptr<const proto::PodGroup>> groups_;  // "ns/name"
   std::map<std::string, std::shared_ptr<const proto::WorkloadPodGroup>> workload_groups_;
+  std::map<std::string, std::shared_ptr<const proto::Namespace>, std::less<>> namespace_objects_;
+  const proto::Labels* namespaceLabels(std::string_view name) const;
   // The PodGroupScheduled condition last sent per v1alpha2 PodGroup: "status reason message".
   std::map<std::string, std::string> workload_condition_sent_;
   SchedulingQueue queue_;

@@ -233,6 +233,9 @@ cannot() { local name=$1; shift; can_i as_sa no "refused: $name" "$@"; }
 can "list pods in all namespaces" list pods -A
 can "watch pods in all namespaces" watch pods -A
 can "list nodes" list nodes
+can "list namespaces (namespaceSelector of inter-pod terms)" list namespaces
+can "watch namespaces" watch namespaces
+cannot "update namespaces" update namespaces
 can "watch nodes" watch nodes
 can "list podgroups in all namespaces" list podgroups.scheduling.x-k8s.io -A
 can "list persistentvolumeclaims in all namespaces" list persistentvolumeclaims -A

@@ -865,6 +865,20 @@ TEST_CASE("inter-pod anti-affinity: a gang gets one member per node, and later p
                std::string::npos;
   }));
   CHECK(boundCount(listPods(*env.client, env.run), "b") == 0);
+  // The same term with the namespace chosen by its labels (a Namespace informer): kept away too.
+  const std::string ns_label = env.run + "-ns";
+  REQUIRE(TestCluster::get().kubectl({"label", "namespace", "default", ns_label + "=yes", "--overwrite"}).ok());
+  create(*env.client, PodBuilder("c0", env.run).withGpus(1).spec(absl::StrCat(
+      R"("affinity":{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[)"
+      R"({"labelSelector":{"matchLabels":{"role":")", role, R"("}},"namespaceSelector":)"
+      R"({"matchLabels":{")", ns_label, R"(":"yes"}},"topologyKey":"kubernetes.io/hostname"}]}})")));
+  REQUIRE(waitFor([&] {
+    auto pods = listPods(*env.client, env.run);
+    return pods.count("c0") &&
+           conditionMessage(pods.at("c0")).find("4 node(s) didn't match pod anti-affinity rules") !=
+               std::string::npos;
+  }));
+  (void)TestCluster::get().kubectl({"label", "namespace", "default", ns_label + "-"});
   CHECK(sched.alive());
 }
 

@@ -190,30 +190,27 @@ TEST_CASE("the diagnosis reads like kube-scheduler's message", "[filter]") {
 TEST_CASE("unsupported features are listed so the pod is not scheduled without them", "[filter]") {
   proto::Pod p = pod("p");
   CHECK(unsupported(p).empty());
-  // Inter-pod terms are supported (interpod_test.cc), but not namespaces chosen by their labels.
+  // Inter-pod terms are supported (interpod_test.cc), namespaceSelector included.
   p.spec.affinity.emplace();
   proto::PodAffinityTerm term;
   term.label_selector.emplace();
   term.topology_key = "kubernetes.io/hostname";
+  term.namespace_selector.emplace().match_labels["team"] = "ml";
   p.spec.affinity->pod_anti_affinity.required.push_back(term);
   p.spec.affinity->has_pod_anti_affinity = true;
-  CHECK(unsupported(p).empty());
-  term.namespace_selector.emplace();  // {}: every namespace, supported
-  p.spec.affinity->pod_affinity.required.push_back(term);
-  CHECK(unsupported(p).empty());
-  term.namespace_selector->match_labels["team"] = "ml";
   p.spec.affinity->pod_affinity.preferred.push_back({10, term});
+  p.spec.affinity->has_pod_affinity = true;
+  CHECK(unsupported(p).empty());
   p.spec.has_topology_spread_constraints = true;
   p.spec.has_resource_claims = true;
   p.spec.pvc_claim_names = {"data", "scratch"};
   std::vector<std::string> u = unsupported(p, [](std::string_view, std::string_view claim) {
     return claim == "data";
   });
-  REQUIRE(u.size() == 4);
-  CHECK(u[0] == "an inter-pod (anti-)affinity term with a non-empty namespaceSelector");
-  CHECK(u[1] == "topology spread constraints (spec.topologySpreadConstraints)");
-  CHECK(u[2] == "dynamic resource allocation (spec.resourceClaims)");
-  CHECK(u[3] == "PersistentVolumeClaim scratch that is not bound yet (volume binding)");
+  REQUIRE(u.size() == 3);
+  CHECK(u[0] == "topology spread constraints (spec.topologySpreadConstraints)");
+  CHECK(u[1] == "dynamic resource allocation (spec.resourceClaims)");
+  CHECK(u[2] == "PersistentVolumeClaim scratch that is not bound yet (volume binding)");
 }
 
 }  // namespace

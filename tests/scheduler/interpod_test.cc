@@ -118,6 +118,26 @@ TEST_CASE("required affinity needs a selected pod in the node's domain, except f
   CHECK(f->check(cache.node(*cache.findNode("bare"))).reasons.front() == kReasonPodAffinity);
 }
 
+TEST_CASE("a namespaceSelector term selects pods by their namespace's labels", "[interpod]") {
+  ClusterCache cache = racks();
+  cache.addPod(pod("db").ns("team-a").label("app", "db").onNode("r0-n0"));
+  cache.addPod(pod("db").ns("team-b").label("app", "db").onNode("r1-n0"));
+  auto p = pod("web").requiredAntiAffinity("app", "db", kHost).build();
+  p.spec.affinity->pod_anti_affinity.required[0].namespace_selector.emplace().match_labels["tier"] = "prod";
+  const proto::Labels prod{{"tier", "prod"}};
+  NamespaceLabels labels = [&](std::string_view ns) -> const proto::Labels* {
+    return ns == "team-a" ? &prod : nullptr;
+  };
+  std::optional<InterPodFilter> f = InterPodFilter::prepare(p, cache, labels);
+  REQUIRE(f);
+  CHECK_FALSE(f->check(cache.node(*cache.findNode("r0-n0"))).ok());  // team-a is prod
+  CHECK(f->check(cache.node(*cache.findNode("r1-n0"))).ok());        // team-b is not
+  // Without namespace labels nothing is selected by it.
+  std::optional<InterPodFilter> blind = InterPodFilter::prepare(p, cache);
+  REQUIRE(blind);
+  CHECK(blind->check(cache.node(*cache.findNode("r0-n0"))).ok());
+}
+
 TEST_CASE("labels changed on a running pod are what terms see", "[interpod]") {
   ClusterCache cache = racks();
   cache.addPod(pod("x").label("app", "db").onNode("r0-n0"));
