@@ -206,12 +206,18 @@ std::shared_ptr<const PlacedPod> ClusterCache::placedOf(const proto::Pod& pod) {
   auto placed = std::make_shared<PlacedPod>();
   placed->namespace_ = pod.meta.namespace_;
   placed->labels = pod.meta.labels;
-  if (pod.spec.affinity) placed->required_anti_affinity = pod.spec.affinity->pod_anti_affinity.required;
+  if (pod.spec.affinity) {
+    placed->required_anti_affinity = pod.spec.affinity->pod_anti_affinity.required;
+    placed->required_affinity = pod.spec.affinity->pod_affinity.required;
+    placed->preferred_affinity = pod.spec.affinity->pod_affinity.preferred;
+    placed->preferred_anti_affinity = pod.spec.affinity->pod_anti_affinity.preferred;
+  }
   return placed;
 }
 
 void ClusterCache::insertPod(std::string key, CachedPod cached) {
   if (!cached.placed->required_anti_affinity.empty()) with_anti_affinity_.insert(key);
+  if (cached.placed->anyTerm()) with_terms_.insert(key);
   pods_.emplace(std::move(key), std::move(cached));
 }
 
@@ -232,6 +238,7 @@ void ClusterCache::removePod(std::string_view pod_key) {
   NodeId id = it->second.node;
   account(id, it->second.requests, it->second.ports, -1);
   with_anti_affinity_.erase(it->first);
+  with_terms_.erase(it->first);
   pods_.erase(it);
   releaseSlotIfUnused(id);
 }

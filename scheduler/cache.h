@@ -46,6 +46,14 @@ struct PlacedPod {
   std::string namespace_;
   proto::Labels labels;
   std::vector<proto::PodAffinityTerm> required_anti_affinity;
+  // What makes other pods prefer or avoid this one's domains (the scoring's symmetry).
+  std::vector<proto::PodAffinityTerm> required_affinity;
+  std::vector<proto::WeightedPodAffinityTerm> preferred_affinity;
+  std::vector<proto::WeightedPodAffinityTerm> preferred_anti_affinity;
+  bool anyTerm() const {
+    return !required_anti_affinity.empty() || !required_affinity.empty() ||
+           !preferred_affinity.empty() || !preferred_anti_affinity.empty();
+  }
 };
 
 struct NodeInfo {
@@ -145,6 +153,15 @@ class ClusterCache {
     }
   }
   bool anyPodWithRequiredAntiAffinity() const { return !with_anti_affinity_.empty(); }
+  // Those with any inter-pod term (required or preferred, affinity or anti-affinity).
+  template <class F>
+  void forEachPodWithInterPodTerms(F&& f) const {
+    for (const std::string& key : with_terms_) {
+      const CachedPod& cached = pods_.at(key);
+      f(*cached.placed, cached.node);
+    }
+  }
+  bool anyPodWithInterPodTerms() const { return !with_terms_.empty(); }
 
  private:
   struct CachedPod {
@@ -175,6 +192,7 @@ class ClusterCache {
   absl::flat_hash_map<std::string, NodeId> node_ids_;
   absl::flat_hash_map<std::string, CachedPod> pods_;
   absl::flat_hash_set<std::string> with_anti_affinity_;  // keys of pods_ with such terms
+  absl::flat_hash_set<std::string> with_terms_;          // ... with any inter-pod term
   absl::flat_hash_map<std::string, std::shared_ptr<const NodeDevices>> devices_;
   absl::flat_hash_map<std::string, std::weak_ptr<const NodeDevices>> shapes_;  // by shapeKey()
   size_t present_count_ = 0;

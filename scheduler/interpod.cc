@@ -95,6 +95,14 @@ std::string interPodSignature(const proto::Pod& pod) {
   std::string s;
   for (const auto& t : requiredAffinity(pod)) absl::StrAppend(&s, "a[", fingerprint(t, pod.meta.namespace_), "]");
   for (const auto& t : requiredAntiAffinity(pod)) absl::StrAppend(&s, "x[", fingerprint(t, pod.meta.namespace_), "]");
+  if (const proto::PodAffinity* a = affinityOf(pod)) {
+    for (const auto& w : a->preferred)
+      absl::StrAppend(&s, "p", w.weight, "[", fingerprint(w.term, pod.meta.namespace_), "]");
+  }
+  if (const proto::PodAffinity* a = antiAffinityOf(pod)) {
+    for (const auto& w : a->preferred)
+      absl::StrAppend(&s, "q", w.weight, "[", fingerprint(w.term, pod.meta.namespace_), "]");
+  }
   return s;
 }
 
@@ -169,6 +177,64 @@ Status InterPodFilter::check(const NodeInfo& node) const {
       return Status::unschedulable(std::string(kReasonExistingAntiAffinity));
   }
   return Status::success();
+}
+
+std::optional<InterPodScore> InterPodScore::prepare(const proto::Pod& pod, const ClusterCache& cache,
+                                                    const NamespaceLabels& namespace_labels) {
+  const proto::PodAffinity* affinity = affinityOf(pod);
+  const proto::PodAffinity* anti = antiAffinityOf(pod);
+  const bool own = (affinity && !affinity->preferred.empty()) || (anti && !anti->preferred.empty());
+  if (!own && !cache.anyPodWithInterPodTerms()) return std::nullopt;
+  InterPodScore out;
+  const std::string& ns = pod.meta.namespace_;
+  auto add = [&](const proto::PodAffinityTerm& t, const NodeInfo& node, int64_t weight) {
+    if (const std::string* v = labelOf(node, t.topology_key)) out.pairs_[{t.topology_key, *v}] += weight;
+  };
+  auto visit = [&](const PlacedPod& placed, NodeId id) {
+    const NodeInfo& node = cache.node(id);
+    if (!node.present) return;
+    if (own) {
+      for (const auto& w : affinity->preferred)
+        if (termSelects(w.term, ns, placed.namespace_, placed.labels, namespace_labels))
+          add(w.term, node, w.weight);
+      for (const auto& w : anti->preferred)
+        if (termSelects(w.term, ns, placed.namespace_, placed.labels, namespace_labels))
+          add(w.term, node, -static_cast<int64_t>(w.weight));
+    }
+    // The placed pod's terms that select this one (kube-scheduler's hardPodAffinityWeight: 1).
+    for (const auto& t : placed.required_affinity)
+      if (termSelects(t, placed.namespace_, ns, pod.meta.labels, namespace_labels)) add(t, node, 1);
+    for (const auto& w : placed.preferred_affinity)
+      if (termSelects(w.term, placed.namespace_, ns, pod.meta.labels, namespace_labels))
+        add(w.term, node, w.weight);
+    for (const auto& w : placed.preferred_anti_affinity)
+      if (termSelects(w.term, placed.namespace_, ns, pod.meta.labels, namespace_labels))
+        add(w.term, node, -static_cast<int64_t>(w.weight));
+  };
+  if (own) cache.forEachPlacedPod(visit);
+  else cache.forEachPodWithInterPodTerms(visit);
+  for (auto it = out.pairs_.begin(); it != out.pairs_.end();) {
+    if (it->second == 0) out.pairs_.erase(it++);
+    else ++it;
+  }
+  if (out.pairs_.empty()) return std::nullopt;
+  return out;
+}
+
+int64_t InterPodScore::score(const NodeInfo& node) const {
+  int64_t sum = 0;
+  if (pairs_.size() < node.labels.size()) {
+    for (const auto& [pair, weight] : pairs_) {
+      const std::string* v = labelOf(node, pair.first);
+      if (v != nullptr && *v == pair.second) sum += weight;
+    }
+  } else {
+    for (const auto& [k, v] : node.labels) {
+      auto it = pairs_.find(std::make_pair(k, v));
+      if (it != pairs_.end()) sum += it->second;
+    }
+  }
+  return sum;
 }
 
 GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCache& cache,

@@ -1,7 +1,8 @@
 #pragma once
 
-// Inter-pod affinity and anti-affinity, required terms, with kube-scheduler's InterPodAffinity
-// filter semantics (pkg/scheduler/framework/plugins/interpodaffinity, 1.36), in its order and
+// Inter-pod affinity and anti-affinity with kube-scheduler's InterPodAffinity semantics: the
+// filter for required terms (below) and the score for preferred ones (InterPodScore). The filter's
+// semantics (pkg/scheduler/framework/plugins/interpodaffinity, 1.36), in its order and
 // words:
 //
 //   1. the pod's required podAffinity: the node must carry every term's topologyKey, and for each
@@ -35,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "proto/objects.h"
 #include "scheduler/cache.h"
@@ -60,8 +62,9 @@ bool termSelects(const proto::PodAffinityTerm& term, std::string_view owner_name
 
 // The pod has required podAffinity or podAntiAffinity terms.
 bool hasRequiredInterPodTerms(const proto::Pod& pod);
-// Its required terms as text: equal for two pods of one namespace whose terms select alike (a part
-// of PodInfo::constraint_signature).
+// Its inter-pod terms (required and preferred) as text: equal for two pods of one namespace whose
+// terms select alike (a part of PodInfo::constraint_signature). Members of a gang placed as one
+// group are ranked by their first member's InterPodScore.
 std::string interPodSignature(const proto::Pod& pod);
 
 // The InterPodAffinity filter for one pending pod, prepared once against the cache (as
@@ -81,6 +84,22 @@ class InterPodFilter {
   std::vector<std::string> anti_keys_;
   absl::flat_hash_set<Pair> anti_pairs_;      // domains holding a pod one of its terms selects
   absl::flat_hash_set<Pair> existing_anti_;   // domains placed pods' anti-affinity forbids
+};
+
+// kube-scheduler's InterPodAffinity score for one pending pod (its preferred terms, and the
+// placed pods' terms that select it: preferred ones by weight, required affinity with weight 1,
+// anti-affinity negative), summed per topology domain: a node's score is the sum over its labels.
+// Placement ranks nodes by it right after preferred node affinity, as a raw sum (kube-scheduler
+// normalises it to 0-100 and adds other scores; the order among nodes is the same).
+class InterPodScore {
+ public:
+  // nullopt: no term in play, every node scores 0.
+  static std::optional<InterPodScore> prepare(const proto::Pod& pod, const ClusterCache& cache,
+                                              const NamespaceLabels& namespace_labels = {});
+  int64_t score(const NodeInfo& node) const;
+
+ private:
+  absl::flat_hash_map<std::pair<std::string, std::string>, int64_t> pairs_;
 };
 
 // What the members' terms ask of each other (members in GangRequest order).

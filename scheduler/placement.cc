@@ -78,6 +78,9 @@ struct Group {
   // one of the group's pods may share a node (anti-affinity among them on the host).
   std::optional<InterPodFilter> inter;
   bool one_per_node = false;
+  // Preferred inter-pod terms in play (scheduler/interpod.h InterPodScore); nullopt: none.
+  std::optional<InterPodScore> pod_score;
+  bool prefers = false;  // preferred node affinity or pod_score: nodes are ranked by preference()
   int64_t count = 0;
   std::vector<int32_t>* cap = nullptr;  // by position
   std::vector<int64_t>* pre = nullptr;  // prefix sums of cap, size N + 1
@@ -98,6 +101,16 @@ struct Child {
   uint32_t idx;
   int64_t aligned = 0;  // how many of its `cap` pods could be aligned (a tie-break; 0: unknown)
 };
+
+// What a group prefers of a node: preferred node affinity first, then the inter-pod score, as one
+// number ordered that way (node affinity weights sum to far less than 2^31).
+int64_t preference(const Group& g, const NodeInfo& n) {
+  if (!g.prefers) return 0;
+  int64_t node = g.rep->has_preferred_affinity ? preferredAffinityScore(*g.rep, n) : 0;
+  int64_t pods = g.pod_score ? g.pod_score->score(n) : 0;
+  constexpr int64_t kLimit = int64_t{1} << 30;
+  return node * (int64_t{1} << 32) + std::clamp(pods, -kLimit, kLimit);
+}
 
 // Most room first, then preferred affinity, then alignment, then the fullest (least free), then
 // order.
@@ -247,6 +260,8 @@ void Placer::buildGroups() {
       if (hasRequiredInterPodTerms(p.pod) || cache_.anyPodWithRequiredAntiAffinity())
         g.inter = InterPodFilter::prepare(p.pod, cache_, options_.namespace_labels);
       g.one_per_node = inter_.one_per_node[i];
+      g.pod_score = InterPodScore::prepare(p.pod, cache_, options_.namespace_labels);
+      g.prefers = p.has_preferred_affinity || g.pod_score.has_value();
       g.req = sparse(p.requests);
       g.has_ports = !p.host_ports.empty();
       g.fast_static = !p.has_node_selector && p.pod.spec.node_name.empty();
@@ -356,14 +371,14 @@ std::optional<uint32_t> Placer::bestNodeForSinglePod() {
   uint32_t best = n_;
   // Packing without affinity: a node the pod fills exactly cannot be beaten by a later one
   // (unless alignment matters and this node is not aligned behind a PCIe switch).
-  const bool exact_fit_wins = !spread && !g.rep->has_preferred_affinity;
+  const bool exact_fit_wins = !spread && !g.prefers;
   bool done = false;
   auto visitRange = [&](uint32_t b, uint32_t e) {
     for (uint32_t p = b; p < e && !done; ++p) {
       NodeId id = topo_.order[p];
       if (!fitsOne(g, id)) continue;
       const NodeInfo& n = cache_.node(id);
-      int64_t aff = g.rep->has_preferred_affinity ? preferredAffinityScore(*g.rep, n) : 0;
+      int64_t aff = preference(g, n);
       int align = g.align ? alignScore(alignedOn(g, n, nullptr), 1) : 0;
       int64_t left = n.freeOf(dominant_) - want;
       bool take = best == n_ || aff > best_aff ||
@@ -473,11 +488,11 @@ bool Placer::distribute(int level, uint32_t idx, int64_t need, Group& g,
   }
   std::vector<Child> children;
   children.reserve(e - b);
-  const bool affinity = isHost(cl) && g.rep->has_preferred_affinity;
+  const bool affinity = isHost(cl) && g.prefers;
   for (uint32_t c = b; c < e; ++c) {
     int64_t cap = capsum(g, cl, c);
     if (cap <= 0) continue;
-    int64_t aff = affinity ? preferredAffinityScore(*g.rep, nodeAt(c)) : 0;
+    int64_t aff = affinity ? preference(g, nodeAt(c)) : 0;
     children.push_back(Child{cap, aff, freeDom(cl, c), c});
   }
   sortChildren(children);
@@ -510,7 +525,7 @@ bool Placer::distributeAligned(uint32_t b, uint32_t e, int64_t need, Group& g,
     auto ex = extra_.find(p);
     const NodeInfo& n = nodeAt(p);
     nodes.push_back(Candidate{p, cap, alignedOn(g, n, ex == extra_.end() ? nullptr : &ex->second),
-                              g.rep->has_preferred_affinity ? preferredAffinityScore(*g.rep, n) : 0,
+                              preference(g, n),
                               freeDom(levels_, p)});
   }
   // Two plans, each with the tightest / fullest rule: `tiered` takes PCIe-switch-aligned room
@@ -621,9 +636,7 @@ std::optional<std::pair<int, uint32_t>> Placer::search() {
     std::vector<Candidate> candidates;
     auto consider = [&](uint32_t idx) {
       if (!scopeAllows(level, idx) || !unitFits(level, idx)) return;
-      int64_t aff = isHost(level) && main.rep->has_preferred_affinity
-                        ? preferredAffinityScore(*main.rep, nodeAt(idx))
-                        : 0;
+      int64_t aff = isHost(level) ? preference(main, nodeAt(idx)) : 0;
       int align = isHost(level) && main.align
                       ? alignScore(alignedOn(main, nodeAt(idx), nullptr), main.count)
                       : 0;

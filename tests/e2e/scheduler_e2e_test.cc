@@ -882,6 +882,31 @@ TEST_CASE("inter-pod anti-affinity: a gang gets one member per node, and later p
   CHECK(sched.alive());
 }
 
+TEST_CASE("preferred inter-pod terms: a pod goes near what it prefers and away from what it avoids") {
+  Env env("ipp");
+  makeRacks(env, 1, 2);
+  SchedulerProcess sched(kTestSchedulerConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+  const std::string role = env.run + "-x";
+  create(*env.client, PodBuilder("x0", env.run).withGpus(4).label("role", role));
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "x0") == 1; }));
+  const std::string x_node = listPods(*env.client, env.run).at("x0").spec.node_name;
+  auto term = [&](const char* kind) {
+    return absl::StrCat(R"("affinity":{")", kind, R"(":{"preferredDuringSchedulingIgnoredDuringExecution":[)"
+                        R"({"weight":100,"podAffinityTerm":{"labelSelector":{"matchLabels":{"role":")",
+                        role, R"("}},"topologyKey":"kubernetes.io/hostname"}}]}})");
+  };
+  // Packing alone would put both 1-GPU pods next to x0 (the fuller node).
+  create(*env.client, PodBuilder("away", env.run).withGpus(1).spec(term("podAntiAffinity")));
+  create(*env.client, PodBuilder("near", env.run).withGpus(1).spec(term("podAffinity")));
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run)) == 3; }));
+  auto pods = listPods(*env.client, env.run);
+  CHECK(pods.at("near").spec.node_name == x_node);
+  CHECK(pods.at("away").spec.node_name != x_node);
+  CHECK(sched.alive());
+}
+
 // The PodGroupScheduled condition of a scheduling.k8s.io/v1alpha2 PodGroup: "Status/Reason: message".
 std::string podGroupScheduled(proto::Client& client, const std::string& name) {
   proto::Request get;

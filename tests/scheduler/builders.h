@@ -182,6 +182,18 @@ class PodBuilder {
     p_.spec.affinity->has_pod_anti_affinity = true;
     return *this;
   }
+  PodBuilder& preferredPodAffinity(int32_t weight, const std::string& k, const std::string& v,
+                                   const std::string& topology_key) {
+    affinityTerms().pod_affinity.preferred.push_back({weight, podTerm(k, v, topology_key)});
+    p_.spec.affinity->has_pod_affinity = true;
+    return *this;
+  }
+  PodBuilder& preferredPodAntiAffinity(int32_t weight, const std::string& k, const std::string& v,
+                                       const std::string& topology_key) {
+    affinityTerms().pod_anti_affinity.preferred.push_back({weight, podTerm(k, v, topology_key)});
+    p_.spec.affinity->has_pod_anti_affinity = true;
+    return *this;
+  }
   static proto::PodAffinityTerm podTerm(const std::string& k, const std::string& v,
                                         const std::string& topology_key) {
     proto::PodAffinityTerm t;

@@ -147,6 +147,59 @@ TEST_CASE("labels changed on a running pod are what terms see", "[interpod]") {
   CHECK(verdicts(pod("web").requiredAntiAffinity("app", "db", kHost), cache).at("r0-n0") == "ok");
 }
 
+// --- preferred terms: the score ------------------------------------------------------------------
+
+std::map<std::string, int64_t> scores(const proto::Pod& p, const ClusterCache& cache) {
+  std::map<std::string, int64_t> out;
+  std::optional<InterPodScore> s = InterPodScore::prepare(p, cache);
+  for (const char* n : {"r0-n0", "r0-n1", "r1-n0", "r1-n1"})
+    out[n] = s ? s->score(cache.node(*cache.findNode(n))) : 0;
+  return out;
+}
+
+TEST_CASE("preferred terms score a node by the pods in its domains, as kube-scheduler adds them",
+          "[interpod]") {
+  ClusterCache cache = racks();
+  CHECK_FALSE(InterPodScore::prepare(pod("web").preferredPodAffinity(50, "app", "db", kHost), cache));
+  cache.addPod(pod("db").label("app", "db").onNode("r1-n1"));
+  cache.addPod(pod("noisy").label("app", "noisy").onNode("r0-n0"));
+  auto p = pod("web").preferredPodAffinity(50, "app", "db", kHost)
+               .preferredPodAntiAffinity(30, "app", "noisy", testing::kRack).build();
+  CHECK(scores(p, cache) == std::map<std::string, int64_t>{
+                                {"r0-n0", -30}, {"r0-n1", -30}, {"r1-n0", 0}, {"r1-n1", 50}});
+  // Symmetry: a placed pod's preferred affinity (by weight) and required affinity (weight 1) to
+  // this pod draw it to that pod's domains; its preferred anti-affinity pushes it away.
+  cache.addPod(pod("fan").label("app", "fan").preferredPodAffinity(20, "app", "web", testing::kRack)
+                   .requiredAffinity("app", "web", kHost).onNode("r1-n0"));
+  cache.addPod(pod("shy").preferredPodAntiAffinity(7, "app", "web", kHost).onNode("r0-n1"));
+  CHECK(scores(pod("w").label("app", "web"), cache) ==
+        std::map<std::string, int64_t>{{"r0-n0", 0}, {"r0-n1", -7}, {"r1-n0", 21}, {"r1-n1", 20}});
+  CHECK(scores(pod("other").label("app", "other"), cache) ==
+        std::map<std::string, int64_t>{{"r0-n0", 0}, {"r0-n1", 0}, {"r1-n0", 0}, {"r1-n1", 0}});
+}
+
+TEST_CASE("a lone pod goes where its preferred terms point before packing tighter", "[interpod]") {
+  ClusterCache cache = racks();
+  cache.addPod(pod("filler").gpus(4).onNode("r0-n0"));  // packing alone would pick r0-n0
+  cache.addPod(pod("db").label("app", "db").gpus(1).onNode("r1-n1"));
+  auto lone = [&](testing::PodBuilder b) {
+    GangRequest r;
+    r.key = GangKey{"ml", "lone", true};
+    r.members.push_back(b.info());
+    const PlacementResult result = place(r, cache);
+    REQUIRE(std::holds_alternative<GangPlacement>(result));
+    return std::get<GangPlacement>(result).assignments.at(0).node;
+  };
+  CHECK(lone(pod("plain").gpus(1)) == "r0-n0");
+  CHECK(lone(pod("near").gpus(1).preferredPodAffinity(10, "app", "db", kHost)) == "r1-n1");
+  CHECK(lone(pod("far").gpus(1).preferredPodAntiAffinity(10, "app", "db", testing::kRack)) == "r0-n0");
+  CHECK(lone(pod("far2").gpus(4).preferredPodAntiAffinity(10, "app", "db", testing::kRack)) == "r0-n0");
+  // Preferred node affinity still comes first.
+  cache.updateNode(node("r1-n0").gpus(8).rack("r1").spine("s0").label("disk", "ssd"));
+  CHECK(lone(pod("both").gpus(1).preferredAffinity(1, testing::term("disk", "In", {"ssd"}))
+                 .preferredPodAffinity(100, "app", "db", kHost)) == "r1-n0");
+}
+
 // --- inside a gang --------------------------------------------------------------------------------
 
 GangRequest gangOf(int n, const std::function<testing::PodBuilder(int)>& shape) {
@@ -241,6 +294,18 @@ TEST_CASE("a lone pod with terms is placed as kube-scheduler would", "[interpod]
   away.members.push_back(pod("batch").gpus(8).requiredAntiAffinity("app", "db", testing::kRack).info());
   GangPlacement q = placed(place(away, cache));
   CHECK(q.assignments[0].node.rfind("r0-", 0) == 0);
+}
+
+TEST_CASE("a gang's members go to the rack their preferred affinity points to", "[interpod]") {
+  ClusterCache cache = racks();
+  cache.addPod(pod("cache").label("app", "cache").gpus(1).onNode("r1-n0"));
+  cache.addPod(pod("filler").gpus(1).onNode("r0-n0"));  // r0 is as full: a tie without preference
+  auto member = [](int i) {
+    return pod("m" + std::to_string(i)).gpus(2).gang("train", 2)
+        .preferredPodAffinity(10, "app", "cache", testing::kRack);
+  };
+  GangPlacement p = placed(place(gangOf(2, member), cache));
+  for (const Assignment& a : p.assignments) CHECK(a.node.rfind("r1-", 0) == 0);
 }
 
 }  // namespace
