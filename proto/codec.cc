@@ -60,6 +60,19 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PodAffinity
   return readStringList(v, path, "mismatchLabelKeys", &out->mismatch_label_keys);
 }
 
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, TopologySpreadConstraint* out) {
+  *out = TopologySpreadConstraint{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "maxSkew", &out->max_skew));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "topologyKey", &out->topology_key));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "whenUnsatisfiable", &out->when_unsatisfiable));
+  MUSTER_RETURN_IF_ERROR(decodeOptionalSelector(v, path, "labelSelector", &out->label_selector));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "minDomains", &out->min_domains));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "nodeAffinityPolicy", &out->node_affinity_policy));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "nodeTaintsPolicy", &out->node_taints_policy));
+  return readStringList(v, path, "matchLabelKeys", &out->match_label_keys);
+}
+
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, WeightedPodAffinityTerm* out) {
   *out = WeightedPodAffinityTerm{};
   MUSTER_RETURN_IF_ERROR(expectObject(v, path));
@@ -98,6 +111,8 @@ absl::Status decodePodSpec(const rapidjson::Value& v, const JsonPath& path,
   MUSTER_RETURN_IF_ERROR(readBool(v, path, "hostNetwork", &out->host_network));
   MUSTER_RETURN_IF_ERROR(
       hasElements(v, path, "topologySpreadConstraints", &out->has_topology_spread_constraints));
+  MUSTER_RETURN_IF_ERROR(
+      decodeList(v, path, "topologySpreadConstraints", &out->topology_spread_constraints));
   MUSTER_RETURN_IF_ERROR(forEachElement(
       v, path, "volumes", [&](const rapidjson::Value& volume, const JsonPath& p) {
         MUSTER_RETURN_IF_ERROR(expectObject(volume, p));

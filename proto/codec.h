@@ -34,6 +34,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Toleration*
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Taint* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Affinity* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PodAffinityTerm* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, TopologySpreadConstraint* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, WeightedPodAffinityTerm* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Condition* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ContainerStatus* out);

@@ -161,6 +161,18 @@ struct ContainerStatus {
   std::string message;  // state.terminated.message: the container's termination message
 };
 
+// core/v1 TopologySpreadConstraint.
+struct TopologySpreadConstraint {
+  int32_t max_skew = 0;
+  std::string topology_key;
+  std::string when_unsatisfiable;  // "DoNotSchedule" or "ScheduleAnyway"
+  std::optional<LabelSelector> label_selector;  // absent: selects no pod
+  std::optional<int32_t> min_domains;
+  std::string node_affinity_policy;  // "Honor" (default) or "Ignore"
+  std::string node_taints_policy;    // "Ignore" (default) or "Honor"
+  std::vector<std::string> match_label_keys;
+};
+
 struct PodSpec {
   std::string node_name;
   std::string scheduler_name;
@@ -174,6 +186,7 @@ struct PodSpec {
   std::vector<Toleration> tolerations;
   bool host_network = false;
   bool has_topology_spread_constraints = false;
+  std::vector<TopologySpreadConstraint> topology_spread_constraints;
   // Claims the pod's volumes need bound: persistentVolumeClaim.claimName, and for generic
   // ephemeral volumes the claim Kubernetes creates for them ("<pod name>-<volume name>").
   std::vector<std::string> pvc_claim_names;

@@ -189,7 +189,9 @@ void ClusterCache::upsertPod(const proto::Pod& pod) {
       if (cached.assumed) MUSTER_LOG_INFO(4, "Assumed pod confirmed", "pod", key);
       cached.assumed = false;
       // Labels may change on a running pod; anti-affinity terms cannot.
-      if (cached.placed->labels != pod.meta.labels) cached.placed = placedOf(pod);
+      if (cached.placed->labels != pod.meta.labels ||
+          cached.placed->terminating != pod.meta.deletion_timestamp.has_value())
+        cached.placed = placedOf(pod);
       return;
     }
     removePod(key);
@@ -206,6 +208,7 @@ std::shared_ptr<const PlacedPod> ClusterCache::placedOf(const proto::Pod& pod) {
   auto placed = std::make_shared<PlacedPod>();
   placed->namespace_ = pod.meta.namespace_;
   placed->labels = pod.meta.labels;
+  placed->terminating = pod.meta.deletion_timestamp.has_value();
   if (pod.spec.affinity) {
     placed->required_anti_affinity = pod.spec.affinity->pod_anti_affinity.required;
     placed->required_affinity = pod.spec.affinity->pod_affinity.required;

@@ -45,6 +45,7 @@ using NodeId = uint32_t;
 struct PlacedPod {
   std::string namespace_;
   proto::Labels labels;
+  bool terminating = false;  // deletionTimestamp set (topology spread does not count it)
   std::vector<proto::PodAffinityTerm> required_anti_affinity;
   // What makes other pods prefer or avoid this one's domains (the scoring's symmetry).
   std::vector<proto::PodAffinityTerm> required_affinity;

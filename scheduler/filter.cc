@@ -147,9 +147,6 @@ std::string FilterDiagnosis::message() const {
 
 std::vector<std::string> unsupported(const proto::Pod& pod, const ClaimIsBound& claim_is_bound) {
   std::vector<std::string> out;
-  if (pod.spec.has_topology_spread_constraints) {
-    out.push_back("topology spread constraints (spec.topologySpreadConstraints)");
-  }
   if (pod.spec.has_resource_claims) {
     out.push_back("dynamic resource allocation (spec.resourceClaims)");
   }

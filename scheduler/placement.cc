@@ -12,6 +12,7 @@
 #include "proto/vocabulary.h"
 #include "scheduler/filter.h"
 #include "scheduler/interpod.h"
+#include "scheduler/spread.h"
 #include "scheduler/strings.h"
 
 namespace muster::scheduler {
@@ -80,6 +81,10 @@ struct Group {
   bool one_per_node = false;
   // Preferred inter-pod terms in play (scheduler/interpod.h InterPodScore); nullopt: none.
   std::optional<InterPodScore> pod_score;
+  // Topology spread constraints (scheduler/spread.h): DoNotSchedule as a filter, ScheduleAnyway
+  // as a preference.
+  std::optional<SpreadFilter> spread;
+  std::optional<SpreadScore> spread_score;
   bool prefers = false;  // preferred node affinity or pod_score: nodes are ranked by preference()
   int64_t count = 0;
   std::vector<int32_t>* cap = nullptr;  // by position
@@ -102,14 +107,16 @@ struct Child {
   int64_t aligned = 0;  // how many of its `cap` pods could be aligned (a tie-break; 0: unknown)
 };
 
-// What a group prefers of a node: preferred node affinity first, then the inter-pod score, as one
-// number ordered that way (node affinity weights sum to far less than 2^31).
+// What a group prefers of a node: preferred node affinity first, then the inter-pod score, then
+// the ScheduleAnyway spread score, as one number ordered that way (node affinity weights sum to
+// far less than 2^22; the others are clamped to ±2^19).
 int64_t preference(const Group& g, const NodeInfo& n) {
   if (!g.prefers) return 0;
+  constexpr int64_t kLimit = (int64_t{1} << 19) - 1;
   int64_t node = g.rep->has_preferred_affinity ? preferredAffinityScore(*g.rep, n) : 0;
-  int64_t pods = g.pod_score ? g.pod_score->score(n) : 0;
-  constexpr int64_t kLimit = int64_t{1} << 30;
-  return node * (int64_t{1} << 32) + std::clamp(pods, -kLimit, kLimit);
+  int64_t pods = g.pod_score ? std::clamp(g.pod_score->score(n), -kLimit, kLimit) : 0;
+  int64_t spread = g.spread_score ? std::clamp(g.spread_score->score(n), -kLimit, kLimit) : 0;
+  return (node << 40) + (pods << 20) + spread;
 }
 
 // Most room first, then preferred affinity, then alignment, then the fullest (least free), then
@@ -261,7 +268,11 @@ void Placer::buildGroups() {
         g.inter = InterPodFilter::prepare(p.pod, cache_, options_.namespace_labels);
       g.one_per_node = inter_.one_per_node[i];
       g.pod_score = InterPodScore::prepare(p.pod, cache_, options_.namespace_labels);
-      g.prefers = p.has_preferred_affinity || g.pod_score.has_value();
+      if (p.pod.spec.has_topology_spread_constraints) {
+        g.spread = SpreadFilter::prepare(p, cache_);
+        g.spread_score = SpreadScore::prepare(p, cache_);
+      }
+      g.prefers = p.has_preferred_affinity || g.pod_score.has_value() || g.spread_score.has_value();
       g.req = sparse(p.requests);
       g.has_ports = !p.host_ports.empty();
       g.fast_static = !p.has_node_selector && p.pod.spec.node_name.empty();
@@ -322,6 +333,7 @@ int32_t Placer::nodeCap(const Group& g, NodeId id, const Resources* extra,
   }
   if (lacksRequiredLabel(id)) return 0;
   if (g.inter && !g.inter->check(n).ok()) return 0;
+  if (g.spread && !g.spread->check(n).ok()) return 0;
   if (g.has_ports) {
     if (!filterNodePorts(*g.rep, n).ok()) return 0;
     if (extra_ports) {
@@ -357,6 +369,7 @@ bool Placer::fitsOne(const Group& g, NodeId id) const {
   }
   if (lacksRequiredLabel(id)) return false;
   if (g.inter && !g.inter->check(n).ok()) return false;
+  if (g.spread && !g.spread->check(n).ok()) return false;
   if (g.has_ports && !filterNodePorts(*g.rep, n).ok()) return false;
   if (g.align && align_required_ && alignedOn(g, n, nullptr).numa < 1) return false;
   return true;
@@ -768,6 +781,7 @@ Unschedulable Placer::diagnose(std::string headline_extra) const {
     Status s = filterNode(*main.rep, n);
     if (s.ok() && lacksRequiredLabel(id)) s = Status::unresolvable(missing_label_reason);
     if (s.ok() && main.inter) s = main.inter->check(n);
+    if (s.ok() && main.spread) s = main.spread->check(n);
     if (s.ok() && main.align && align_required_ && alignedOn(main, n, nullptr).numa < 1) {
       s = n.devices ? Status::unschedulable(
                           "node(s) had no free GPU and RDMA NIC on one PCIe switch or NUMA node "
@@ -1007,6 +1021,7 @@ auto withInterPod(const GangRequest& request, const ClusterCache& cache,
     -> decltype(run(request, GangInterPod{})) {
   GangInterPod inter =
       analyzeGang(request.members, cache, cache.levels(), options.namespace_labels);
+  if (inter.unsupported.empty()) inter.unsupported = spreadAmongMembers(request.members);
   if (!inter.unsupported.empty()) {
     Unschedulable u;
     u.message = absl::StrCat("gang ", request.key.toString(), ": ", inter.unsupported);

@@ -1,6 +1,7 @@
 #include "scheduler/pod_info.h"
 
 #include "scheduler/interpod.h"
+#include "scheduler/spread.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -56,7 +57,7 @@ std::string signatureOf(const PodInfo& info) {
     }
     absl::StrAppend(&s, "\x1e");
   }
-  absl::StrAppend(&s, "|i:", interPodSignature(info.pod), "|t:");
+  absl::StrAppend(&s, "|i:", interPodSignature(info.pod), "|d:", spreadSignature(info.pod), "|t:");
   for (const proto::Toleration& t : spec.tolerations) {
     absl::StrAppend(&s, t.key, "\x1f", t.operator_, "\x1f", t.value, "\x1f", t.effect, "\x1e");
   }

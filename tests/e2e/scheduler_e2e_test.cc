@@ -178,9 +178,15 @@ TEST_CASE("feasibility rules: each pod that fits is bound, each that must not st
   // Required pod affinity to pods that do not exist (and not to itself): kube-scheduler's words.
   create(*env.client, zone("pod-affinity", "a").spec(
       R"("affinity":{"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"x"}},"topologyKey":"kubernetes.io/hostname"}]}})"));
+  // A spread constraint no node can keep: its nodeSelector leaves one eligible zone, fewer than
+  // minDomains 2 (so the global minimum is 0), and that zone already runs pods it counts
+  // (port-first at least): skew >= 2 > maxSkew 1.
+  create(*env.client, zone("spread", "a").spec(absl::StrCat(
+      R"("topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule",)"
+      R"("labelSelector":{"matchLabels":{"e2e-run":")", env.run, R"("}},"minDomains":2}])")));
   // Something Muster does not implement: never scheduled as if absent.
-  create(*env.client, zone("spread", "a").spec(
-      R"("topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"y"}}}])"));
+  create(*env.client, zone("dra", "a").spec(
+      R"("resourceClaims":[{"name":"gpu","resourceClaimName":"no-such-claim"}])"));
 
   const std::map<std::string, std::string> expect_bound = {
       {"gpu-fits", env.run + "-a"}, {"taint-tolerated", env.run + "-t"},
@@ -196,7 +202,8 @@ TEST_CASE("feasibility rules: each pod that fits is bound, each that must not st
       {"affinity-notin", "didn't match"},
       {"port-second", "free ports"},
       {"pod-affinity", "1 node(s) didn't match pod affinity rules"},
-      {"spread", "does not implement"}};
+      {"spread", "1 node(s) didn't match pod topology spread constraints"},
+      {"dra", "does not implement"}};
   REQUIRE(waitFor([&] {
     auto ps = listPods(*env.client, env.run);
     for (const auto& [name, node] : expect_bound)
@@ -216,7 +223,7 @@ TEST_CASE("feasibility rules: each pod that fits is bound, each that must not st
   REQUIRE(waitFor([&] {
     auto events = TestCluster::get().kubectl(
         {"get", "events", "-n", "default", "--field-selector",
-         "involvedObject.name=spread,reason=FailedScheduling", "-o", "name"});
+         "involvedObject.name=dra,reason=FailedScheduling", "-o", "name"});
     return events.ok() && !events->empty();
   }));
 }
@@ -904,6 +911,30 @@ TEST_CASE("preferred inter-pod terms: a pod goes near what it prefers and away f
   auto pods = listPods(*env.client, env.run);
   CHECK(pods.at("near").spec.node_name == x_node);
   CHECK(pods.at("away").spec.node_name != x_node);
+  CHECK(sched.alive());
+}
+
+TEST_CASE("topology spread: single pods keep maxSkew over nodes where packing would stack them") {
+  Env env("tsc");
+  makeRacks(env, 1, 2);
+  SchedulerProcess sched(kTestSchedulerConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+  const std::string app = env.run + "-web";
+  auto replica = [&](const std::string& name) {
+    return PodBuilder(name, env.run).withGpus(1).label("app", app).spec(absl::StrCat(
+        R"("topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"kubernetes.io/hostname",)"
+        R"("whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":")", app, R"("}}}])"));
+  };
+  // One at a time, as a Deployment's replicas arrive: each sees the ones before it.
+  for (int i = 0; i < 4; ++i) {
+    create(*env.client, replica(absl::StrCat("r", i)));
+    REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "r") == i + 1; }));
+  }
+  std::map<std::string, int> per_node;
+  for (const auto& [name, p] : listPods(*env.client, env.run)) ++per_node[p.spec.node_name];
+  CHECK(per_node.size() == 2);
+  for (const auto& [node, n] : per_node) CHECK(n == 2);
   CHECK(sched.alive());
 }
 

@@ -194,6 +194,21 @@ class PodBuilder {
     p_.spec.affinity->has_pod_anti_affinity = true;
     return *this;
   }
+  // A topology spread constraint counting pods labelled `k`=`v`.
+  PodBuilder& spread(const std::string& key, int32_t max_skew, const std::string& when,
+                     const std::string& k, const std::string& v,
+                     std::optional<int32_t> min_domains = std::nullopt) {
+    proto::TopologySpreadConstraint c;
+    c.max_skew = max_skew;
+    c.topology_key = key;
+    c.when_unsatisfiable = when;
+    c.label_selector.emplace().match_labels[k] = v;
+    c.min_domains = min_domains;
+    p_.spec.topology_spread_constraints.push_back(std::move(c));
+    p_.spec.has_topology_spread_constraints = true;
+    return *this;
+  }
+  proto::TopologySpreadConstraint& lastSpread() { return p_.spec.topology_spread_constraints.back(); }
   static proto::PodAffinityTerm podTerm(const std::string& k, const std::string& v,
                                         const std::string& topology_key) {
     proto::PodAffinityTerm t;

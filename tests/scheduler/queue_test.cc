@@ -277,11 +277,11 @@ TEST_CASE("invalid and unsupported pods are refused with a reason and not queued
   SchedulingQueue q(config(), clock.clock(), kNoGroups);
   absl::Status s = q.addOrUpdatePod(pod("w").gang("g", 0));
   CHECK(s.code() == absl::StatusCode::kInvalidArgument);
-  proto::Pod p = pod("spread");
-  p.spec.has_topology_spread_constraints = true;
+  proto::Pod p = pod("dra");
+  p.spec.has_resource_claims = true;
   s = q.addOrUpdatePod(p);
   CHECK(s.code() == absl::StatusCode::kUnimplemented);
-  CHECK(std::string(s.message()).find("topology spread constraints") != std::string::npos);
+  CHECK(std::string(s.message()).find("dynamic resource allocation") != std::string::npos);
   CHECK(q.pendingPodCount() == 0);
   CHECK_FALSE(q.pop().has_value());
 }
