@@ -152,6 +152,7 @@ absl::Status decodePodStatus(const rapidjson::Value& v, const JsonPath& path, Po
   MUSTER_RETURN_IF_ERROR(readString(v, path, "phase", &out->phase));
   MUSTER_RETURN_IF_ERROR(decodeList(v, path, "conditions", &out->conditions));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "podIP", &out->pod_ip));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "nominatedNodeName", &out->nominated_node_name));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "reason", &out->reason));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "message", &out->message));
   return decodeList(v, path, "containerStatuses", &out->container_statuses);

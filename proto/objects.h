@@ -205,6 +205,9 @@ struct PodStatus {
   std::string phase;  // "Pending", "Running", "Succeeded", "Failed", "Unknown"
   std::vector<PodCondition> conditions;
   std::string pod_ip;
+  // status.nominatedNodeName: where a scheduler means to put the pod (after preemption, or while
+  // its binding waits), set before spec.nodeName.
+  std::string nominated_node_name;
   std::string reason;   // "Evicted", ...
   std::string message;
   std::vector<ContainerStatus> container_statuses;

@@ -223,6 +223,17 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PreferredSc
   return absl::OkStatus();
 }
 
+std::string LabelSelector::canonical() const {
+  std::string out = "{";
+  for (const auto& [k, v] : match_labels) strAppend(&out, k, "\x1f", v, "\x1e");
+  for (const auto& r : match_expressions) {
+    strAppend(&out, r.key, "\x1f", r.operator_);
+    for (const auto& v : r.values) strAppend(&out, "\x1f", v);
+    strAppend(&out, "\x1e");
+  }
+  return out + "}";
+}
+
 absl::Status decode(const rapidjson::Value& v, LabelSelector* out) {
   return decode(v, JsonPath(), out);
 }

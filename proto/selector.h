@@ -36,6 +36,8 @@ struct LabelSelector {
   absl::Status validate() const;
   // An invalid selector matches nothing (Kubernetes refuses to build it).
   bool matches(const Labels& labels) const;
+  // The selector as text: equal for equal selectors ("{k\x1fv\x1e...}"); a key for grouping.
+  std::string canonical() const;
 };
 
 // core/v1 NodeSelectorRequirement. Operators: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt";

@@ -96,7 +96,7 @@ void ClusterCache::setNodeDevices(std::string_view node,
 
 void ClusterCache::releaseSlotIfUnused(NodeId id) {
   NodeInfo& n = nodes_[id];
-  if (n.present || n.requested[kPods] > 0) return;
+  if (n.present || n.requested[kPods] > 0 || !n.nominated.empty()) return;
   node_ids_.erase(n.name);
   n = NodeInfo{};
   free_slots_.push_back(id);
@@ -167,12 +167,35 @@ void ClusterCache::account(NodeId id, const Resources& requests,
   ++generation_;
 }
 
+void ClusterCache::unnominate(const std::string& key) {
+  auto it = nominated_.find(key);
+  if (it == nominated_.end()) return;
+  auto& list = nodes_[it->second].nominated;
+  list.erase(std::remove_if(list.begin(), list.end(),
+                            [&](const NodeInfo::Nominated& n) { return n.pod == key; }),
+             list.end());
+  releaseSlotIfUnused(it->second);
+  nominated_.erase(it);
+  ++generation_;
+}
+
 void ClusterCache::upsertPod(const proto::Pod& pod) {
   std::string key = podKey(pod);
   auto it = pods_.find(key);
+  unnominate(key);
   if (pod.spec.node_name.empty()) {
     // Still pending. An assumed pod stays assumed until its bind shows or it is forgotten.
     if (it != pods_.end() && !it->second.assumed) removePod(key);
+    // Nominated by a scheduler (status.nominatedNodeName): its room is held on that node.
+    if (!pod.status.nominated_node_name.empty() && !isTerminal(pod) &&
+        !pod.meta.deletion_timestamp) {
+      bool unadvertised = false;
+      NodeId id = slotFor(pod.status.nominated_node_name);
+      nodes_[id].nominated.push_back({key, pod.spec.priority.value_or(0),
+                                      requestsForAccounting(pod, &unadvertised)});
+      nominated_.emplace(std::move(key), id);
+      ++generation_;
+    }
     return;
   }
   if (isTerminal(pod)) {
@@ -236,6 +259,7 @@ void ClusterCache::reaccountUnadvertised() {
 }
 
 void ClusterCache::removePod(std::string_view pod_key) {
+  unnominate(std::string(pod_key));
   auto it = pods_.find(av(pod_key));
   if (it == pods_.end()) return;
   NodeId id = it->second.node;

@@ -8,6 +8,9 @@
 // - Per node: the requests and host ports of EVERY pod bound to it, whichever scheduler bound it.
 //   Succeeded/Failed pods do not count; pods with a deletionTimestamp count until they are gone.
 //   Pods bound to a node the cache has not seen yet are kept and count once the node appears.
+// - Nominated pods: a pending pod with status.nominatedNodeName (set by another scheduler) is held
+//   on that node apart (NodeInfo::nominated), not accounted: placement keeps its room from pods
+//   of equal or lower priority.
 // - Assumed pods: assume(pod, node) accounts a pod on a node before its Binding is confirmed;
 //   forget(pod) undoes it; the informer's update showing the pod on that node confirms it.
 // - The topology index: present nodes ordered so that every domain at every level is one
@@ -67,6 +70,22 @@ struct NodeInfo {
   Resources allocatable;
   Resources requested;  // bound and assumed pods; requested[kPods] is their number
   std::vector<HostPort> used_ports;
+  // Pending pods another scheduler has nominated to this node (status.nominatedNodeName): their
+  // room is held from pods of equal or lower priority, as kube-scheduler holds it.
+  struct Nominated {
+    std::string pod;  // "namespace/name"
+    int32_t priority = 0;
+    Resources requests;
+  };
+  std::vector<Nominated> nominated;
+  // The requests of the pods nominated here with priority >= `priority`, other than `except(pod)`.
+  template <class Except>
+  Resources nominatedFor(int32_t priority, Except&& except) const {
+    Resources sum;
+    for (const Nominated& n : nominated)
+      if (n.priority >= priority && !except(n.pod)) sum += n.requests;
+    return sum;
+  }
   // The node's GPU/RDMA NIC layout from its NodeTopology; null when none is published.
   std::shared_ptr<const NodeDevices> devices;
 
@@ -163,6 +182,8 @@ class ClusterCache {
     }
   }
   bool anyPodWithInterPodTerms() const { return !with_terms_.empty(); }
+  // Whether any pending pod is nominated to a node (NodeInfo::nominated).
+  bool anyNominated() const { return !nominated_.empty(); }
 
  private:
   struct CachedPod {
@@ -194,6 +215,8 @@ class ClusterCache {
   absl::flat_hash_map<std::string, CachedPod> pods_;
   absl::flat_hash_set<std::string> with_anti_affinity_;  // keys of pods_ with such terms
   absl::flat_hash_set<std::string> with_terms_;          // ... with any inter-pod term
+  absl::flat_hash_map<std::string, NodeId> nominated_;     // pending pod → node it is nominated to
+  void unnominate(const std::string& key);
   absl::flat_hash_map<std::string, std::shared_ptr<const NodeDevices>> devices_;
   absl::flat_hash_map<std::string, std::weak_ptr<const NodeDevices>> shapes_;  // by shapeKey()
   size_t present_count_ = 0;

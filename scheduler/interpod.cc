@@ -49,18 +49,7 @@ const std::string* labelOf(const NodeInfo& node, const std::string& key) {
 }
 
 void appendSelector(std::string* out, const std::optional<proto::LabelSelector>& s) {
-  if (!s) {
-    absl::StrAppend(out, "-");
-    return;
-  }
-  absl::StrAppend(out, "{");
-  for (const auto& [k, v] : s->match_labels) absl::StrAppend(out, k, "\x1f", v, "\x1e");
-  for (const auto& r : s->match_expressions) {
-    absl::StrAppend(out, r.key, "\x1f", r.operator_);
-    for (const auto& v : r.values) absl::StrAppend(out, "\x1f", v);
-    absl::StrAppend(out, "\x1e");
-  }
-  absl::StrAppend(out, "}");
+  absl::StrAppend(out, s ? s->canonical() : "-");
 }
 
 // A term as text, with the namespace it is relative to: equal for terms that select the same pods.

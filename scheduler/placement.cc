@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/log.h"
@@ -116,7 +117,7 @@ int64_t preference(const Group& g, const NodeInfo& n) {
   int64_t node = g.rep->has_preferred_affinity ? preferredAffinityScore(*g.rep, n) : 0;
   int64_t pods = g.pod_score ? std::clamp(g.pod_score->score(n), -kLimit, kLimit) : 0;
   int64_t spread = g.spread_score ? std::clamp(g.spread_score->score(n), -kLimit, kLimit) : 0;
-  return (node << 40) + (pods << 20) + spread;
+  return node * (int64_t{1} << 40) + pods * (int64_t{1} << 20) + spread;
 }
 
 // Most room first, then preferred affinity, then alignment, then the fullest (least free), then
@@ -198,6 +199,8 @@ class Placer {
   void buildGroups();
   void markBlocked();
   bool lacksRequiredLabel(NodeId id) const;
+  // Room held on `n` for pods nominated there with the group's priority or more (not this gang's).
+  Resources heldFor(const Group& g, const NodeInfo& n) const;
   int32_t nodeCap(const Group& g, NodeId id, const Resources* extra,
                   const std::vector<HostPort>* extra_ports) const;
   void computeCaps(Group& g);
@@ -236,6 +239,7 @@ class Placer {
   const std::optional<ResourceId> gpu_id_, rdma_id_;
   const bool align_required_;
   std::vector<Group> groups_;
+  absl::flat_hash_set<std::string> member_keys_;  // filled only when pods are nominated
   ResourceId dominant_ = kCpu;
   int64_t total_count_ = 0;
   std::vector<NodeId> blocked_ids_;
@@ -251,6 +255,8 @@ class Placer {
 
 void Placer::buildGroups() {
   const auto& members = request_.members;
+  if (cache_.anyNominated())
+    for (const PodInfoPtr& m : members) member_keys_.insert(m->key);
   for (int i = 0; i < static_cast<int>(members.size()); ++i) {
     const PodInfo& p = *members[i];
     Group* found = nullptr;
@@ -324,6 +330,11 @@ bool Placer::lacksRequiredLabel(NodeId id) const {
   return topo_.levels[r][topo_.domain[id][r]].value.empty();
 }
 
+Resources Placer::heldFor(const Group& g, const NodeInfo& n) const {
+  return n.nominatedFor(g.rep->priority,
+                        [&](const std::string& pod) { return member_keys_.contains(pod); });
+}
+
 int32_t Placer::nodeCap(const Group& g, NodeId id, const Resources* extra,
                         const std::vector<HostPort>* extra_ports) const {
   if (!blocked_ids_.empty() && tls_scratch.blocked[id]) return 0;
@@ -344,6 +355,12 @@ int32_t Placer::nodeCap(const Group& g, NodeId id, const Resources* extra,
       }
     }
   }
+  Resources held;
+  if (!n.nominated.empty()) {
+    held = heldFor(g, n);
+    if (extra) held += *extra;
+    extra = &held;
+  }
   int64_t c = capacityOn(g.req, n, extra);
   if ((g.has_ports || g.one_per_node) && c > 1) c = 1;
   if (c > 0 && g.align && align_required_) c = std::min<int64_t>(c, alignedOn(g, n, extra).numa);
@@ -362,6 +379,13 @@ bool Placer::fitsOne(const Group& g, NodeId id) const {
   for (int i = 0; i < g.req.n; ++i) {
     ResourceId r = g.req.ids[i];
     if (n.freeOf(r) < g.req.amounts[i]) return false;
+  }
+  if (!n.nominated.empty()) {
+    Resources held = heldFor(g, n);
+    for (int i = 0; i < g.req.n; ++i) {
+      ResourceId r = g.req.ids[i];
+      if (saturatingSub(n.freeOf(r), held[r]) < g.req.amounts[i]) return false;
+    }
   }
   if (!blocked_ids_.empty() && tls_scratch.blocked[id]) return false;
   if (!g.fast_static || n.unschedulable || !n.ready || !n.taints.empty()) {
@@ -782,6 +806,7 @@ Unschedulable Placer::diagnose(std::string headline_extra) const {
     if (s.ok() && lacksRequiredLabel(id)) s = Status::unresolvable(missing_label_reason);
     if (s.ok() && main.inter) s = main.inter->check(n);
     if (s.ok() && main.spread) s = main.spread->check(n);
+    if (s.ok() && !n.nominated.empty()) s = filterNodeResourcesFit(*main.rep, n, heldFor(main, n));
     if (s.ok() && main.align && align_required_ && alignedOn(main, n, nullptr).numa < 1) {
       s = n.devices ? Status::unschedulable(
                           "node(s) had no free GPU and RDMA NIC on one PCIe switch or NUMA node "

@@ -938,6 +938,37 @@ TEST_CASE("topology spread: single pods keep maxSkew over nodes where packing wo
   CHECK(sched.alive());
 }
 
+TEST_CASE("room another scheduler nominated to a higher-priority pod is not taken") {
+  Env env("nnn");
+  makeRacks(env, 1, 2);
+  SchedulerProcess sched(kTestSchedulerConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+  const std::string high = env.run + "-high";
+  REQUIRE(TestCluster::get().kubectl({"create", "priorityclass", high, "--value=1000"}).ok());
+  // A pod of another scheduler that preempted for it on node 0 and nominated it there.
+  const std::string held_node = env.run + "-r0-n0";
+  create(*env.client, PodBuilder("vip", env.run).withGpus(8).schedulerName("not-muster")
+                          .spec(absl::StrCat(R"("priorityClassName":")", high, "\"")));
+  REQUIRE(TestCluster::get().kubectl({"patch", "pod", "vip", "-n", "default", "--subresource=status",
+                                      "--type=merge", "-p",
+                                      absl::StrCat(R"({"status":{"nominatedNodeName":")", held_node, R"("}})")})
+              .ok());
+  // Packing would pick either equally empty node; the hold leaves only node 1.
+  create(*env.client, PodBuilder("low", env.run).withGpus(8));
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "low") == 1; }));
+  CHECK(listPods(*env.client, env.run).at("low").spec.node_name == env.run + "-r0-n1");
+  // Nothing left: the next one waits, in kube-scheduler's words.
+  create(*env.client, PodBuilder("low2", env.run).withGpus(8));
+  REQUIRE(waitFor([&] {
+    auto pods = listPods(*env.client, env.run);
+    return pods.count("low2") &&
+           conditionMessage(pods.at("low2")).find("2 Insufficient nvidia.com/gpu") != std::string::npos;
+  }));
+  (void)TestCluster::get().kubectl({"delete", "priorityclass", high, "--wait=false"});
+  CHECK(sched.alive());
+}
+
 // The PodGroupScheduled condition of a scheduling.k8s.io/v1alpha2 PodGroup: "Status/Reason: message".
 std::string podGroupScheduled(proto::Client& client, const std::string& name) {
   proto::Request get;

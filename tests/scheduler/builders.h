@@ -132,6 +132,15 @@ class PodBuilder {
   PodBuilder& topologyPreferred(const std::string& level) {
     return annotation("muster.dev/topology-preferred", level);
   }
+  PodBuilder& schedulerName(const std::string& name) {
+    p_.spec.scheduler_name = name;
+    return *this;
+  }
+  // status.nominatedNodeName, as another scheduler sets it.
+  PodBuilder& nominatedTo(const std::string& node) {
+    p_.status.nominated_node_name = node;
+    return *this;
+  }
   PodBuilder& priority(int32_t p) {
     p_.spec.priority = p;
     return *this;

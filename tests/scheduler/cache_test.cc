@@ -40,6 +40,40 @@ TEST_CASE("a pod that finishes stops counting, and a terminating one counts unti
   CHECK(cache.podCount() == 0);
 }
 
+TEST_CASE("a pending pod nominated to a node holds room there until it is bound or gone",
+          "[cache]") {
+  ClusterCache cache({});
+  cache.addNode(node("n1").gpus(8));
+  auto held = [&] {
+    const NodeInfo& n = cache.node(*cache.findNode("n1"));
+    std::vector<std::string> out;
+    for (const auto& x : n.nominated) out.push_back(x.pod + "@" + std::to_string(x.priority));
+    return out;
+  };
+  cache.addPod(pod("p").gpus(8).priority(100).nominatedTo("n1"));
+  CHECK(held() == std::vector<std::string>{"ml/p@100"});
+  CHECK(cache.node(*cache.findNode("n1")).requested[kPods] == 0);  // not bound: not accounted
+  CHECK(cache.node(*cache.findNode("n1")).nominatedFor(100, [](const std::string&) { return false; })
+            == cache.node(*cache.findNode("n1")).nominated[0].requests);
+  CHECK(cache.node(*cache.findNode("n1")).nominatedFor(101, [](const std::string&) { return false; })
+            == Resources{});  // only for pods of its priority or lower
+  // Renominated elsewhere, then bound: the hold moves, then goes.
+  cache.addNode(node("n2").gpus(8));
+  cache.updatePod(pod("p").gpus(8).priority(100).nominatedTo("n2"));
+  CHECK(held().empty());
+  cache.updatePod(pod("p").gpus(8).priority(100).onNode("n2"));
+  CHECK(cache.node(*cache.findNode("n2")).nominated.empty());
+  // Deleted while nominated.
+  cache.addPod(pod("q").gpus(1).nominatedTo("n1"));
+  CHECK(held().size() == 1);
+  cache.removePod("ml/q");
+  CHECK(held().empty());
+  // Nominated to a node not seen yet: kept, and there when it appears.
+  cache.addPod(pod("r").gpus(1).nominatedTo("later"));
+  cache.addNode(node("later").gpus(8));
+  CHECK(cache.node(*cache.findNode("later")).nominated.size() == 1);
+}
+
 TEST_CASE("pods bound to a node not seen yet count once the node appears", "[cache]") {
   ClusterCache cache({});
   cache.addPod(pod("early").gpus(2).onNode("n1"));

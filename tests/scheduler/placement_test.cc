@@ -314,5 +314,33 @@ TEST_CASE("the reservation plan picks the domain closest to fitting", "[placemen
         std::set<std::string>{"r1-n0", "r1-n1", "r1-n2", "r1-n3"});
 }
 
+TEST_CASE("room nominated to a pod of equal or higher priority is not taken, lower is", "[placement]") {
+  ClusterCache cache({});
+  cache.addNode(node("a").gpus(8));
+  cache.addNode(node("b").gpus(8));
+  // Another scheduler preempted for "vip" on node a and nominated it there.
+  cache.addPod(pod("vip").gpus(8).priority(1000).nominatedTo("a").schedulerName("default-scheduler"));
+  auto lone = [&](testing::PodBuilder b) {
+    GangRequest r;
+    r.key = GangKey{"ml", "lone", true};
+    r.members.push_back(b.info());
+    return place(r, cache);
+  };
+  // Packing would pick a (first in order, equally empty); the hold sends it to b.
+  CHECK(placed(lone(pod("low").gpus(8).priority(10))).assignments[0].node == "b");
+  CHECK(placed(lone(pod("peer").gpus(8).priority(1000))).assignments[0].node == "b");
+  // A pod of higher priority may take the held room (kube-scheduler would preempt for it too).
+  CHECK(placed(lone(pod("higher").gpus(8).priority(2000))).assignments[0].node == "a");
+  // Both nodes held: a gang of two full nodes waits, in kube-scheduler's words.
+  cache.addPod(pod("vip2").gpus(8).priority(1000).nominatedTo("b"));
+  Unschedulable u = refused(place(fullNodeGang("g", 2), cache));
+  CHECK_THAT(u.message, Catch::Contains("2 Insufficient nvidia.com/gpu"));
+  // A gang member's own nomination does not hold room against its gang.
+  GangRequest own;
+  own.key = GangKey{"ml", "vip", true};
+  own.members.push_back(pod("vip").gpus(8).priority(1000).nominatedTo("a").info());
+  CHECK(placed(place(own, cache)).assignments[0].node == "a");
+}
+
 }  // namespace
 }  // namespace muster::scheduler
