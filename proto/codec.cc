@@ -521,6 +521,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentV
   MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
   MUSTER_RETURN_IF_ERROR(
       withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
+        MUSTER_RETURN_IF_ERROR(readStringList(spec, p, "accessModes", &out->access_modes));
         return readString(spec, p, "volumeName", &out->volume_name);
       }));
   return withObject(v, path, "status", [out](const rapidjson::Value& status, const JsonPath& p) {

@@ -307,6 +307,7 @@ struct PersistentVolumeClaim {
   ObjectMeta meta;
   std::string volume_name;  // spec.volumeName
   std::string phase;        // status.phase: "Pending", "Bound", "Lost"
+  std::vector<std::string> access_modes;  // spec.accessModes ("ReadWriteOncePod", ...)
 
   bool isBound() const { return !volume_name.empty() && phase == "Bound"; }
 };

@@ -213,8 +213,11 @@ void ClusterCache::upsertPod(const proto::Pod& pod) {
       cached.assumed = false;
       // Labels may change on a running pod; anti-affinity terms cannot.
       if (cached.placed->labels != pod.meta.labels ||
-          cached.placed->terminating != pod.meta.deletion_timestamp.has_value())
+          cached.placed->terminating != pod.meta.deletion_timestamp.has_value()) {
+        countClaims(*cached.placed, -1);
         cached.placed = placedOf(pod);
+        countClaims(*cached.placed, +1);
+      }
       return;
     }
     removePod(key);
@@ -232,6 +235,7 @@ std::shared_ptr<const PlacedPod> ClusterCache::placedOf(const proto::Pod& pod) {
   placed->namespace_ = pod.meta.namespace_;
   placed->labels = pod.meta.labels;
   placed->terminating = pod.meta.deletion_timestamp.has_value();
+  placed->claims = pod.spec.pvc_claim_names;
   if (pod.spec.affinity) {
     placed->required_anti_affinity = pod.spec.affinity->pod_anti_affinity.required;
     placed->required_affinity = pod.spec.affinity->pod_affinity.required;
@@ -241,7 +245,15 @@ std::shared_ptr<const PlacedPod> ClusterCache::placedOf(const proto::Pod& pod) {
   return placed;
 }
 
+void ClusterCache::countClaims(const PlacedPod& placed, int sign) {
+  for (const std::string& claim : placed.claims) {
+    const std::string key = absl::StrCat(placed.namespace_, "/", claim);
+    if ((claim_users_[key] += sign) <= 0) claim_users_.erase(key);
+  }
+}
+
 void ClusterCache::insertPod(std::string key, CachedPod cached) {
+  countClaims(*cached.placed, +1);
   if (!cached.placed->required_anti_affinity.empty()) with_anti_affinity_.insert(key);
   if (cached.placed->anyTerm()) with_terms_.insert(key);
   pods_.emplace(std::move(key), std::move(cached));
@@ -264,6 +276,7 @@ void ClusterCache::removePod(std::string_view pod_key) {
   if (it == pods_.end()) return;
   NodeId id = it->second.node;
   account(id, it->second.requests, it->second.ports, -1);
+  countClaims(*it->second.placed, -1);
   with_anti_affinity_.erase(it->first);
   with_terms_.erase(it->first);
   pods_.erase(it);

@@ -49,6 +49,7 @@ struct PlacedPod {
   std::string namespace_;
   proto::Labels labels;
   bool terminating = false;  // deletionTimestamp set (topology spread does not count it)
+  std::vector<std::string> claims;  // PersistentVolumeClaims its volumes use
   std::vector<proto::PodAffinityTerm> required_anti_affinity;
   // What makes other pods prefer or avoid this one's domains (the scoring's symmetry).
   std::vector<proto::PodAffinityTerm> required_affinity;
@@ -182,6 +183,11 @@ class ClusterCache {
     }
   }
   bool anyPodWithInterPodTerms() const { return !with_terms_.empty(); }
+  // How many placed pods use the PersistentVolumeClaim "namespace/claim".
+  int claimUsers(std::string_view claim_key) const {
+    auto it = claim_users_.find(std::string(claim_key));
+    return it == claim_users_.end() ? 0 : it->second;
+  }
   // Whether any pending pod is nominated to a node (NodeInfo::nominated).
   bool anyNominated() const { return !nominated_.empty(); }
 
@@ -216,6 +222,8 @@ class ClusterCache {
   absl::flat_hash_set<std::string> with_anti_affinity_;  // keys of pods_ with such terms
   absl::flat_hash_set<std::string> with_terms_;          // ... with any inter-pod term
   absl::flat_hash_map<std::string, NodeId> nominated_;     // pending pod → node it is nominated to
+  absl::flat_hash_map<std::string, int> claim_users_;      // "ns/claim" → placed pods using it
+  void countClaims(const PlacedPod& placed, int sign);
   void unnominate(const std::string& key);
   absl::flat_hash_map<std::string, std::shared_ptr<const NodeDevices>> devices_;
   absl::flat_hash_map<std::string, std::weak_ptr<const NodeDevices>> shapes_;  // by shapeKey()

@@ -69,6 +69,10 @@ inline constexpr std::string_view kReasonTooManyPods = "Too many pods";
 // kube-scheduler's VolumeBinding words for a bound volume the node cannot reach.
 inline constexpr std::string_view kReasonVolumeNodeAffinity =
     "node(s) had volume node affinity conflict";
+// kube-scheduler's VolumeRestrictions words for a ReadWriteOncePod claim another pod uses.
+inline constexpr std::string_view kReasonReadWriteOncePod =
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already "
+    "in-use by another pod";
 // The node share (resources.h): a pod asking for a node to itself, and the others.
 inline constexpr std::string_view kReasonNotEmptyForExclusive =
     "node(s) had other pods (the pod asks for a node to itself: muster.dev/exclusive)";

@@ -86,6 +86,8 @@ struct Group {
   // as a preference.
   std::optional<SpreadFilter> spread;
   std::optional<SpreadScore> spread_score;
+  // A ReadWriteOncePod claim of the group's pods is used by a placed pod: no node will do.
+  bool rwop_conflict = false;
   bool prefers = false;  // preferred node affinity or pod_score: nodes are ranked by preference()
   int64_t count = 0;
   std::vector<int32_t>* cap = nullptr;  // by position
@@ -279,6 +281,11 @@ void Placer::buildGroups() {
         g.spread_score = SpreadScore::prepare(p, cache_);
       }
       g.prefers = p.has_preferred_affinity || g.pod_score.has_value() || g.spread_score.has_value();
+      for (const VolumeConstraint& v : p.volumes) {
+        if (v.read_write_once_pod &&
+            cache_.claimUsers(absl::StrCat(p.pod.meta.namespace_, "/", v.claim)) > 0)
+          g.rwop_conflict = true;
+      }
       g.req = sparse(p.requests);
       g.has_ports = !p.host_ports.empty();
       g.fast_static = !p.has_node_selector && p.pod.spec.node_name.empty();
@@ -337,6 +344,7 @@ Resources Placer::heldFor(const Group& g, const NodeInfo& n) const {
 
 int32_t Placer::nodeCap(const Group& g, NodeId id, const Resources* extra,
                         const std::vector<HostPort>* extra_ports) const {
+  if (g.rwop_conflict) return 0;
   if (!blocked_ids_.empty() && tls_scratch.blocked[id]) return 0;
   const NodeInfo& n = cache_.node(id);
   if (!g.fast_static || n.unschedulable || !n.ready || !n.taints.empty()) {
@@ -388,6 +396,7 @@ bool Placer::fitsOne(const Group& g, NodeId id) const {
     }
   }
   if (!blocked_ids_.empty() && tls_scratch.blocked[id]) return false;
+  if (g.rwop_conflict) return false;
   if (!g.fast_static || n.unschedulable || !n.ready || !n.taints.empty()) {
     if (!filterStatic(*g.rep, n).ok()) return false;
   }
@@ -805,6 +814,7 @@ Unschedulable Placer::diagnose(std::string headline_extra) const {
     Status s = filterNode(*main.rep, n);
     if (s.ok() && lacksRequiredLabel(id)) s = Status::unresolvable(missing_label_reason);
     if (s.ok() && main.inter) s = main.inter->check(n);
+    if (s.ok() && main.rwop_conflict) s = Status::unschedulable(std::string(kReasonReadWriteOncePod));
     if (s.ok() && main.spread) s = main.spread->check(n);
     if (s.ok() && !n.nominated.empty()) s = filterNodeResourcesFit(*main.rep, n, heldFor(main, n));
     if (s.ok() && main.align && align_required_ && alignedOn(main, n, nullptr).numa < 1) {
@@ -1037,6 +1047,23 @@ Unschedulable waitingForMembers(const GangKey& key, int64_t existing, int64_t mi
 
 namespace {
 
+// Two members of one gang using one ReadWriteOncePod claim can never both run: what to tell.
+std::string sharedReadWriteOncePod(const std::vector<PodInfoPtr>& members) {
+  absl::flat_hash_map<std::string, const PodInfo*> users;
+  for (const PodInfoPtr& m : members) {
+    for (const VolumeConstraint& v : m->volumes) {
+      if (!v.read_write_once_pod) continue;
+      auto [it, fresh] = users.try_emplace(absl::StrCat(m->pod.meta.namespace_, "/", v.claim), m.get());
+      if (!fresh) {
+        return absl::StrCat("pods ", it->second->key, " and ", m->key, " both use PersistentVolumeClaim ",
+                            it->first, ", whose access mode is ReadWriteOncePod; ",
+                            av(kReasonReadWriteOncePod));
+      }
+    }
+  }
+  return "";
+}
+
 // The members' inter-pod terms against each other (scheduler/interpod.h), applied to the request:
 // affinity among all members on a level tightens its required level. `run` gets the request to
 // place; an unsupported combination is an Unschedulable without running it.
@@ -1047,6 +1074,7 @@ auto withInterPod(const GangRequest& request, const ClusterCache& cache,
   GangInterPod inter =
       analyzeGang(request.members, cache, cache.levels(), options.namespace_labels);
   if (inter.unsupported.empty()) inter.unsupported = spreadAmongMembers(request.members);
+  if (inter.unsupported.empty()) inter.unsupported = sharedReadWriteOncePod(request.members);
   if (!inter.unsupported.empty()) {
     Unschedulable u;
     u.message = absl::StrCat("gang ", request.key.toString(), ": ", inter.unsupported);

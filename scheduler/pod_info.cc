@@ -49,7 +49,8 @@ std::string signatureOf(const PodInfo& info) {
   }
   absl::StrAppend(&s, "|v:");
   for (const VolumeConstraint& v : info.volumes) {
-    absl::StrAppend(&s, v.claim, "\x1f", v.volume, "\x1f", v.found ? "1" : "0");
+    absl::StrAppend(&s, v.claim, "\x1f", v.volume, "\x1f", v.found ? "1" : "0",
+                    v.read_write_once_pod ? "o" : "");
     if (v.node_affinity) {
       absl::StrAppend(&s, "[");
       for (const auto& t : v.node_affinity->node_selector_terms) appendTerm(&s, t);

@@ -38,6 +38,8 @@ struct VolumeConstraint {
   std::string volume;  // the PersistentVolume it is bound to
   bool found = false;  // the PersistentVolume exists
   std::optional<proto::NodeSelector> node_affinity;  // spec.nodeAffinity.required
+  // The claim's access modes include ReadWriteOncePod: no other placed pod may use it.
+  bool read_write_once_pod = false;
 };
 
 struct PodInfo {

@@ -264,7 +264,9 @@ std::vector<VolumeConstraint> Scheduler::volumesOf(const Pod& pod) const {
     std::shared_ptr<const proto::PersistentVolumeClaim> c = claims_.get(pod.meta.namespace_, claim);
     // An unbound claim keeps the pod out of the queue altogether (unsupported()).
     if (c == nullptr || !c->isBound()) continue;
-    VolumeConstraint v{claim, c->volume_name, false, std::nullopt};
+    VolumeConstraint v{claim, c->volume_name, false, std::nullopt, false};
+    v.read_write_once_pod = std::find(c->access_modes.begin(), c->access_modes.end(),
+                                      "ReadWriteOncePod") != c->access_modes.end();
     if (std::shared_ptr<const proto::PersistentVolume> pv = volumes_.get("", c->volume_name)) {
       v.found = true;
       v.node_affinity = pv->node_affinity;

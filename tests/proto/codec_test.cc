@@ -169,9 +169,10 @@ TEST_CASE("scheduling gates and DRA claims of a pod are decoded", "[codec]") {
 TEST_CASE("a PersistentVolumeClaim is bound only with a volume and phase Bound", "[codec]") {
   proto::PersistentVolumeClaim claim;
   REQUIRE(decodeJson(R"({"metadata":{"name":"data","namespace":"ml"},
-      "spec":{"volumeName":"pv-1"},"status":{"phase":"Bound"}})", &claim).ok());
+      "spec":{"volumeName":"pv-1","accessModes":["ReadWriteOncePod"]},"status":{"phase":"Bound"}})", &claim).ok());
   CHECK(claim.meta.name == "data");
   CHECK(claim.isBound());
+  CHECK(claim.access_modes == std::vector<std::string>{"ReadWriteOncePod"});
   REQUIRE(decodeJson(R"({"metadata":{"name":"data"},"spec":{},"status":{"phase":"Pending"}})",
                      &claim).ok());
   CHECK_FALSE(claim.isBound());

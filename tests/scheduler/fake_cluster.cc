@@ -340,12 +340,14 @@ std::string PodJson::json() const {
   return w.str();
 }
 
-std::string claimJson(const std::string& name, bool bound, const std::string& ns) {
+std::string claimJson(const std::string& name, bool bound, const std::string& ns,
+                      const std::string& access_mode) {
   proto::JsonWriter w;
   w.beginObject().stringField("apiVersion", "v1").stringField("kind", "PersistentVolumeClaim");
   w.key("metadata").beginObject().stringField("name", name).stringField("namespace", ns);
   w.endObject();
   w.key("spec").beginObject();
+  w.key("accessModes").beginArray().string(access_mode).endArray();
   if (bound) w.stringField("volumeName", "pv-" + name);
   w.endObject();
   w.key("status").beginObject().stringField("phase", bound ? "Bound" : "Pending").endObject();

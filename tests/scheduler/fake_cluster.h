@@ -191,7 +191,8 @@ std::string workloadPodGroupJson(const std::string& name, int min_count,
                                  const std::string& topology_key = "",
                                  const std::string& ns = "ml");
 // A PersistentVolumeClaim, bound (to a volume) or pending.
-std::string claimJson(const std::string& name, bool bound, const std::string& ns = "ml");
+std::string claimJson(const std::string& name, bool bound, const std::string& ns = "ml",
+                      const std::string& access_mode = "ReadWriteOnce");
 // The PersistentVolume "pv-<claim>" bound to that claim; with `nodes`, reachable only from those
 // nodes (spec.nodeAffinity.required on kubernetes.io/hostname, as a local volume has).
 std::string volumeJson(const std::string& claim, const std::vector<std::string>& nodes = {},

@@ -501,6 +501,34 @@ TEST_CASE("a pod whose claim is bound is placed, and one whose claim is pending 
   REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("writer").empty(); }));
 }
 
+TEST_CASE("a ReadWriteOncePod claim in use keeps another pod off every node until its user is gone",
+          "[scheduler]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("persistentvolumeclaims", testing::claimJson("solo", true, "ml", "ReadWriteOncePod"));
+  f.cluster.put("persistentvolumes", testing::volumeJson("solo"));
+  f.cluster.put("pods", podJson("owner").gpus(1).claim("solo").boundTo("n1").phase("Running"));
+  f.cluster.put("pods", podJson("second").gpus(1).claim("solo"));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return !f.scheduledCondition("second").empty(); }));
+  CHECK_THAT(f.scheduledCondition("second"),
+             Catch::Contains("4 node(s) unavailable due to PersistentVolumeClaim with "
+                             "ReadWriteOncePod access mode already in-use by another pod"));
+  CHECK(f.nodeOf("second").empty());
+  f.cluster.remove("pods", "ml", "owner");
+  f.afterBackoff();
+  REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("second").empty(); }));
+  // Two members of one gang on one such claim can never both run: refused, with why.
+  f.cluster.put("pods", podJson("g0").gpus(1).claim("shared").gang("pair", 2));
+  f.cluster.put("pods", podJson("g1").gpus(1).claim("shared").gang("pair", 2));
+  f.cluster.put("persistentvolumeclaims", testing::claimJson("shared", true, "ml", "ReadWriteOncePod"));
+  f.cluster.put("persistentvolumes", testing::volumeJson("shared"));
+  REQUIRE(f.cluster.runUntil([&] {
+    return f.scheduledCondition("g0").find("both use PersistentVolumeClaim ml/shared") != std::string::npos;
+  }));
+  CHECK(f.bound({"g0", "g1"}) == 0);
+}
+
 TEST_CASE("each gang member goes where its bound volume can be reached, or the gang waits whole",
           "[scheduler]") {
   Fixture f;
