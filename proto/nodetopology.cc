@@ -43,6 +43,16 @@ absl::Status decodeNuma(const rapidjson::Value& v, const JsonPath& path,
   return readInt64(v, path, "memoryBytes", &out->memory_bytes);
 }
 
+// The place fields sit in the device object itself (numaNode first, as the first schema had it).
+absl::Status decodePlace(const rapidjson::Value& v, const JsonPath& path, NodeTopologyPlace* out) {
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "numaNode", &out->numa_node));
+  MUSTER_RETURN_IF_ERROR(readInt32List(v, path, "numaNodes", &out->numa_nodes));
+  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "package", &out->package));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "pcieSwitch", &out->pcie_switch));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "pcieRoot", &out->pcie_root));
+  return readString(v, path, "hostBridge", &out->host_bridge);
+}
+
 absl::Status decodeGpu(const rapidjson::Value& v, const JsonPath& path, NodeTopologyGpu* out) {
   MUSTER_RETURN_IF_ERROR(expectObject(v, path));
   MUSTER_RETURN_IF_ERROR(readInt32(v, path, "index", &out->index));
@@ -50,9 +60,14 @@ absl::Status decodeGpu(const rapidjson::Value& v, const JsonPath& path, NodeTopo
   MUSTER_RETURN_IF_ERROR(readString(v, path, "vendor", &out->vendor));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "model", &out->model));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "uuid", &out->uuid));
-  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "numaNode", &out->numa_node));
-  MUSTER_RETURN_IF_ERROR(readString(v, path, "pcieSwitch", &out->pcie_switch));
-  return readStringList(v, path, "osDevices", &out->os_devices);
+  MUSTER_RETURN_IF_ERROR(decodePlace(v, path, &out->place));
+  MUSTER_RETURN_IF_ERROR(readStringList(v, path, "osDevices", &out->os_devices));
+  return forEachElement(v, path, "nicPaths", [out](const rapidjson::Value& e, const JsonPath& p) {
+    MUSTER_RETURN_IF_ERROR(expectObject(e, p));
+    NodeTopologyNicPath& np = out->nic_paths.emplace_back();
+    MUSTER_RETURN_IF_ERROR(readString(e, p, "rdmaNic", &np.rdma_nic));
+    return readString(e, p, "path", &np.path);
+  });
 }
 
 absl::Status decodePort(const rapidjson::Value& v, const JsonPath& path,
@@ -73,8 +88,8 @@ absl::Status decodeNic(const rapidjson::Value& v, const JsonPath& path,
   MUSTER_RETURN_IF_ERROR(readString(v, path, "busId", &out->bus_id));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "model", &out->model));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "nodeGuid", &out->node_guid));
-  MUSTER_RETURN_IF_ERROR(readInt32(v, path, "numaNode", &out->numa_node));
-  MUSTER_RETURN_IF_ERROR(readString(v, path, "pcieSwitch", &out->pcie_switch));
+  MUSTER_RETURN_IF_ERROR(decodePlace(v, path, &out->place));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "kind", &out->kind));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "linkLayer", &out->link_layer));
   MUSTER_RETURN_IF_ERROR(readStringList(v, path, "netDevices", &out->net_devices));
   return forEachElement(v, path, "ports", [out](const rapidjson::Value& e, const JsonPath& p) {
@@ -168,6 +183,14 @@ void writeOptionalString(JsonWriter& w, std::string_view name, std::string_view 
   }
 }
 
+void writePlace(JsonWriter& w, const NodeTopologyPlace& p) {
+  w.integerField("numaNode", p.numa_node);
+  writeIntList(w, "numaNodes", p.numa_nodes);
+  w.integerField("package", p.package);
+  w.stringField("pcieSwitch", p.pcie_switch).stringField("pcieRoot", p.pcie_root);
+  w.stringField("hostBridge", p.host_bridge);
+}
+
 void writeSpec(JsonWriter& w, const NodeTopologySpec& s, bool for_patch) {
   w.beginObject();
   w.stringField("nodeName", s.node_name);
@@ -189,8 +212,13 @@ void writeSpec(JsonWriter& w, const NodeTopologySpec& s, bool for_patch) {
     w.beginObject().integerField("index", g.index);
     writeOptionalString(w, "busId", g.bus_id, false);
     w.stringField("vendor", g.vendor).stringField("model", g.model).stringField("uuid", g.uuid);
-    w.integerField("numaNode", g.numa_node).stringField("pcieSwitch", g.pcie_switch);
+    writePlace(w, g.place);
     writeStringList(w, "osDevices", g.os_devices);
+    w.key("nicPaths").beginArray();
+    for (const auto& np : g.nic_paths) {
+      w.beginObject().stringField("rdmaNic", np.rdma_nic).stringField("path", np.path).endObject();
+    }
+    w.endArray();
     w.endObject();
   }
   w.endArray();
@@ -200,7 +228,8 @@ void writeSpec(JsonWriter& w, const NodeTopologySpec& s, bool for_patch) {
     w.beginObject().stringField("name", n.name);
     writeOptionalString(w, "busId", n.bus_id, false);
     w.stringField("model", n.model).stringField("nodeGuid", n.node_guid);
-    w.integerField("numaNode", n.numa_node).stringField("pcieSwitch", n.pcie_switch);
+    writePlace(w, n.place);
+    writeOptionalString(w, "kind", n.kind, false);
     writeOptionalString(w, "linkLayer", n.link_layer, false);
     writeStringList(w, "netDevices", n.net_devices);
     w.key("ports").beginArray();

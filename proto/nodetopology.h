@@ -40,15 +40,36 @@ struct NodeTopologyNumaNode {
   bool operator==(const NodeTopologyNumaNode&) const = default;
 };
 
+// Where a device sits: the ids of the groups it belongs to, one per level (README, "GPU↔NIC
+// locality"). numa_node is the lowest of numa_nodes (-1 when unknown), kept for readers of the
+// first schema.
+struct NodeTopologyPlace {
+  int32_t numa_node = -1;
+  std::vector<int32_t> numa_nodes;  // every NUMA node the device is near (HBM/CXL/SNC: several)
+  int32_t package = -1;
+  std::string pcie_switch;          // PIX: the deepest switch it is behind
+  std::string pcie_root;            // PXB: the top PCI bridge above it (root port)
+  std::string host_bridge;          // PHB
+  bool operator==(const NodeTopologyPlace&) const = default;
+};
+
+// The PCIe path from a GPU to one RDMA NIC, in NCCL's words: PIX, PXB, PHB, NODE, SYS (and SOC:
+// same socket, which NCCL also calls SYS).
+struct NodeTopologyNicPath {
+  std::string rdma_nic;
+  std::string path;
+  bool operator==(const NodeTopologyNicPath&) const = default;
+};
+
 struct NodeTopologyGpu {
   int32_t index = 0;
   std::string bus_id;  // "0000:04:00.0"
   std::string vendor;
   std::string model;
   std::string uuid;
-  int32_t numa_node = -1;
-  std::string pcie_switch;
+  NodeTopologyPlace place;
   std::vector<std::string> os_devices;
+  std::vector<NodeTopologyNicPath> nic_paths;
   bool operator==(const NodeTopologyGpu&) const = default;
 };
 
@@ -67,8 +88,8 @@ struct NodeTopologyRdmaNic {
   std::string bus_id;
   std::string model;
   std::string node_guid;
-  int32_t numa_node = -1;
-  std::string pcie_switch;
+  NodeTopologyPlace place;
+  std::string kind;  // "InfiniBand", "RoCE", "EFA", "iWARP", "Unknown"; "" when not written
   std::string link_layer;
   std::vector<std::string> net_devices;
   std::vector<NodeTopologyRdmaPort> ports;
@@ -77,7 +98,7 @@ struct NodeTopologyRdmaNic {
 
 struct NodeTopologyGroup {
   std::string id;
-  std::string kind;  // "PCIeSwitch", "NUMANode", "Node"
+  std::string kind;  // "PCIeSwitch", "PCIeHierarchy", "HostBridge", "NUMANode", "Package", "Node"
   std::vector<int32_t> gpus;
   std::vector<std::string> rdma_nics;
   bool operator==(const NodeTopologyGroup&) const = default;

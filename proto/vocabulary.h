@@ -15,6 +15,7 @@ namespace muster::proto::vocabulary {
 // --- extended resources (DESIGN.md §1: what the seed's pods request) --------------------------
 
 inline constexpr char kGpuResource[] = "nvidia.com/gpu";
+inline constexpr char kAmdGpuResource[] = "amd.com/gpu";  // AMD's device plugin (ROCm)
 inline constexpr char kRdmaResource[] = "preferred.jp/rdma";
 
 // --- gangs (DESIGN.md §4) ---------------------------------------------------------------------

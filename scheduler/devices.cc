@@ -121,11 +121,9 @@ AlignedCapacity NodeDevices::compute(const DeviceRequest& per_pod, int64_t used_
   while (true) {
     std::optional<DeviceSelection> sel = locality_.select(per_pod, &free);
     if (!sel) break;
-    if (sel->alignment == Alignment::kPCIeSwitch) {
-      ++c.pcie;
-    } else if (sel->alignment != Alignment::kNUMANode) {
-      break;  // best first: nothing after this is aligned either
-    }
+    if (sel->alignment > Alignment::kNUMANode) break;  // best first: nothing after is either
+    if (sel->alignment == Alignment::kPCIeSwitch) ++c.pix;
+    if (sel->alignment <= Alignment::kPCIeHierarchy) ++c.pcie;
     ++c.numa;
     take(&free, *sel);
   }

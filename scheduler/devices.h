@@ -18,9 +18,11 @@
 // Either way it is an estimate of what the kubelet will do; the kubelet must run the Topology
 // Manager (README, "GPU↔NIC alignment") for the alignment to hold on the node.
 //
-// A pod is aligned when every GPU it gets has one of its NICs behind the same PCIe switch
-// (the GPUDirect RDMA path), or, failing that, on the same NUMA node. Only pods asking for both
-// nvidia.com/gpu and preferred.jp/rdma are concerned.
+// A pod is aligned when every GPU it gets has one of its NICs close by, at one of three tiers
+// (README, "GPU↔NIC locality", has the mapping): behind the same deepest PCIe switch (PIX), under
+// the same root port (PXB: NCCL still uses GPUDirect RDMA up to here by default), or on the same
+// NUMA node (NODE, which includes the same host bridge). Only pods asking for both a GPU resource
+// (nvidia.com/gpu or amd.com/gpu) and preferred.jp/rdma are concerned.
 //
 // Thread-safety: NodeDevices is immutable except for an internal memo behind a mutex; share it.
 
@@ -45,15 +47,16 @@ namespace vocab = proto::vocabulary;  // the names Muster uses on API objects
 // muster.dev/gpu-nic-affinity on a pod or its PodGroup. Preferred is the default: inside the
 // network domain the gang gets, nodes where its pods can be aligned come first. Required: a pod
 // asking for GPUs and NICs goes only to a node where they can be aligned (same PCIe switch or same
-// NUMA node); a node without a NodeTopology does not qualify.
+// NUMA node: at most NODE); a node without a NodeTopology does not qualify.
 enum class GpuNicAffinity { kPreferred, kRequired };
 
-// How many more pods of one shape can be aligned on a node: `pcie` of them behind a shared PCIe
-// switch, `numa` (which includes those) at least on a shared NUMA node. Allocating them one after
-// another, best first, as the kubelet would.
+// How many more pods of one shape can be aligned on a node: `pcie` of them at most PXB apart
+// (GPUDirect RDMA), `numa` (which includes those) at most NODE apart, `pix` (among `pcie`) behind
+// one deepest switch. Allocating them one after another, best first, as the kubelet would.
 struct AlignedCapacity {
   int32_t pcie = 0;
   int32_t numa = 0;
+  int32_t pix = 0;
   friend bool operator==(const AlignedCapacity&, const AlignedCapacity&) = default;
 };
 

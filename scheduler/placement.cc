@@ -146,9 +146,13 @@ std::vector<Child>::const_iterator tightestFor(const std::vector<Child>& childre
   return std::partition_point(first, fits_end, [&](const Child& c) { return c.cap > tightest; });
 }
 
-// 2: every pod of the count can be aligned behind one PCIe switch; 1: on one NUMA node; 0: not.
+// How well `count` pods can be aligned on a node: each pod scores 3 behind one deepest PCIe switch
+// (PIX), 2 under one root port (PXB), 1 on one NUMA node, 0 otherwise; the sum. For one pod:
+// 3, 2, 1 or 0.
 int alignScore(const AlignedCapacity& c, int64_t count) {
-  return c.pcie >= count ? 2 : c.numa >= count ? 1 : 0;
+  const int64_t sum = std::min<int64_t>(count, c.pix) + std::min<int64_t>(count, c.pcie) +
+                      std::min<int64_t>(count, c.numa);
+  return static_cast<int>(std::min<int64_t>(sum, INT32_MAX));
 }
 
 class Placer {
@@ -163,6 +167,7 @@ class Placer {
         levels_(static_cast<int>(cache.levels().size())),
         n_(static_cast<uint32_t>(topo_.order.size())),
         gpu_id_(findResource(vocab::kGpuResource)),
+        amd_gpu_id_(findResource(vocab::kAmdGpuResource)),
         rdma_id_(findResource(vocab::kRdmaResource)),
         align_required_(request.gpu_nic_affinity == GpuNicAffinity::kRequired) {}
 
@@ -238,7 +243,11 @@ class Placer {
   const Topology& topo_;
   const int levels_;
   const uint32_t n_;
-  const std::optional<ResourceId> gpu_id_, rdma_id_;
+  const std::optional<ResourceId> gpu_id_, amd_gpu_id_, rdma_id_;
+  // GPUs of either vendor in `r` (a NodeTopology lists both kinds as its GPUs).
+  int64_t gpusIn(const Resources& r) const {
+    return saturatingAdd(gpu_id_ ? r[*gpu_id_] : 0, amd_gpu_id_ ? r[*amd_gpu_id_] : 0);
+  }
   const bool align_required_;
   std::vector<Group> groups_;
   absl::flat_hash_set<std::string> member_keys_;  // filled only when pods are nominated
@@ -289,7 +298,7 @@ void Placer::buildGroups() {
       g.req = sparse(p.requests);
       g.has_ports = !p.host_ports.empty();
       g.fast_static = !p.has_node_selector && p.pod.spec.node_name.empty();
-      g.dev.gpus = gpu_id_ ? static_cast<int32_t>(p.requests[*gpu_id_]) : 0;
+      g.dev.gpus = static_cast<int32_t>(std::min<int64_t>(gpusIn(p.requests), INT32_MAX));
       g.dev.rdma_nics = rdma_id_ ? static_cast<int32_t>(p.requests[*rdma_id_]) : 0;
       // Without any NodeTopology in the cluster there is nothing to prefer (and nothing to pay);
       // required alignment still refuses every node.
@@ -377,7 +386,7 @@ int32_t Placer::nodeCap(const Group& g, NodeId id, const Resources* extra,
 
 AlignedCapacity Placer::alignedOn(const Group& g, const NodeInfo& n, const Resources* extra) const {
   if (!g.align || !n.devices) return {};
-  int64_t gpus = saturatingAdd(n.requested[*gpu_id_], extra ? (*extra)[*gpu_id_] : 0);
+  int64_t gpus = saturatingAdd(gpusIn(n.requested), extra ? gpusIn(*extra) : 0);
   int64_t nics = saturatingAdd(n.requested[*rdma_id_], extra ? (*extra)[*rdma_id_] : 0);
   return n.devices->alignedCapacity(g.dev, gpus, nics);
 }
@@ -574,25 +583,28 @@ bool Placer::distributeAligned(uint32_t b, uint32_t e, int64_t need, Group& g,
                               preference(g, n),
                               freeDom(levels_, p)});
   }
-  // Two plans, each with the tightest / fullest rule: `tiered` takes PCIe-switch-aligned room
-  // first (tier 0), then NUMA-aligned (1), then any (2); `packed` takes any room, alignment only
-  // breaking ties. Tiered wins unless it needs more nodes: fewer nodes is the stronger locality
-  // (NVLink inside, fewer NIC hops) and keeps whole nodes free for others.
+  // Two plans, each with the tightest / fullest rule: `tiered` takes room aligned behind one
+  // deepest switch first (tier 0), then under one root port (1), then on one NUMA node (2), then
+  // any (3); `packed` takes any room, alignment only breaking ties. Tiered wins unless it needs
+  // more nodes: fewer nodes is the stronger locality (NVLink inside, fewer NIC hops) and keeps
+  // whole nodes free for others.
   auto plan = [&](bool tiered, std::vector<int64_t>* taken) {
     taken->assign(nodes.size(), 0);
     int64_t left = need;
     std::vector<Child> children;
-    for (int tier = tiered ? 0 : 2; tier < 3 && left > 0; ++tier) {
+    for (int tier = tiered ? 0 : 3; tier < 4 && left > 0; ++tier) {
       children.clear();
       for (uint32_t i = 0; i < nodes.size(); ++i) {
         const Candidate& c = nodes[i];
-        int64_t limit = tier == 0   ? std::min<int64_t>(c.cap, c.aligned.pcie)
-                        : tier == 1 ? std::min<int64_t>(c.cap, c.aligned.numa)
+        int64_t limit = tier == 0   ? std::min<int64_t>(c.cap, c.aligned.pix)
+                        : tier == 1 ? std::min<int64_t>(c.cap, c.aligned.pcie)
+                        : tier == 2 ? std::min<int64_t>(c.cap, c.aligned.numa)
                                     : c.cap;
         int64_t room = limit - (*taken)[i];
         if (room <= 0) continue;
         int64_t aligned = tiered ? 0
-                                 : std::min<int64_t>(room, c.aligned.pcie) +
+                                 : std::min<int64_t>(room, c.aligned.pix) +
+                                       std::min<int64_t>(room, c.aligned.pcie) +
                                        std::min<int64_t>(room, c.aligned.numa);
         children.push_back(Child{room, c.affinity, c.free_dom, i, aligned});
       }
@@ -772,6 +784,7 @@ GangPlacement Placer::makePlacement(int level, uint32_t idx) const {
       AlignedCapacity a = alignedOn(g, nodeAt(pos), nullptr);
       int64_t pcie = std::min<int64_t>(k, a.pcie);
       out.gpu_nic_pcie += static_cast<int>(pcie);
+      out.gpu_nic_pix += static_cast<int>(std::min<int64_t>(k, a.pix));
       out.gpu_nic_numa += static_cast<int>(std::min<int64_t>(k, a.numa) - pcie);
     }
   }

@@ -90,7 +90,8 @@ struct GangPlacement {
   // Members asking for both GPUs and RDMA NICs, and how many of them landed where their devices
   // can be aligned behind one PCIe switch / (only) on one NUMA node, by the nodes' NodeTopology.
   int gpu_nic_pods = 0;
-  int gpu_nic_pcie = 0;
+  int gpu_nic_pcie = 0;  // at most PXB apart
+  int gpu_nic_pix = 0;   // of those, behind one deepest switch
   int gpu_nic_numa = 0;
   // "muster.dev/rack=r2", "node n7", "3 muster.dev/block domains".
   std::string describe() const;

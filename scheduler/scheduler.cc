@@ -525,7 +525,7 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
   observe("scheduled");
   MUSTER_LOG_INFO(2, "Gang placed", "gang", attempt.key.toString(), "pods",
                   placement.assignments.size(), "domain", placement.describe(), "gpuNicPods",
-                  placement.gpu_nic_pods, "alignedPCIeSwitch", placement.gpu_nic_pcie,
+                  placement.gpu_nic_pods, "alignedPCIeSwitch", placement.gpu_nic_pix, "alignedPCIe", placement.gpu_nic_pcie,
                   "alignedNUMANode", placement.gpu_nic_numa);
   binder_.bind(attempt, placement, [this, attempt, placement](Binder::Result result) {
     onBound(attempt, placement, std::move(result));

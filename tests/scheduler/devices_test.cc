@@ -52,30 +52,71 @@ topology::Topology split() {
 TEST_CASE("aligned capacity counts the pods that can still get a GPU and a NIC close together",
           "[devices]") {
   const DeviceRequest one{1, 1};
-  CHECK(devices(switches())->alignedCapacity(one, 0, 0) == AlignedCapacity{4, 4});
-  CHECK(devices(numaOnly())->alignedCapacity(one, 0, 0) == AlignedCapacity{0, 4});
-  CHECK(devices(split())->alignedCapacity(one, 0, 0) == AlignedCapacity{0, 0});
+  CHECK(devices(switches())->alignedCapacity(one, 0, 0) == AlignedCapacity{4, 4, 4});
+  CHECK(devices(numaOnly())->alignedCapacity(one, 0, 0) == AlignedCapacity{0, 4, 0});
+  CHECK(devices(split())->alignedCapacity(one, 0, 0) == AlignedCapacity{0, 0, 0});
   // 2 GPUs + 1 NIC per pod: one switch each.
-  CHECK(devices(switches())->alignedCapacity(DeviceRequest{2, 1}, 0, 0) == AlignedCapacity{4, 4});
+  CHECK(devices(switches())->alignedCapacity(DeviceRequest{2, 1}, 0, 0) == AlignedCapacity{4, 4, 4});
   // 4 GPUs + 2 NICs: two whole switches, each GPU with the NIC on its own switch.
-  CHECK(devices(switches())->alignedCapacity(DeviceRequest{4, 2}, 0, 0) == AlignedCapacity{2, 2});
+  CHECK(devices(switches())->alignedCapacity(DeviceRequest{4, 2}, 0, 0) == AlignedCapacity{2, 2, 2});
   // 3 GPUs + 1 NIC: no switch has 3 GPUs; one NUMA node has 4 GPUs and 2 NICs.
-  CHECK(devices(switches())->alignedCapacity(DeviceRequest{3, 1}, 0, 0) == AlignedCapacity{0, 2});
+  CHECK(devices(switches())->alignedCapacity(DeviceRequest{3, 1}, 0, 0) == AlignedCapacity{0, 2, 0});
   // Requests with no NIC (or no GPU) have nothing to align.
   CHECK(devices(switches())->alignedCapacity(DeviceRequest{1, 0}, 0, 0) == AlignedCapacity{});
+}
+
+// One root port (a DGX-H100-like tray): inner switches swA (GPUs 0, 1 and mlx5_0), swB (GPUs 2, 3)
+// and swC (mlx5_1), so GPU 0/1 reach mlx5_0 at PIX and every GPU reaches mlx5_1 at PXB only.
+topology::Topology nested() {
+  return TopologyBuilder()
+      .gpu(0, "swA", 0).under("rp0").gpu(1, "swA", 0).under("rp0")
+      .gpu(2, "swB", 0).under("rp0").gpu(3, "swB", 0).under("rp0")
+      .nic("mlx5_0", "swA", 0).under("rp0").nic("mlx5_1", "swC", 0).under("rp0")
+      .build();
+}
+
+// The same GPUs and NICs, but no NIC shares an inner switch with a GPU.
+topology::Topology shallow() {
+  return TopologyBuilder()
+      .gpu(0, "swA", 0).under("rp0").gpu(1, "swA", 0).under("rp0")
+      .gpu(2, "swB", 0).under("rp0").gpu(3, "swB", 0).under("rp0")
+      .nic("mlx5_0", "swC", 0).under("rp0").nic("mlx5_1", "swD", 0).under("rp0")
+      .build();
+}
+
+TEST_CASE("behind the deepest switch (PIX) is told from under one root port (PXB)", "[devices]") {
+  const DeviceRequest one{1, 1};
+  // First pod: GPU 0 + mlx5_0 (PIX); second: a GPU + mlx5_1 (PXB); no NIC left after that.
+  CHECK(devices(nested())->alignedCapacity(one, 0, 0) == AlignedCapacity{2, 2, 1});
+  CHECK(devices(shallow())->alignedCapacity(one, 0, 0) == AlignedCapacity{2, 2, 0});
+  // Two GPUs and one NIC: swA with mlx5_0 is PIX; then swB's GPUs reach mlx5_1 only at PXB.
+  CHECK(devices(nested())->alignedCapacity(DeviceRequest{2, 1}, 0, 0) == AlignedCapacity{2, 2, 1});
+}
+
+TEST_CASE("a device near two NUMA nodes is aligned with a NIC on either", "[devices]") {
+  // HBM in flat mode: NUMA node 2 is node 0's HBM; the GPU is near both, the NIC near 2 only (an
+  // export can show either). Without sets the GPU had no NUMA node and nothing aligned.
+  topology::Topology t = TopologyBuilder()
+                             .gpu(0, "", 0).near({0, 2})
+                             .nic("mlx5_0", "", 2).near({2})
+                             .gpu(1, "", 1).near({1, 3})
+                             .build();
+  CHECK(devices(t)->alignedCapacity(DeviceRequest{1, 1}, 0, 0) == AlignedCapacity{0, 1, 0});
+  CHECK(topology::pathBetween(t, 0, "mlx5_0") == topology::GroupKind::kNUMANode);
+  CHECK(topology::pathBetween(t, 1, "mlx5_0") == topology::GroupKind::kNode);
 }
 
 TEST_CASE("devices in use are taken out as the kubelet would allocate them", "[devices]") {
   const DeviceRequest one{1, 1};
   auto d = devices(switches());
   // 2 GPUs + 1 NIC in use: one whole switch gone.
-  CHECK(d->alignedCapacity(one, 2, 1) == AlignedCapacity{3, 3});
+  CHECK(d->alignedCapacity(one, 2, 1) == AlignedCapacity{3, 3, 3});
   // 8 GPUs in use, no NICs: nothing left for a GPU pod.
-  CHECK(d->alignedCapacity(one, 8, 0) == AlignedCapacity{0, 0});
+  CHECK(d->alignedCapacity(one, 8, 0) == AlignedCapacity{0, 0, 0});
   // More in use than the node has (a stale NodeTopology): nothing is alignable, no crash.
-  CHECK(d->alignedCapacity(one, 9, 9) == AlignedCapacity{0, 0});
+  CHECK(d->alignedCapacity(one, 9, 9) == AlignedCapacity{0, 0, 0});
   // The memo gives the same answers again.
-  CHECK(d->alignedCapacity(one, 2, 1) == AlignedCapacity{3, 3});
+  CHECK(d->alignedCapacity(one, 2, 1) == AlignedCapacity{3, 3, 3});
 }
 
 TEST_CASE("published free devices are the truth, less what pods the agent has not seen hold",
@@ -85,12 +126,12 @@ TEST_CASE("published free devices are the truth, less what pods the agent has no
   t.allocatable = topology::FreeDevices{{2, 3, 4, 5, 6, 7}, {"mlx5_1", "mlx5_2", "mlx5_3"}};
   auto d = devices(t);
   CHECK(d->publishesFreeDevices());
-  CHECK(d->alignedCapacity(DeviceRequest{1, 1}, 2, 1) == AlignedCapacity{3, 3});
+  CHECK(d->alignedCapacity(DeviceRequest{1, 1}, 2, 1) == AlignedCapacity{3, 3, 3});
   // The scheduler has since bound 2 more GPUs and 1 more NIC there: another switch goes.
-  CHECK(d->alignedCapacity(DeviceRequest{1, 1}, 4, 2) == AlignedCapacity{2, 2});
+  CHECK(d->alignedCapacity(DeviceRequest{1, 1}, 4, 2) == AlignedCapacity{2, 2, 2});
   // The agent knows of fewer in use than the scheduler's count suggests... and of more: its list
   // wins (a pod the scheduler does not count still holds its devices).
-  CHECK(d->alignedCapacity(DeviceRequest{1, 1}, 0, 0) == AlignedCapacity{3, 3});
+  CHECK(d->alignedCapacity(DeviceRequest{1, 1}, 0, 0) == AlignedCapacity{3, 3, 3});
 }
 
 TEST_CASE("a NIC whose ports are all down is not offered", "[devices]") {
@@ -100,7 +141,7 @@ TEST_CASE("a NIC whose ports are all down is not offered", "[devices]") {
                              .build();
   auto d = devices(t);
   CHECK(d->nicCount() == 1);
-  CHECK(d->alignedCapacity(DeviceRequest{1, 1}, 0, 0) == AlignedCapacity{1, 1});
+  CHECK(d->alignedCapacity(DeviceRequest{1, 1}, 0, 0) == AlignedCapacity{1, 1, 1});
 }
 
 TEST_CASE("nodes of one hardware layout share one NodeDevices, and its memo", "[devices]") {
@@ -124,7 +165,7 @@ TEST_CASE("nodes of one hardware layout share one NodeDevices, and its memo", "[
   cache.setNodeDevices("b", devices(busy));
   CHECK(a != cache.node(*cache.findNode("b")).devices);
   CHECK(cache.node(*cache.findNode("b")).devices->alignedCapacity(DeviceRequest{1, 1}, 0, 0) ==
-        AlignedCapacity{3, 3});
+        AlignedCapacity{3, 3, 3});
 }
 
 TEST_CASE("the gpu-nic-affinity annotation is read from the pod or its PodGroup", "[devices]") {
@@ -278,6 +319,36 @@ TEST_CASE("a single pod ranks PCIe-switch alignment above packing", "[devices]")
   r.key.single_pod = true;
   // Packing alone would pick a-numa (fewer GPUs left); alignment picks b-switch.
   CHECK(perNode(place(r, cache)) == std::map<std::string, int>{{"b-switch", 1}});
+}
+
+TEST_CASE("a pod goes where its GPU and NIC share the deepest switch", "[devices]") {
+  ClusterCache cache(kLevels);
+  addNode(cache, "a-shallow", 4, 2, shallow());  // first in order
+  addNode(cache, "b-nested", 4, 2, nested());
+  GangRequest single = gangOf("one", 1, GpuNicAffinity::kPreferred);
+  single.key.single_pod = true;
+  PlacementResult r = place(single, cache);
+  CHECK(perNode(r) == std::map<std::string, int>{{"b-nested", 1}});
+  CHECK(std::get<GangPlacement>(r).gpu_nic_pix == 1);
+  // A gang of two that fits on one node takes the node where more of it is PIX.
+  CHECK(perNode(place(gangOf("two", 2, GpuNicAffinity::kPreferred), cache)) ==
+        std::map<std::string, int>{{"b-nested", 2}});
+}
+
+TEST_CASE("amd.com/gpu requests are GPUs to the alignment", "[devices]") {
+  ClusterCache cache(kLevels);
+  cache.addNode(node("a-split").resource("amd.com/gpu", "4").resource("preferred.jp/rdma", "4").rack("r0"));
+  cache.setNodeDevices("a-split", devices(split()));
+  cache.addNode(node("b-switches").resource("amd.com/gpu", "8").resource("preferred.jp/rdma", "4").rack("r0"));
+  cache.setNodeDevices("b-switches", devices(switches()));
+  GangRequest r;
+  r.key = GangKey{"ml", "amd", true};
+  r.min_member = 1;
+  r.members.push_back(
+      pod("amd-0").request("amd.com/gpu", "1").request("preferred.jp/rdma", "1").info());
+  PlacementResult placed = place(r, cache);
+  CHECK(perNode(placed) == std::map<std::string, int>{{"b-switches", 1}});
+  CHECK(std::get<GangPlacement>(placed).gpu_nic_pods == 1);
 }
 
 }  // namespace

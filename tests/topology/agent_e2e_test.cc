@@ -193,8 +193,8 @@ TEST_CASE("fixture-backed NodeTopologies for two kwok nodes are published, read 
   CHECK(p.spec.summary.gpu_model == "Tesla P100-PCIE-16GB");
   CHECK(p.spec.summary.link_layer == "InfiniBand");
   REQUIRE(p.spec.rdma_nics.size() == 1);
-  CHECK(p.spec.rdma_nics[0].pcie_switch == "0000:02:00.0");
-  CHECK(p.spec.gpus[0].numa_node == 0);
+  CHECK(p.spec.rdma_nics[0].place.pcie_switch == "0000:02:00.0");
+  CHECK(p.spec.gpus[0].place.numa_node == 0);
   auto pm = fromNodeTopology(p);
   REQUIRE(pm.ok());
   CHECK(DeviceLocality(*pm).bestAlignment({2, 1}) == Alignment::kPCIeSwitch);

@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <memory>
+#include <regex>
 
+#include "absl/strings/str_cat.h"
 #include "proto/nodetopology.h"
 #include "tests/topology/builders.h"
 #include "tests/topology/run.h"
@@ -152,7 +154,7 @@ TEST_CASE("muster-topology show --json prints the NodeTopology the agent would p
   CHECK(obj.meta.name == "cts1-pascal");
   CHECK(obj.spec.summary.gpus == 2);
   CHECK(obj.spec.summary.gpu_model == "Tesla P100-PCIE-16GB");
-  CHECK(obj.spec.rdma_nics.at(0).pcie_switch == "0000:02:00.0");
+  CHECK(obj.spec.rdma_nics.at(0).place.pcie_switch == "0000:02:00.0");
   CHECK(obj.spec.source.hwloc_version.rfind("2.", 0) == 0);
 }
 
@@ -161,7 +163,31 @@ TEST_CASE("muster-topology show prints tables with the GPU to NIC pairing") {
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("GPUs: 4") != std::string::npos);
   CHECK(r.out.find("RDMA NICs: 4") != std::string::npos);
-  CHECK(r.out.find("mlx5_2,mlx5_3  NUMA node 8") != std::string::npos);
+  CHECK(r.out.find("mlx5_2,mlx5_3  NODE") != std::string::npos);
+  // Every GPU gets the NICs rdma-conf would pick, also when they are only on the same node.
+  r = run({MUSTER_TOPOLOGY_BIN, "show", "--hwloc-xml", fixture("32em64t-2n8c2t-pci-normalio.xml")});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("node only") == std::string::npos);
+  CHECK(std::regex_search(r.out, std::regex("\n  0 +mlx5_0 +SYS +mlx5_0=SYS\n")));
+  CHECK(std::regex_search(r.out, std::regex("\n  2 +mlx5_0 +PIX +mlx5_0=PIX\n")));
+}
+
+TEST_CASE("--help of a command prints that command's usage, and version the hwloc release") {
+  auto r = run({MUSTER_TOPOLOGY_BIN, "show", "--help"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.rfind("usage: muster-topology show", 0) == 0);
+  CHECK(r.err.find("muster-topology agent") == std::string::npos);
+  r = run({MUSTER_TOPOLOGY_BIN, "rdma-conf", "--help"});
+  CHECK(r.err.rfind("usage: muster-topology rdma-conf", 0) == 0);
+  r = run({MUSTER_TOPOLOGY_BIN, "version"});
+  REQUIRE(r.exit_code == 0);
+  // The library's release as lstopo reports it, not hwloc's API level (2.8.0 for 2.9.x).
+  auto lstopo = run({"lstopo-no-graphics", "--version"});
+  REQUIRE(lstopo.exit_code == 0);
+  std::smatch m;
+  const std::string lstopo_out = lstopo.out;
+  REQUIRE(std::regex_search(lstopo_out, m, std::regex("([0-9]+\\.[0-9]+\\.[0-9]+)")));
+  CHECK(r.out.find(absl::StrCat("(hwloc ", m[1].str(), ")")) != std::string::npos);
 }
 
 TEST_CASE("muster-topology agent without a node name says how to give one") {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "topology/model/topology.h"
 
@@ -23,6 +24,7 @@ class TopologyBuilder {
     g.pcie_switch = std::move(pcie_switch);
     g.numa_node = numa;
     t_.gpus.push_back(std::move(g));
+    last_ = &t_.gpus.back();
     return *this;
   }
   TopologyBuilder& nic(std::string name, std::string pcie_switch, int32_t numa,
@@ -33,12 +35,33 @@ class TopologyBuilder {
     n.pcie_switch = std::move(pcie_switch);
     n.numa_node = numa;
     n.link_layer = layer;
+    n.kind = layer == LinkLayer::kInfiniBand ? NicKind::kInfiniBand
+             : layer == LinkLayer::kEthernet ? NicKind::kRoCE
+                                             : NicKind::kUnknown;
     RdmaPort p;
     p.state = std::move(state);
     p.link_layer = layer;
     p.rate_gbps = 400;
     n.ports.push_back(p);
     t_.rdma_nics.push_back(std::move(n));
+    last_ = &t_.rdma_nics.back();
+    last_nic_ = &t_.rdma_nics.back();
+    return *this;
+  }
+  // The device added last sits under root port `root` (its PXB group).
+  TopologyBuilder& under(std::string root) {
+    last_->pcie_root = std::move(root);
+    return *this;
+  }
+  // The device added last is near these NUMA nodes (HBM/CXL flat mode, SNC).
+  TopologyBuilder& near(std::vector<int32_t> numa_nodes) {
+    last_->numa_nodes = std::move(numa_nodes);
+    last_->numa_node = last_->numa_nodes.empty() ? -1 : last_->numa_nodes.front();
+    return *this;
+  }
+  // The NIC added last is of this kind.
+  TopologyBuilder& kind(NicKind kind) {
+    last_nic_->kind = kind;
     return *this;
   }
   TopologyBuilder& numa(int32_t id, std::string cpus) {
@@ -58,6 +81,16 @@ class TopologyBuilder {
     return buf;
   }
   Topology t_;
+  // Into t_'s vectors; reserved so that adding devices never moves them.
+  Place* last_ = nullptr;
+  RdmaNic* last_nic_ = nullptr;
+
+ public:
+  TopologyBuilder() {
+    t_.gpus.reserve(64);
+    t_.rdma_nics.reserve(64);
+  }
+  TopologyBuilder(const TopologyBuilder&) = delete;
 };
 
 inline TopologyBuilder node() { return TopologyBuilder(); }

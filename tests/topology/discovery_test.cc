@@ -60,8 +60,8 @@ const LocalityGroup* group(const Topology& t, GroupKind kind, const std::string&
   return nullptr;
 }
 
-TEST_CASE("GPUs, RDMA NICs and NUMA nodes match what lstopo-no-graphics shows for every fixture") {
-  const std::regex pci_line(R"(busid=([0-9a-f:.]+) id=10de:[0-9a-f]{4} class=(0302|0300))");
+TEST_CASE("NVIDIA GPUs, RDMA NICs and NUMA nodes match what lstopo-no-graphics shows for every fixture") {
+  const std::regex pci_line(R"(busid=([0-9a-f:.]+) id=10de:[0-9a-f]{4} class=03)");
   const std::regex osdev_line(R"(^OpenFabrics "([^"]+)\")");
   const std::regex numa_line(R"(NUMANode L#\d+ \(P#(\d+))");
   for (const char* name : {"cts1-pascal.xml", "coral-lassen.xml", "32em64t-2n8c2t-pci-normalio.xml",
@@ -92,6 +92,7 @@ TEST_CASE("GPUs, RDMA NICs and NUMA nodes match what lstopo-no-graphics shows fo
     std::sort(want_nics.begin(), want_nics.end());
     std::sort(want_numa.begin(), want_numa.end());
     Topology t = load(name);
+    std::erase_if(t.gpus, [](const Gpu& g) { return g.vendor != "NVIDIA"; });
     CHECK(gpuBusIds(t) == want_gpus);
     CHECK(nicNames(t) == want_nics);
     CHECK(numaIds(t) == want_numa);
@@ -146,10 +147,14 @@ TEST_CASE("coral-lassen: 4 V100s and mlx5_0..3 in PCI domains other than 0, pair
     CHECK(g.bus_id.rfind("0000:", 0) != 0);
     CHECK(g.os_devices.size() == 2);  // cudaN, nvmlN
     CHECK(g.numa_node == (g.index < 2 ? 0 : 8));
-    CHECK(!g.pcie_switch.empty());  // the GPUs sit behind PLX switches, without NICs
+    // Behind PLX switches (upstream port <domain>:01:00.0) under the POWER9 root port, no NIC.
+    CHECK(g.pcie_switch == g.bus_id.substr(0, 5) + "01:00.0");
+    CHECK(g.pcie_root == g.bus_id.substr(0, 5) + "00:00.0");
   }
   for (const RdmaNic& n : t.rdma_nics) {
-    CHECK(n.pcie_switch.empty());  // on the root port of their own PHB
+    // Straight on the root port of their own host bridge: that bridge is all they share.
+    CHECK(n.pcie_switch == n.bus_id.substr(0, 5) + "00:00.0");
+    CHECK(n.pcie_root == n.pcie_switch);
     CHECK(n.bus_id.rfind("0000:", 0) != 0);
     CHECK(n.link_layer == LinkLayer::kInfiniBand);
   }
@@ -176,28 +181,41 @@ TEST_CASE("96em64t-4n4d3ca2co: no GPU and no RDMA NIC, 4 NUMA nodes") {
   CHECK(t.warnings.empty());
 }
 
-TEST_CASE("32em64t-2n8c2t: the K40m and mlx5_0 share only NUMA node 1 (socket 1)") {
+TEST_CASE("32em64t-2n8c2t: the K40m, a Radeon and mlx5_0 hang on one root port of socket 1") {
   Topology t = load("32em64t-2n8c2t-pci-normalio.xml");
   // Three NVIDIA 3D controllers; only 84:00.0 has a CUDA device (cuda0, "Tesla K40m"), so indexes
-  // follow PCI bus order and a warning says so.
-  REQUIRE(t.gpus.size() == 3);
-  CHECK(gpuBusIds(t) == std::vector<std::string>{"0000:03:00.0", "0000:83:00.0", "0000:84:00.0"});
+  // follow PCI bus order and a warning says so. The AMD Radeon (84:00.1, VGA with an OpenCL
+  // device) comes after them.
+  REQUIRE(t.gpus.size() == 4);
+  CHECK(gpuBusIds(t) == std::vector<std::string>{"0000:03:00.0", "0000:83:00.0", "0000:84:00.0",
+                                                 "0000:84:00.1"});
   const Gpu& k40 = t.gpus[2];
   CHECK(k40.bus_id == "0000:84:00.0");
+  CHECK(k40.vendor == "NVIDIA");
   CHECK(k40.model == "Tesla K40m");
   CHECK(k40.numa_node == 1);
-  CHECK(k40.pcie_switch.empty());
+  CHECK(k40.pcie_switch == "0000:80:03.0");
+  const Gpu& radeon = t.gpus[3];
+  CHECK(radeon.index == 3);
+  CHECK(radeon.vendor == "AMD");
+  CHECK(radeon.model == "AMD Radeon R9 200 / HD 7900 Series");  // its OpenCL device's GPUModel
   CHECK(t.gpus[0].numa_node == 0);
   CHECK(t.gpus[0].model == "Tesla M2075 Dual-Slot Computing Processor Module");
   REQUIRE(t.rdma_nics.size() == 1);
   CHECK(t.rdma_nics[0].name == "mlx5_0");
   CHECK(t.rdma_nics[0].numa_node == 1);
-  CHECK(t.rdma_nics[0].pcie_switch.empty());  // same root port 0000:80:03.0, no switch
+  CHECK(t.rdma_nics[0].pcie_switch == "0000:80:03.0");  // the K40's root port, no switch between
+  CHECK(pathBetween(t, 2, "mlx5_0") == GroupKind::kPCIeSwitch);
+  CHECK(pathBetween(t, 1, "mlx5_0") == GroupKind::kHostBridge);  // another root port, same PHB
+  CHECK(pathBetween(t, 0, "mlx5_0") == GroupKind::kNode);        // the other socket
   CHECK(gpuModelSummary(t) == "mixed");
-  REQUIRE(t.warnings.size() == 1);
-  CHECK(t.warnings[0].find("PCI bus order") != std::string::npos);
+  REQUIRE(t.warnings.size() == 2);
+  CHECK(t.warnings[0].find("NVIDIA GPU indexes assigned in PCI bus order") != std::string::npos);
+  CHECK(t.warnings[1].find("AMD GPU indexes assigned in PCI bus order") != std::string::npos);
   DeviceLocality loc(t);
-  CHECK(loc.bestAlignment({1, 1}) == Alignment::kNUMANode);
+  CHECK(loc.bestAlignment({1, 1}) == Alignment::kPCIeSwitch);
+  FreeDevices only_gpu1{{1}, {"mlx5_0"}};
+  CHECK(loc.bestAlignment({1, 1}, &only_gpu1) == Alignment::kHostBridge);
   FreeDevices only_gpu0{{0}, {"mlx5_0"}};
   CHECK(loc.bestAlignment({1, 1}, &only_gpu0) == Alignment::kNode);
 }

@@ -148,6 +148,15 @@ TEST_CASE("a NodeTopology round-trips through the model and the codec") {
   CHECK(DeviceLocality(*model).bestAlignment({8, 8}) == Alignment::kPCIeSwitch);
 }
 
+// A GPU at `numa` (and behind `pcie_switch`) as an object of the first schema wrote it.
+proto::NodeTopologyGpu protoGpu(int32_t index, int32_t numa, std::string pcie_switch = "") {
+  proto::NodeTopologyGpu g;
+  g.index = index;
+  g.place.numa_node = numa;
+  g.place.pcie_switch = std::move(pcie_switch);
+  return g;
+}
+
 TEST_CASE("the codec keeps fractional rates, unknown NUMA nodes and absent bus ids") {
   proto::NodeTopology obj;
   obj.meta.name = "n";
@@ -156,14 +165,14 @@ TEST_CASE("the codec keeps fractional rates, unknown NUMA nodes and absent bus i
   nic.name = "qib0";
   nic.ports.push_back({1, "ACTIVE", 2.5, "InfiniBand", "", ""});
   obj.spec.rdma_nics.push_back(nic);
-  obj.spec.gpus.push_back({0, "", "", "", "", -1, "", {}});
+  obj.spec.gpus.push_back(protoGpu(0, -1));
   const std::string json = proto::encode(obj);
   CHECK(json.find("\"rateGbps\":2.5") != std::string::npos);
   CHECK(json.find("busId") == std::string::npos);  // the CRD's pattern refuses ""
   proto::NodeTopology back;
   REQUIRE(proto::decodeNodeTopologyJson(json, &back).ok());
   CHECK(back.spec == obj.spec);
-  CHECK(back.spec.gpus[0].numa_node == -1);
+  CHECK(back.spec.gpus[0].place.numa_node == -1);
 }
 
 TEST_CASE("a NodeTopology with a wrong JSON type is refused with the field's path") {
@@ -181,8 +190,8 @@ TEST_CASE("a NodeTopology with a wrong JSON type is refused with the field's pat
 TEST_CASE("fromNodeTopology refuses duplicate devices and groups naming unknown ones") {
   proto::NodeTopology obj;
   obj.meta.name = "n";
-  obj.spec.gpus.push_back({0, "", "", "", "", 0, "", {}});
-  obj.spec.gpus.push_back({0, "", "", "", "", 0, "", {}});
+  obj.spec.gpus.push_back(protoGpu(0, 0));
+  obj.spec.gpus.push_back(protoGpu(0, 0));
   CHECK(fromNodeTopology(obj).status().message() == "NodeTopology n: GPU index 0 twice");
   obj.spec.gpus.pop_back();
   obj.spec.groups.push_back({"numa0", "NUMANode", {0}, {"mlx5_9"}});
@@ -195,11 +204,11 @@ TEST_CASE("fromNodeTopology refuses duplicate devices and groups naming unknown 
 
 TEST_CASE("without published groups the model computes them from the devices") {
   proto::NodeTopology obj;
-  obj.spec.gpus.push_back({0, "", "", "", "", 0, "sw", {}});
+  obj.spec.gpus.push_back(protoGpu(0, 0, "sw"));
   proto::NodeTopologyRdmaNic nic;
   nic.name = "mlx5_0";
-  nic.pcie_switch = "sw";
-  nic.numa_node = 0;
+  nic.place.pcie_switch = "sw";
+  nic.place.numa_node = 0;
   obj.spec.rdma_nics.push_back(nic);
   auto t = fromNodeTopology(obj);
   REQUIRE(t.ok());

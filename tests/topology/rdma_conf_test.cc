@@ -77,7 +77,7 @@ TEST_CASE("cts1-pascal: both GPUs get mlx5_0 port 1, the NIC behind their PCIe s
   CHECK(has(conf.nccl, "[ -n \"${NCCL_IB_HCA:-}\" ] || NCCL_IB_HCA='mlx5_0:1'\nexport NCCL_IB_HCA\n"));
   CHECK(has(conf.nccl, "NCCL_SOCKET_IFNAME='eth0'"));
   CHECK_FALSE(has(conf.nccl, "NCCL_IB_GID_INDEX"));
-  CHECK(has(conf.nccl, "# GPU 0 (0000:04:00.0): mlx5_0 behind PCIe switch 0000:02:00.0"));
+  CHECK(has(conf.nccl, "# GPU 0 (0000:04:00.0): mlx5_0 (PIX, behind PCIe switch 0000:02:00.0)"));
   CHECK(has(conf.ucx, "UCX_NET_DEVICES='mlx5_0:1'"));
   CHECK(has(conf.ucx, "UCX_TLS='rc,sm,self,cuda_copy,cuda_ipc'"));
 }
@@ -108,7 +108,7 @@ TEST_CASE("coral-lassen: a GPU named by UUID gets the two NICs on its NUMA node"
                         {{"NVIDIA_VISIBLE_DEVICES", "GPU-3e0871a1-dd1a-b447-40f2-86e6745c3206"}});
   CHECK(conf.gpus == std::vector<int32_t>{2});
   CHECK(conf.hcas == std::vector<std::string>{"mlx5_2:1", "mlx5_3:1"});
-  CHECK(has(conf.nccl, "# GPU 2 (0035:03:00.0): mlx5_2, mlx5_3 on NUMA node 8"));
+  CHECK(has(conf.nccl, "# GPU 2 (0035:03:00.0): mlx5_2, mlx5_3 (NODE, on NUMA node 8)"));
 }
 
 TEST_CASE("coral-lassen: CUDA_VISIBLE_DEVICES is used when NVIDIA_VISIBLE_DEVICES is unset") {
@@ -132,7 +132,7 @@ TEST_CASE("a GPU UUID unknown to hwloc is resolved through /proc/driver/nvidia")
                         uuids);
   CHECK(conf.gpus == std::vector<int32_t>{2});
   CHECK(conf.hcas == std::vector<std::string>{"mlx5_0:1"});
-  CHECK(has(conf.nccl, "mlx5_0 on NUMA node 1"));
+  CHECK(has(conf.nccl, "mlx5_0 (PIX, behind PCIe switch 0000:80:03.0)"));
 }
 
 TEST_CASE("an unknown GPU token is noted in the file, not fatal") {

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "topology/discovery/discovery.h"
 
 namespace muster::topology {
 namespace fs = std::filesystem;
@@ -35,25 +36,10 @@ std::vector<std::string> splitList(std::string_view s) {
   return out;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 }  // namespace
 
-std::string normalizeBusId(std::string s) {
-  s = lower(trim(s));
-  const size_t colon = s.find(':');
-  if (colon != std::string::npos && colon > 4) {
-    const std::string domain = s.substr(0, colon);
-    const size_t nz = domain.find_first_not_of('0');
-    std::string d = nz == std::string::npos ? "0" : domain.substr(nz);
-    while (d.size() < 4) d.insert(d.begin(), '0');
-    s = d + s.substr(colon);
-  }
-  return s;
-}
+std::string normalizeBusId(std::string s) { return normalizePciAddress(s); }
 
 namespace {
 
@@ -66,11 +52,70 @@ const std::string* envValue(const std::map<std::string, std::string>& env, const
   return it == env.end() ? nullptr : &it->second;
 }
 
-// The pod's GPUs as topology indexes.
+// One GPU id as CUDA and ROCm accept them: an index, a PCI address, a full or unique-prefix UUID
+// ("GPU-c52dbede", as CUDA takes it), or a MIG device: "MIG-GPU-<uuid>/<gi>/<ci>" names its parent;
+// a bare "MIG-<uuid>" does not, and stands for the GPUs the container sees in /proc (the toolkit
+// exposes only the MIG device's parent there).
+std::vector<const Gpu*> resolveGpu(const RdmaConfInput& in, const std::string& token,
+                                   std::string* why) {
+  const Topology& t = in.topology;
+  auto byBus = [&](const std::string& bus) -> const Gpu* {
+    for (const Gpu& g : t.gpus) {
+      if (g.bus_id == normalizeBusId(bus)) return &g;
+    }
+    return nullptr;
+  };
+  if (allDigits(token) && token.size() <= 9) {
+    const Gpu* g = t.findGpu(static_cast<int32_t>(std::stol(token)));
+    return g ? std::vector<const Gpu*>{g} : std::vector<const Gpu*>{};
+  }
+  std::string uuid = token;
+  if (token.rfind("MIG-", 0) == 0) {
+    if (token.rfind("MIG-GPU-", 0) == 0) {
+      uuid = token.substr(4, token.find('/') == std::string::npos ? std::string::npos
+                                                                   : token.find('/') - 4);
+    } else {
+      std::vector<const Gpu*> parents;
+      for (const std::string& bus : in.proc_gpu_bus_ids) {
+        if (const Gpu* g = byBus(bus)) parents.push_back(g);
+      }
+      if (parents.empty()) *why = "a MIG device whose parent GPU is not in /proc/driver/nvidia/gpus";
+      return parents;
+    }
+  }
+  if (uuid.rfind("GPU-", 0) == 0) {
+    // Every UUID known for a GPU: the topology's, and the driver's /proc entries.
+    std::vector<std::pair<std::string, const Gpu*>> known;
+    for (const Gpu& g : t.gpus) {
+      if (!g.uuid.empty()) known.emplace_back(g.uuid, &g);
+    }
+    for (const auto& [u, bus] : in.gpu_uuid_to_bus) {
+      if (const Gpu* g = byBus(bus)) known.emplace_back(u, g);
+    }
+    std::set<const Gpu*> matches;
+    for (const auto& [u, g] : known) {
+      if (u == uuid) return {g};
+      if (u.rfind(uuid, 0) == 0) matches.insert(g);
+    }
+    if (matches.size() == 1) return {*matches.begin()};
+    if (matches.size() > 1) *why = "a UUID prefix that matches several GPUs";
+    return {};
+  }
+  if (token.find(':') != std::string::npos) {
+    const Gpu* g = byBus(token);
+    return g ? std::vector<const Gpu*>{g} : std::vector<const Gpu*>{};
+  }
+  return {};
+}
+
+// The pod's GPUs as topology indexes, from the first of: NVIDIA_VISIBLE_DEVICES,
+// CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES (then HIP_VISIBLE_DEVICES picks among those by
+// position), HIP_VISIBLE_DEVICES, the driver's /proc entries.
 std::vector<int32_t> podGpus(const RdmaConfInput& in, std::vector<std::string>* notes) {
   const Topology& t = in.topology;
   std::vector<std::string> tokens;
   std::string source;
+  const std::string* hip = envValue(in.env, "HIP_VISIBLE_DEVICES");
   if (const std::string* v = envValue(in.env, "NVIDIA_VISIBLE_DEVICES")) {
     source = "NVIDIA_VISIBLE_DEVICES";
     const std::string s = trim(*v);
@@ -84,43 +129,47 @@ std::vector<int32_t> podGpus(const RdmaConfInput& in, std::vector<std::string>* 
   } else if (const std::string* c = envValue(in.env, "CUDA_VISIBLE_DEVICES")) {
     source = "CUDA_VISIBLE_DEVICES";
     tokens = splitList(*c);
+  } else if (const std::string* r = envValue(in.env, "ROCR_VISIBLE_DEVICES")) {
+    source = "ROCR_VISIBLE_DEVICES";
+    tokens = splitList(*r);
+    if (hip != nullptr) {
+      std::vector<std::string> picked;
+      for (const std::string& h : splitList(*hip)) {
+        if (allDigits(h) && h.size() <= 9 && std::stoul(h) < tokens.size()) {
+          picked.push_back(tokens[std::stoul(h)]);
+        } else {
+          notes->push_back(absl::StrCat("HIP_VISIBLE_DEVICES: \"", h, "\" is not a position in "
+                                        "ROCR_VISIBLE_DEVICES; ignored"));
+        }
+      }
+      tokens = std::move(picked);
+      source = "ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES";
+    }
+  } else if (hip != nullptr) {
+    source = "HIP_VISIBLE_DEVICES";
+    tokens = splitList(*hip);
   } else if (!in.proc_gpu_bus_ids.empty()) {
     source = "/proc/driver/nvidia/gpus";
     tokens = in.proc_gpu_bus_ids;
   } else {
     if (!t.gpus.empty()) {
-      notes->push_back("no NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES or "
-                       "/proc/driver/nvidia/gpus: the pod's GPUs are unknown, every NIC is used");
+      notes->push_back("no NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, "
+                       "HIP_VISIBLE_DEVICES or /proc/driver/nvidia/gpus: the pod's GPUs are "
+                       "unknown, every NIC is used");
     }
     return {};
   }
   std::set<int32_t> out;
   for (const std::string& token : tokens) {
-    const Gpu* gpu = nullptr;
-    if (allDigits(token) && token.size() <= 9) {
-      gpu = t.findGpu(static_cast<int32_t>(std::stol(token)));
-    } else if (token.rfind("GPU-", 0) == 0) {
-      for (const Gpu& g : t.gpus) {
-        if (g.uuid == token) gpu = &g;
-      }
-      if (gpu == nullptr) {
-        if (auto it = in.gpu_uuid_to_bus.find(token); it != in.gpu_uuid_to_bus.end()) {
-          for (const Gpu& g : t.gpus) {
-            if (g.bus_id == normalizeBusId(it->second)) gpu = &g;
-          }
-        }
-      }
-    } else if (token.find(':') != std::string::npos) {
-      for (const Gpu& g : t.gpus) {
-        if (g.bus_id == normalizeBusId(token)) gpu = &g;
-      }
-    }
-    if (gpu == nullptr) {
-      notes->push_back(absl::StrCat(source, ": GPU \"", token,
-                                    "\" not found in the node's topology; ignored"));
+    std::string why;
+    std::vector<const Gpu*> gpus = resolveGpu(in, token, &why);
+    if (gpus.empty()) {
+      notes->push_back(absl::StrCat(source, ": GPU \"", token, "\" ",
+                                    why.empty() ? "not found in the node's topology" : why,
+                                    "; ignored"));
       continue;
     }
-    out.insert(gpu->index);
+    for (const Gpu* g : gpus) out.insert(g->index);
   }
   return {out.begin(), out.end()};
 }
@@ -160,13 +209,24 @@ std::vector<const RdmaNic*> podNics(const RdmaConfInput& in, std::vector<std::st
   return out;
 }
 
-int closeness(const Gpu& g, const RdmaNic& n) {
-  if (!g.pcie_switch.empty() && g.pcie_switch == n.pcie_switch) return 0;
-  if (g.numa_node >= 0 && g.numa_node == n.numa_node) return 1;
-  return 2;
+// NCCL's IB transport runs over InfiniBand and RoCE (and is tried on a NIC of unknown kind);
+// EFA goes through libfabric; iWARP through neither.
+bool takesIbSettings(const RdmaNic& n) {
+  return n.kind == NicKind::kInfiniBand || n.kind == NicKind::kRoCE || n.kind == NicKind::kUnknown;
 }
 
-constexpr const char* kClosenessWords[] = {"behind PCIe switch", "on NUMA node", "on the node"};
+std::string placeWords(GroupKind path, const Gpu& g) {
+  switch (path) {
+    case GroupKind::kPCIeSwitch: return absl::StrCat("PIX, behind PCIe switch ", g.pcie_switch);
+    case GroupKind::kPCIeHierarchy: return absl::StrCat("PXB, under root port ", g.pcie_root);
+    case GroupKind::kHostBridge: return absl::StrCat("PHB, under host bridge ", g.host_bridge);
+    case GroupKind::kNUMANode:
+      return absl::StrCat("NODE, on NUMA node ", absl::StrJoin(g.numaSet(), "+"));
+    case GroupKind::kPackage: return absl::StrCat("SOC, on package ", g.package);
+    case GroupKind::kNode: break;
+  }
+  return "SYS, on the node";
+}
 
 }  // namespace
 
@@ -221,7 +281,25 @@ absl::StatusOr<RdmaConf> buildRdmaConf(const RdmaConfInput& in) {
     }
     nics.push_back(nic);
   }
-  // For each GPU, the NICs at the closest level it has; without GPUs, every usable NIC.
+  // NICs NCCL can use: the IB transport's, else EFA's (never both kinds in one file).
+  std::vector<const RdmaNic*> ib, efa;
+  for (const RdmaNic* n : nics) {
+    if (takesIbSettings(*n)) {
+      ib.push_back(n);
+    } else if (n->kind == NicKind::kEFA) {
+      efa.push_back(n);
+    } else {
+      conf.notes.push_back(absl::StrCat(n->name, ": ", std::string(nicKindName(n->kind)),
+                                        " is not used by NCCL; skipped"));
+    }
+  }
+  if (!ib.empty() && !efa.empty()) {
+    conf.notes.push_back("EFA devices skipped: the pod also has InfiniBand/RoCE NICs");
+  }
+  conf.efa = ib.empty() && !efa.empty();
+  nics = conf.efa ? efa : ib;
+  // For each GPU, the NICs at the closest path it has (PIX, then PXB, PHB, NODE, SOC, SYS);
+  // without GPUs, every usable NIC.
   std::set<std::string> chosen;
   std::vector<std::string> why;
   if (conf.gpus.empty()) {
@@ -230,20 +308,17 @@ absl::StatusOr<RdmaConf> buildRdmaConf(const RdmaConfInput& in) {
     for (int32_t index : conf.gpus) {
       const Gpu* g = t.findGpu(index);
       if (g == nullptr || nics.empty()) continue;
-      int best = 3;
-      for (const RdmaNic* n : nics) best = std::min(best, closeness(*g, *n));
+      GroupKind best = GroupKind::kNode;
+      for (const RdmaNic* n : nics) best = std::min(best, pathBetween(t, index, n->name));
       std::vector<std::string> names;
       for (const RdmaNic* n : nics) {
-        if (closeness(*g, *n) == best) {
+        if (pathBetween(t, index, n->name) == best) {
           chosen.insert(n->name);
           names.push_back(n->name);
         }
       }
-      std::string where = best == 0   ? absl::StrCat(" ", g->pcie_switch)
-                          : best == 1 ? absl::StrCat(" ", g->numa_node)
-                                      : "";
-      why.push_back(absl::StrCat("GPU ", g->index, " (", g->bus_id, "): ", absl::StrJoin(names, ", "),
-                                 " ", kClosenessWords[best], where));
+      why.push_back(absl::StrCat("GPU ", g->index, " (", g->bus_id, "): ",
+                                 absl::StrJoin(names, ", "), " (", placeWords(best, *g), ")"));
     }
   }
   std::set<LinkLayer> layers;
@@ -251,6 +326,10 @@ absl::StatusOr<RdmaConf> buildRdmaConf(const RdmaConfInput& in) {
   bool gid_unknown = false;
   for (const RdmaNic* n : nics) {
     if (!chosen.contains(n->name)) continue;
+    if (conf.efa) {
+      conf.efa_devices.push_back(n->name);
+      continue;
+    }
     bool any_port = false;
     for (const RdmaPort& p : n->ports) {
       if (!p.usable()) continue;
@@ -306,7 +385,16 @@ absl::StatusOr<RdmaConf> buildRdmaConf(const RdmaConfInput& in) {
   const std::string ifname = in.socket_ifname.empty() ? "^lo,docker" : in.socket_ifname;
 
   std::string nccl = header;
-  if (conf.hcas.empty()) {
+  const bool gpu = !conf.gpus.empty();
+  if (conf.efa) {
+    // aws-ofi-nccl (NCCL's net plugin on EFA) reads libfabric's variables; NCCL's IB transport and
+    // UCX's rc do not run over EFA.
+    nccl += shellComment(absl::StrCat("EFA: ", absl::StrJoin(conf.efa_devices, ","),
+                                      " through libfabric (aws-ofi-nccl)"));
+    nccl += shellDefault("FI_PROVIDER", "efa");
+    if (gpu) nccl += shellDefault("FI_EFA_USE_DEVICE_RDMA", "1");
+    nccl += shellDefault("NCCL_IB_DISABLE", "1");
+  } else if (conf.hcas.empty()) {
     nccl += "# No RDMA NIC with an active port: NCCL uses sockets.\n";
     nccl += shellDefault("NCCL_IB_DISABLE", "1");
   } else {
@@ -317,8 +405,10 @@ absl::StatusOr<RdmaConf> buildRdmaConf(const RdmaConfInput& in) {
   conf.nccl = std::move(nccl);
 
   std::string ucx = header;
-  const bool gpu = !conf.gpus.empty();
-  if (conf.hcas.empty()) {
+  if (conf.efa) {
+    ucx += "# EFA: UCX has no transport for it; UCX uses TCP.\n";
+    ucx += shellDefault("UCX_TLS", gpu ? "tcp,sm,self,cuda_copy,cuda_ipc" : "tcp,sm,self");
+  } else if (conf.hcas.empty()) {
     ucx += "# No RDMA NIC with an active port: UCX uses TCP.\n";
     ucx += shellDefault("UCX_TLS", gpu ? "tcp,sm,self,cuda_copy,cuda_ipc" : "tcp,sm,self");
   } else {
@@ -333,23 +423,9 @@ absl::StatusOr<RdmaConf> buildRdmaConf(const RdmaConfInput& in) {
 std::map<std::string, std::string> readNvidiaProcGpus(const std::string& proc_root,
                                                       std::vector<std::string>* bus_ids) {
   std::map<std::string, std::string> out;
-  const fs::path dir = fs::path(proc_root) / "driver" / "nvidia" / "gpus";
-  std::error_code ec;
-  std::vector<fs::path> entries;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    entries.push_back(it->path());
-  }
-  std::sort(entries.begin(), entries.end());
-  for (const fs::path& p : entries) {
-    const std::string bus = normalizeBusId(p.filename().string());
+  for (const auto& [bus, gpu] : readNvidiaDriverInfo(proc_root)) {
     if (bus_ids != nullptr) bus_ids->push_back(bus);
-    std::ifstream in(p / "information");
-    std::string line;
-    while (std::getline(in, line)) {
-      const size_t colon = line.find(':');
-      if (colon == std::string::npos) continue;
-      if (trim(line.substr(0, colon)) == "GPU UUID") out[trim(line.substr(colon + 1))] = bus;
-    }
+    if (!gpu.uuid.empty()) out[gpu.uuid] = bus;
   }
   return out;
 }

@@ -30,8 +30,8 @@ namespace muster::topology {
 struct RdmaConfInput {
   // The node's layout as seen from the pod (hwloc reads the host's sysfs; fixtures in tests).
   Topology topology;
-  // The pod's environment: NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES (GPUs, by index, UUID or
-  // PCI address), MUSTER_RDMA_DEVICES (RDMA device names, comma-separated) or the SR-IOV device
+  // The pod's environment: NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES /
+  // HIP_VISIBLE_DEVICES (GPUs, by index, full or prefix UUID, MIG UUID, or PCI address), MUSTER_RDMA_DEVICES (RDMA device names, comma-separated) or the SR-IOV device
   // plugin's PCIDEVICE_<RESOURCE>=<pci addresses>. Without an RDMA selection every NIC of the
   // topology is the pod's (the RDMA shared device plugin exposes all of them).
   std::map<std::string, std::string> env;
@@ -49,6 +49,8 @@ struct RdmaConf {
   std::vector<std::string> hcas;      // "mlx5_0:1", in NIC name order
   std::optional<int32_t> gid_index;   // RoCE only
   bool roce = false;
+  bool efa = false;                   // the NICs are EFA: libfabric settings, no IB ones
+  std::vector<std::string> efa_devices;
   std::vector<std::string> notes;     // why a choice was made or something was skipped
   std::string nccl;                   // file contents
   std::string ucx;

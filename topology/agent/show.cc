@@ -30,7 +30,10 @@ std::string table(const std::vector<std::vector<std::string>>& rows) {
 }
 
 std::string orDash(const std::string& s) { return s.empty() ? "-" : s; }
-std::string numa(int32_t n) { return n < 0 ? "-" : std::to_string(n); }
+std::string numa(const Place& p) {
+  const std::vector<int32_t> set = p.numaSet();
+  return set.empty() ? "-" : absl::StrJoin(set, "+");
+}
 
 std::string rateText(double gbps) {
   if (gbps <= 0) return "-";
@@ -53,54 +56,53 @@ std::string formatTable(const Topology& t) {
 
   absl::StrAppend(&out, "\nGPUs: ", t.gpus.size(), "\n");
   if (!t.gpus.empty()) {
-    rows = {{"  INDEX", "BUS ID", "MODEL", "NUMA", "PCIE SWITCH", "OS DEVICES", "UUID"}};
+    rows = {{"  INDEX", "BUS ID", "VENDOR", "MODEL", "NUMA", "PCIE SWITCH", "ROOT PORT",
+             "OS DEVICES", "UUID"}};
     for (const Gpu& g : t.gpus) {
-      rows.push_back({absl::StrCat("  ", g.index), g.bus_id, orDash(g.model), numa(g.numa_node),
-                      orDash(g.pcie_switch), orDash(absl::StrJoin(g.os_devices, ",")),
-                      orDash(g.uuid)});
+      rows.push_back({absl::StrCat("  ", g.index), g.bus_id, orDash(g.vendor), orDash(g.model),
+                      numa(g), orDash(g.pcie_switch), orDash(g.pcie_root),
+                      orDash(absl::StrJoin(g.os_devices, ",")), orDash(g.uuid)});
     }
     out += table(rows);
   }
 
   absl::StrAppend(&out, "\nRDMA NICs: ", t.rdma_nics.size(), "\n");
   if (!t.rdma_nics.empty()) {
-    rows = {{"  NAME", "BUS ID", "NUMA", "PCIE SWITCH", "PORT", "STATE", "LINK", "RATE",
-             "NETDEVS"}};
+    rows = {{"  NAME", "KIND", "BUS ID", "NUMA", "PCIE SWITCH", "ROOT PORT", "PORT", "STATE",
+             "LINK", "RATE", "NETDEVS"}};
     for (const RdmaNic& n : t.rdma_nics) {
+      const std::string kind(nicKindName(n.kind));
       if (n.ports.empty()) {
-        rows.push_back({absl::StrCat("  ", n.name), orDash(n.bus_id), numa(n.numa_node),
-                        orDash(n.pcie_switch), "-", "-",
+        rows.push_back({absl::StrCat("  ", n.name), kind, orDash(n.bus_id), numa(n),
+                        orDash(n.pcie_switch), orDash(n.pcie_root), "-", "-",
                         std::string(linkLayerName(n.link_layer)), "-",
                         orDash(absl::StrJoin(n.net_devices, ","))});
       }
       for (const RdmaPort& p : n.ports) {
-        rows.push_back({absl::StrCat("  ", n.name), orDash(n.bus_id), numa(n.numa_node),
-                        orDash(n.pcie_switch), std::to_string(p.port), orDash(p.state),
-                        std::string(linkLayerName(p.link_layer)), rateText(p.rate_gbps),
-                        orDash(absl::StrJoin(n.net_devices, ","))});
+        rows.push_back({absl::StrCat("  ", n.name), kind, orDash(n.bus_id), numa(n),
+                        orDash(n.pcie_switch), orDash(n.pcie_root), std::to_string(p.port),
+                        orDash(p.state), std::string(linkLayerName(p.link_layer)),
+                        rateText(p.rate_gbps), orDash(absl::StrJoin(n.net_devices, ","))});
       }
     }
     out += table(rows);
   }
 
   if (!t.gpus.empty() && !t.rdma_nics.empty()) {
-    out += "\nGPU to NIC affinity (closest NICs per GPU):\n";
-    rows = {{"  GPU", "NICS", "SHARED"}};
+    // The NICs rdma-conf picks for each GPU (the closest path), and every path in NCCL's words.
+    out += "\nGPU to NIC paths (closest NICs per GPU; PIX < PXB < PHB < NODE < SOC < SYS):\n";
+    rows = {{"  GPU", "CLOSEST", "PATH", "ALL"}};
     for (const Gpu& g : t.gpus) {
-      std::vector<std::string> sw, nu;
+      GroupKind best = GroupKind::kNode;
+      for (const RdmaNic& n : t.rdma_nics) best = std::min(best, pathBetween(t, g.index, n.name));
+      std::vector<std::string> closest, all;
       for (const RdmaNic& n : t.rdma_nics) {
-        if (!g.pcie_switch.empty() && g.pcie_switch == n.pcie_switch) sw.push_back(n.name);
-        if (g.numa_node >= 0 && g.numa_node == n.numa_node) nu.push_back(n.name);
+        const GroupKind path = pathBetween(t, g.index, n.name);
+        if (path == best) closest.push_back(n.name);
+        all.push_back(absl::StrCat(n.name, "=", std::string(pathName(path))));
       }
-      if (!sw.empty()) {
-        rows.push_back({absl::StrCat("  ", g.index), absl::StrJoin(sw, ","),
-                        absl::StrCat("PCIe switch ", g.pcie_switch)});
-      } else if (!nu.empty()) {
-        rows.push_back({absl::StrCat("  ", g.index), absl::StrJoin(nu, ","),
-                        absl::StrCat("NUMA node ", g.numa_node)});
-      } else {
-        rows.push_back({absl::StrCat("  ", g.index), "-", "node only"});
-      }
+      rows.push_back({absl::StrCat("  ", g.index), absl::StrJoin(closest, ","),
+                      std::string(pathName(best)), absl::StrJoin(all, " ")});
     }
     out += table(rows);
   }

@@ -43,7 +43,34 @@ namespace {
 std::atomic<bool> g_stop{false};
 void onSignal(int) { g_stop = true; }
 
-int usage() {
+// The usage of one command (`show --help`), or of all.
+int usage(const std::string& command = "") {
+  if (command == "show") {
+    std::cerr << "usage: muster-topology show [--json] [--node-name NAME] [--hwloc-xml FILE]\n"
+                 "                            [--sysfs-root DIR] [--no-verbs]\n"
+                 "                            [--pod-resources-socket PATH] [--gpu-resource NAME]\n"
+                 "                            [--rdma-resource NAME] [--proc-root DIR]\n"
+                 "\nprints the GPUs, RDMA NICs, NUMA nodes, the GPU↔NIC paths (PIX, PXB, PHB, NODE,\n"
+                 "SOC, SYS) and locality groups this node has; --json prints the NodeTopology the\n"
+                 "agent would publish. --pod-resources-socket adds the devices no pod holds.\n";
+    return 2;
+  }
+  if (command == "rdma-conf") {
+    std::cerr << "usage: muster-topology rdma-conf [--nccl-out PATH] [--ucx-out PATH] [--hwloc-xml FILE]\n"
+                 "                                 [--sysfs-root DIR] [--proc-root DIR]\n"
+                 "                                 [--socket-ifname IF] [--no-verbs]\n"
+                 "\nwrites shell-sourceable NCCL and UCX settings for the RDMA NICs closest to this\n"
+                 "pod's GPUs (NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,\n"
+                 "HIP_VISIBLE_DEVICES, else /proc/driver/nvidia/gpus); InfiniBand and RoCE get\n"
+                 "NCCL_IB_HCA and UCX rc, EFA libfabric's FI_PROVIDER=efa. Values already in the\n"
+                 "environment are kept. Paths default to $RDMA_NCCL_CONF / $RDMA_UCX_CONF, else stdout.\n";
+    return 2;
+  }
+  if (command == "version") {
+    std::cerr << "usage: muster-topology version\n\nprints the agent's version and the hwloc "
+                 "library's release.\n";
+    return 2;
+  }
   std::cerr
       << "usage: muster-topology agent [--node-name NAME] [--kubeconfig PATH] [--context NAME]\n"
          "                             [--interval 60s] [--once] [--hwloc-xml FILE]\n"
@@ -77,6 +104,7 @@ int usage() {
 struct Flags {
   std::string command;
   std::string node_name, kubeconfig, context, hwloc_xml, sysfs_root, proc_root = "/proc";
+  bool proc_root_given = false;
   std::string nccl_out, ucx_out, socket_ifname;
   std::optional<std::string> pod_resources_socket;  // nullopt: not given
   std::string gpu_resource = std::string(kDefaultGpuResource);
@@ -120,6 +148,8 @@ std::map<std::string, std::string> environment() {
 absl::StatusOr<Topology> discoverWith(const Flags& f) {
   DiscoveryOptions options;
   options.hwloc_xml = f.hwloc_xml;
+  // The live machine's driver entries; with a fixture only an explicit --proc-root.
+  if (f.hwloc_xml.empty() || f.proc_root_given) options.proc_root = f.proc_root;
   VerbsProviderPtr verbs, sysfs;
   if (f.hwloc_xml.empty() && !f.no_verbs) {
     verbs = makeIbverbsProvider();
@@ -315,7 +345,10 @@ int run(int argc, char** argv) {
     else if (a == "--context") { if (!next(&f.context)) return usage(); }
     else if (a == "--hwloc-xml") { if (!next(&f.hwloc_xml)) return usage(); }
     else if (a == "--sysfs-root") { if (!next(&f.sysfs_root)) return usage(); }
-    else if (a == "--proc-root") { if (!next(&f.proc_root)) return usage(); }
+    else if (a == "--proc-root") {
+      if (!next(&f.proc_root)) return usage();
+      f.proc_root_given = true;
+    }
     else if (a == "--nccl-out") { if (!next(&f.nccl_out)) return usage(); }
     else if (a == "--ucx-out") { if (!next(&f.ucx_out)) return usage(); }
     else if (a == "--socket-ifname") { if (!next(&f.socket_ifname)) return usage(); }
@@ -336,7 +369,7 @@ int run(int argc, char** argv) {
     else if (a == "--once") f.once = true;
     else if (a == "--json") f.json = true;
     else if (a == "--no-verbs") f.no_verbs = true;
-    else if (a == "-h" || a == "--help") return usage();
+    else if (a == "-h" || a == "--help") return usage(f.command);
     else if (f.command.empty() && !a.empty() && a[0] != '-') f.command = a;
     else return usage();
   }

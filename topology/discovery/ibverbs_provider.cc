@@ -98,11 +98,16 @@ class IbverbsProvider : public VerbsProvider {
     RdmaDeviceInfo info;
     info.name = ibv_get_device_name(device);
     info.node_guid = guidText(ibv_get_device_guid(device));
+    if (device->transport_type == IBV_TRANSPORT_IWARP) info.kind = NicKind::kIWARP;
     std::error_code ec;
     std::filesystem::path pci =
         std::filesystem::canonical(std::filesystem::path(device->ibdev_path) / "device", ec);
     if (!ec) {
       info.bus_id = pci.filename().string();
+      std::error_code dec;
+      if (std::filesystem::canonical(pci / "driver", dec).filename() == "efa" && !dec) {
+        info.kind = NicKind::kEFA;
+      }
       for (std::filesystem::directory_iterator it(pci / "net", ec), end; !ec && it != end;
            it.increment(ec)) {
         info.net_devices.push_back(it->path().filename().string());
@@ -127,11 +132,16 @@ class IbverbsProvider : public VerbsProvider {
       RdmaPort port;
       port.port = p;
       port.state = portStateName(pattr.state);
-      port.link_layer = pattr.link_layer == IBV_LINK_LAYER_ETHERNET ? LinkLayer::kEthernet
-                        : pattr.link_layer == IBV_LINK_LAYER_INFINIBAND ||
-                                pattr.link_layer == IBV_LINK_LAYER_UNSPECIFIED
-                            ? LinkLayer::kInfiniBand
-                            : LinkLayer::kUnknown;
+      // UNSPECIFIED: InfiniBand on an IB channel adapter (old kernels, as ibv_devinfo reads it);
+      // on anything else (EFA's transport and node type are unspecified) not InfiniBand.
+      const bool ib_adapter =
+          device->transport_type == IBV_TRANSPORT_IB && device->node_type == IBV_NODE_CA;
+      port.link_layer =
+          pattr.link_layer == IBV_LINK_LAYER_ETHERNET       ? LinkLayer::kEthernet
+          : pattr.link_layer == IBV_LINK_LAYER_INFINIBAND ||
+                  (pattr.link_layer == IBV_LINK_LAYER_UNSPECIFIED && ib_adapter)
+              ? LinkLayer::kInfiniBand
+              : LinkLayer::kUnknown;
       port.rate_gbps = rateGbps(pattr.active_width, pattr.active_speed);
       ibv_gid gid{};
       if (ibv_query_gid(ctx, p, 0, &gid) == 0) {

@@ -87,6 +87,13 @@ class SysfsProvider : public VerbsProvider {
     if (info.model.empty()) info.model = readAttr(dir / "board_id");
     std::error_code ec;
     fs::path device = fs::canonical(dir / "device", ec);
+    const std::string node_type = readAttr(dir / "node_type");  // "1: CA", "4: RNIC"
+    if (node_type.rfind("4:", 0) == 0) info.kind = NicKind::kIWARP;
+    if (!ec && fs::canonical(device / "driver", ec).filename() == "efa" && !ec) {
+      info.kind = NicKind::kEFA;
+    }
+    ec.clear();
+    device = fs::canonical(dir / "device", ec);
     if (!ec && isPciAddress(device.filename().string())) {
       info.bus_id = lower(device.filename().string());
       const std::string numa = readAttr(device / "numa_node");

@@ -24,6 +24,9 @@ struct RdmaDeviceInfo {
   int32_t numa_node = -1; // from the PCI device's numa_node, when the provider knows it
   std::vector<std::string> net_devices;
   std::vector<RdmaPort> ports;
+  // What the provider can tell beyond the ports: EFA (driver "efa"), iWARP (transport); else
+  // kUnknown (discovery decides from the link layer).
+  NicKind kind = NicKind::kUnknown;
 };
 
 // Contract: devices() lists every RDMA device the provider can see, with whatever it could learn
@@ -40,8 +43,8 @@ using VerbsProviderPtr = std::unique_ptr<VerbsProvider>;
 
 // libibverbs: ibv_get_device_list, ibv_open_device, ibv_query_port, ibv_query_gid_table.
 VerbsProviderPtr makeIbverbsProvider();
-// <sysfs_root>/class/infiniband/<dev>/{node_guid,hca_type,device,ports/<n>/{state,link_layer,
-// rate,gids/0,gid_attrs/types/<i>}}; sysfs_root stands in for "/sys".
+// <sysfs_root>/class/infiniband/<dev>/{node_guid,node_type,hca_type,device,device/driver,
+// ports/<n>/{state,link_layer,rate,gids/0,gid_attrs/types/<i>}}; sysfs_root stands in for "/sys".
 VerbsProviderPtr makeSysfsProvider(std::string sysfs_root);
 
 // The sysfs reader's parsers, exposed for tests.

@@ -19,14 +19,9 @@ bool isFreeNic(const FreeDevices* free, const std::string& name) {
 }  // namespace
 
 std::string_view alignmentName(Alignment alignment) {
-  switch (alignment) {
-    case Alignment::kPCIeSwitch: return "PCIeSwitch";
-    case Alignment::kNUMANode: return "NUMANode";
-    case Alignment::kNode: return "Node";
-    case Alignment::kNotApplicable: return "NotApplicable";
-    case Alignment::kInsufficient: break;
-  }
-  return "Insufficient";
+  if (alignment == Alignment::kNotApplicable) return "NotApplicable";
+  if (alignment == Alignment::kInsufficient) return "Insufficient";
+  return groupKindName(static_cast<GroupKind>(alignment));
 }
 
 DeviceLocality::DeviceLocality(const Topology& topology) {
@@ -157,9 +152,7 @@ std::optional<DeviceSelection> DeviceLocality::selectAt(GroupKind level,
   }
   std::sort(sel.gpus.begin(), sel.gpus.end());
   std::sort(sel.rdma_nics.begin(), sel.rdma_nics.end());
-  sel.alignment = level == GroupKind::kPCIeSwitch ? Alignment::kPCIeSwitch
-                  : level == GroupKind::kNUMANode ? Alignment::kNUMANode
-                                                  : Alignment::kNode;
+  sel.alignment = alignmentOf(level);
   return sel;
 }
 
@@ -185,8 +178,9 @@ Alignment DeviceLocality::bestAlignment(const DeviceRequest& request,
     return Alignment::kInsufficient;
   }
   if (request.gpus <= 0 || request.rdma_nics <= 0) return Alignment::kNotApplicable;
-  if (alignedAt(GroupKind::kPCIeSwitch, request, free)) return Alignment::kPCIeSwitch;
-  if (alignedAt(GroupKind::kNUMANode, request, free)) return Alignment::kNUMANode;
+  for (int k = 0; k < static_cast<int>(GroupKind::kNode); ++k) {
+    if (alignedAt(static_cast<GroupKind>(k), request, free)) return static_cast<Alignment>(k);
+  }
   return Alignment::kNode;
 }
 
@@ -194,8 +188,7 @@ std::optional<DeviceSelection> DeviceLocality::select(const DeviceRequest& reque
                                                       const FreeDevices* free) const {
   const Alignment best = bestAlignment(request, free);
   if (best == Alignment::kInsufficient) return std::nullopt;
-  if (best == Alignment::kPCIeSwitch) return selectAt(GroupKind::kPCIeSwitch, request, free);
-  if (best == Alignment::kNUMANode) return selectAt(GroupKind::kNUMANode, request, free);
+  if (best < Alignment::kNode) return selectAt(static_cast<GroupKind>(best), request, free);
   DeviceSelection sel;
   sel.alignment = best;
   for (int32_t g : gpus_) {

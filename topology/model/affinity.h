@@ -27,15 +27,19 @@ struct DeviceRequest {
   int32_t rdma_nics = 0;
 };
 
-// The tightest level at which a request can be served, best first.
+// The tightest level at which a request can be served, best first; the first six mirror GroupKind.
 enum class Alignment {
-  kPCIeSwitch,     // every GPU has a NIC behind the same PCIe switch (GPUDirect RDMA path)
-  kNUMANode,       // ... on the same NUMA node
+  kPCIeSwitch,     // every GPU has a NIC behind the same deepest PCIe switch (PIX)
+  kPCIeHierarchy,  // ... under the same root port (PXB: NCCL still uses GPUDirect RDMA)
+  kHostBridge,     // ... under the same host bridge (PHB)
+  kNUMANode,       // ... near a common NUMA node
+  kPackage,        // ... on the same socket
   kNode,           // enough free devices, but not pairable closer than the node
   kNotApplicable,  // the request has no GPUs or no NICs: nothing to align; enough devices free
   kInsufficient,   // fewer free GPUs or NICs than requested
 };
 std::string_view alignmentName(Alignment alignment);  // "PCIeSwitch", "NUMANode", ...
+inline Alignment alignmentOf(GroupKind kind) { return static_cast<Alignment>(kind); }
 
 // A concrete choice of devices.
 struct DeviceSelection {
@@ -80,7 +84,7 @@ class DeviceLocality {
 
   std::vector<int32_t> gpus_;
   std::vector<std::string> nics_;
-  std::vector<Group> levels_[3];  // indexed by GroupKind
+  std::vector<Group> levels_[kGroupKinds];  // indexed by GroupKind
 };
 
 }  // namespace muster::topology

@@ -1,6 +1,7 @@
 #include "topology/model/topology.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 #include <utility>
@@ -24,20 +25,47 @@ LinkLayer parseLinkLayer(std::string_view text) {
   return LinkLayer::kUnknown;
 }
 
-std::string_view groupKindName(GroupKind kind) {
+std::string_view nicKindName(NicKind kind) {
   switch (kind) {
-    case GroupKind::kPCIeSwitch: return "PCIeSwitch";
-    case GroupKind::kNUMANode: return "NUMANode";
-    case GroupKind::kNode: break;
+    case NicKind::kInfiniBand: return "InfiniBand";
+    case NicKind::kRoCE: return "RoCE";
+    case NicKind::kEFA: return "EFA";
+    case NicKind::kIWARP: return "iWARP";
+    case NicKind::kUnknown: break;
   }
-  return "Node";
+  return "Unknown";
+}
+
+NicKind parseNicKind(std::string_view text) {
+  for (NicKind k : {NicKind::kInfiniBand, NicKind::kRoCE, NicKind::kEFA, NicKind::kIWARP}) {
+    if (text == nicKindName(k)) return k;
+  }
+  return NicKind::kUnknown;
+}
+
+namespace {
+constexpr std::string_view kGroupKindNames[kGroupKinds] = {
+    "PCIeSwitch", "PCIeHierarchy", "HostBridge", "NUMANode", "Package", "Node"};
+constexpr std::string_view kPathNames[kGroupKinds] = {"PIX", "PXB", "PHB", "NODE", "SOC", "SYS"};
+}  // namespace
+
+std::string_view groupKindName(GroupKind kind) {
+  return kGroupKindNames[static_cast<int>(kind)];
 }
 
 std::optional<GroupKind> parseGroupKind(std::string_view text) {
-  if (text == "PCIeSwitch") return GroupKind::kPCIeSwitch;
-  if (text == "NUMANode") return GroupKind::kNUMANode;
-  if (text == "Node") return GroupKind::kNode;
+  for (int k = 0; k < kGroupKinds; ++k) {
+    if (text == kGroupKindNames[k]) return static_cast<GroupKind>(k);
+  }
   return std::nullopt;
+}
+
+std::string_view pathName(GroupKind kind) { return kPathNames[static_cast<int>(kind)]; }
+
+std::vector<int32_t> Place::numaSet() const {
+  if (!numa_nodes.empty()) return numa_nodes;
+  if (numa_node >= 0) return {numa_node};
+  return {};
 }
 
 const Gpu* Topology::findGpu(int32_t index) const {
@@ -54,36 +82,89 @@ const RdmaNic* Topology::findNic(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+
+// NUMA nodes that some device is near together: union-find over the devices' NUMA sets. The
+// group of a device is named after its component, "numa0" or "numa0+2".
+class NumaComponents {
+ public:
+  void add(const std::vector<int32_t>& set) {
+    for (int32_t n : set) parent_.try_emplace(n, n);
+    for (size_t i = 1; i < set.size(); ++i) parent_[find(set[i])] = find(set[0]);
+  }
+  std::string idOf(const std::vector<int32_t>& set) {
+    if (set.empty()) return "";
+    const int32_t root = find(set[0]);
+    std::vector<int32_t> members;
+    for (const auto& [n, p] : parent_) {
+      if (find(n) == root) members.push_back(n);
+    }
+    std::string id = "numa";
+    for (size_t i = 0; i < members.size(); ++i) absl::StrAppend(&id, i ? "+" : "", members[i]);
+    return id;
+  }
+
+ private:
+  int32_t find(int32_t n) {
+    while (parent_[n] != n) n = parent_[n] = parent_[parent_[n]];
+    return n;
+  }
+  std::map<int32_t, int32_t> parent_;  // ordered: ids list their members in order
+};
+
+// The group ids of a device, one per kind ("" = in no group of that kind): the switch's bus id,
+// "rootport-<bus id>", "hostbridge-<domain>:[<buses>]", "numa0" or "numa0+2", "package0", "node".
+std::array<std::string, kGroupKinds> groupIds(const Place& p, NumaComponents& numa) {
+  // Ids are unique across kinds (the CRD keys groups by id): a root port can be a device's
+  // PCIeSwitch group and its PCIeHierarchy group at once.
+  return {p.pcie_switch,
+          p.pcie_root.empty() ? "" : absl::StrCat("rootport-", p.pcie_root),
+          p.host_bridge.empty() ? "" : absl::StrCat("hostbridge-", p.host_bridge),
+          numa.idOf(p.numaSet()),
+          p.package >= 0 ? absl::StrCat("package", p.package) : "",
+          "node"};
+}
+
+}  // namespace
+
 void computeGroups(Topology* topology) {
   topology->groups.clear();
-  std::map<std::string, LocalityGroup> switches;
-  std::map<int32_t, LocalityGroup> numa;
-  LocalityGroup node{"node", GroupKind::kNode, {}, {}};
-  auto switchGroup = [&](const std::string& id) -> LocalityGroup& {
-    LocalityGroup& g = switches[id];
+  NumaComponents numa;
+  for (const Gpu& g : topology->gpus) numa.add(g.numaSet());
+  for (const RdmaNic& n : topology->rdma_nics) numa.add(n.numaSet());
+  std::map<std::string, LocalityGroup> by_kind[kGroupKinds];
+  auto groupOf = [&](int kind, const std::string& id) -> LocalityGroup& {
+    LocalityGroup& g = by_kind[kind][id];
     g.id = id;
-    g.kind = GroupKind::kPCIeSwitch;
-    return g;
-  };
-  auto numaGroup = [&](int32_t id) -> LocalityGroup& {
-    LocalityGroup& g = numa[id];
-    g.id = absl::StrCat("numa", id);
-    g.kind = GroupKind::kNUMANode;
+    g.kind = static_cast<GroupKind>(kind);
     return g;
   };
   for (const Gpu& gpu : topology->gpus) {
-    if (!gpu.pcie_switch.empty()) switchGroup(gpu.pcie_switch).gpus.push_back(gpu.index);
-    if (gpu.numa_node >= 0) numaGroup(gpu.numa_node).gpus.push_back(gpu.index);
-    node.gpus.push_back(gpu.index);
+    const auto ids = groupIds(gpu, numa);
+    for (int k = 0; k < kGroupKinds; ++k) {
+      if (!ids[k].empty()) groupOf(k, ids[k]).gpus.push_back(gpu.index);
+    }
   }
   for (const RdmaNic& nic : topology->rdma_nics) {
-    if (!nic.pcie_switch.empty()) switchGroup(nic.pcie_switch).rdma_nics.push_back(nic.name);
-    if (nic.numa_node >= 0) numaGroup(nic.numa_node).rdma_nics.push_back(nic.name);
-    node.rdma_nics.push_back(nic.name);
+    const auto ids = groupIds(nic, numa);
+    for (int k = 0; k < kGroupKinds; ++k) {
+      if (!ids[k].empty()) groupOf(k, ids[k]).rdma_nics.push_back(nic.name);
+    }
   }
-  for (auto& [id, g] : switches) topology->groups.push_back(std::move(g));
-  for (auto& [id, g] : numa) topology->groups.push_back(std::move(g));
-  if (!node.gpus.empty() || !node.rdma_nics.empty()) topology->groups.push_back(std::move(node));
+  for (auto& kind : by_kind) {
+    for (auto& [id, g] : kind) topology->groups.push_back(std::move(g));
+  }
+}
+
+GroupKind pathBetween(const Topology& topology, int32_t gpu, std::string_view nic) {
+  GroupKind best = GroupKind::kNode;
+  for (const LocalityGroup& g : topology.groups) {
+    if (g.kind < best && std::find(g.gpus.begin(), g.gpus.end(), gpu) != g.gpus.end() &&
+        std::find(g.rdma_nics.begin(), g.rdma_nics.end(), nic) != g.rdma_nics.end()) {
+      best = g.kind;
+    }
+  }
+  return best;
 }
 
 std::string gpuModelSummary(const Topology& topology) {
@@ -100,6 +181,32 @@ std::string linkLayerSummary(const Topology& topology) {
   return layers.size() == 1 ? std::string(linkLayerName(*layers.begin())) : "mixed";
 }
 
+namespace {
+
+proto::NodeTopologyPlace toProto(const Place& p) {
+  proto::NodeTopologyPlace out;
+  out.numa_nodes = p.numaSet();
+  out.numa_node = out.numa_nodes.empty() ? -1 : out.numa_nodes.front();
+  out.package = p.package;
+  out.pcie_switch = p.pcie_switch;
+  out.pcie_root = p.pcie_root;
+  out.host_bridge = p.host_bridge;
+  return out;
+}
+
+void fromProto(const proto::NodeTopologyPlace& p, Place* out) {
+  out->numa_nodes = p.numa_nodes;
+  if (out->numa_nodes.empty() && p.numa_node >= 0) out->numa_nodes = {p.numa_node};
+  std::sort(out->numa_nodes.begin(), out->numa_nodes.end());
+  out->numa_node = out->numa_nodes.empty() ? -1 : out->numa_nodes.front();
+  out->package = p.package;
+  out->pcie_switch = p.pcie_switch;
+  out->pcie_root = p.pcie_root;
+  out->host_bridge = p.host_bridge;
+}
+
+}  // namespace
+
 proto::NodeTopology toNodeTopology(const Topology& topology, std::string_view node_name,
                                    std::string_view agent_version,
                                    std::string_view discovered_at) {
@@ -115,8 +222,17 @@ proto::NodeTopology toNodeTopology(const Topology& topology, std::string_view no
     s.numa_nodes.push_back({n.id, n.cpus, n.memory_bytes});
   }
   for (const Gpu& g : topology.gpus) {
-    s.gpus.push_back({g.index, g.bus_id, g.vendor, g.model, g.uuid, g.numa_node, g.pcie_switch,
-                      g.os_devices});
+    proto::NodeTopologyGpu& p = s.gpus.emplace_back();
+    p.index = g.index;
+    p.bus_id = g.bus_id;
+    p.vendor = g.vendor;
+    p.model = g.model;
+    p.uuid = g.uuid;
+    p.place = toProto(g);
+    p.os_devices = g.os_devices;
+    for (const RdmaNic& n : topology.rdma_nics) {
+      p.nic_paths.push_back({n.name, std::string(pathName(pathBetween(topology, g.index, n.name)))});
+    }
   }
   for (const RdmaNic& n : topology.rdma_nics) {
     proto::NodeTopologyRdmaNic& p = s.rdma_nics.emplace_back();
@@ -124,8 +240,8 @@ proto::NodeTopology toNodeTopology(const Topology& topology, std::string_view no
     p.bus_id = n.bus_id;
     p.model = n.model;
     p.node_guid = n.node_guid;
-    p.numa_node = n.numa_node;
-    p.pcie_switch = n.pcie_switch;
+    p.place = toProto(n);
+    p.kind = std::string(nicKindName(n.kind));
     p.link_layer = std::string(linkLayerName(n.link_layer));
     p.net_devices = n.net_devices;
     for (const RdmaPort& port : n.ports) {
@@ -158,8 +274,14 @@ absl::StatusOr<Topology> fromNodeTopology(const proto::NodeTopology& object) {
     if (!gpu_indexes.insert(g.index).second) {
       return absl::InvalidArgumentError(absl::StrCat(who, ": GPU index ", g.index, " twice"));
     }
-    t.gpus.push_back({g.index, g.bus_id, g.vendor, g.model, g.uuid, g.numa_node, g.pcie_switch,
-                      g.os_devices});
+    Gpu& gpu = t.gpus.emplace_back();
+    fromProto(g.place, &gpu);
+    gpu.index = g.index;
+    gpu.bus_id = g.bus_id;
+    gpu.vendor = g.vendor;
+    gpu.model = g.model;
+    gpu.uuid = g.uuid;
+    gpu.os_devices = g.os_devices;
   }
   std::set<std::string> nic_names;
   for (const auto& n : s.rdma_nics) {
@@ -171,9 +293,13 @@ absl::StatusOr<Topology> fromNodeTopology(const proto::NodeTopology& object) {
     nic.bus_id = n.bus_id;
     nic.model = n.model;
     nic.node_guid = n.node_guid;
-    nic.numa_node = n.numa_node;
-    nic.pcie_switch = n.pcie_switch;
+    fromProto(n.place, &nic);
     nic.link_layer = parseLinkLayer(n.link_layer);
+    // Objects of the first schema have no kind: their link layer tells IB from RoCE.
+    nic.kind = !n.kind.empty()                            ? parseNicKind(n.kind)
+               : nic.link_layer == LinkLayer::kInfiniBand ? NicKind::kInfiniBand
+               : nic.link_layer == LinkLayer::kEthernet   ? NicKind::kRoCE
+                                                          : NicKind::kUnknown;
     nic.net_devices = n.net_devices;
     for (const auto& p : n.ports) {
       RdmaPort& port = nic.ports.emplace_back();

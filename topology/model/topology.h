@@ -22,21 +22,46 @@ std::string_view linkLayerName(LinkLayer layer);
 // Accepts the CRD's names and sysfs/ibverbs spellings ("InfiniBand", "Ethernet"); else kUnknown.
 LinkLayer parseLinkLayer(std::string_view text);
 
+// What an RDMA NIC is, which decides what rdma-conf writes for it: InfiniBand and RoCE take the
+// NCCL_IB_* / UCX rc settings; EFA takes libfabric's (aws-ofi-nccl); iWARP and Unknown take none
+// (NCCL's IB transport does not run over them: sockets).
+enum class NicKind { kUnknown, kInfiniBand, kRoCE, kEFA, kIWARP };
+std::string_view nicKindName(NicKind kind);  // "InfiniBand", "RoCE", "EFA", "iWARP", "Unknown"
+NicKind parseNicKind(std::string_view text);
+
 struct NumaNode {
   int32_t id = 0;          // OS index
   std::string cpus;        // Linux cpuset list, "0-17,36-53"
   int64_t memory_bytes = 0;
 };
 
-struct Gpu {
-  int32_t index = 0;       // the device plugin's / NVML's index
+// Where a device sits, one id per level of the PCIe tree (see GroupKind). Empty ids: not known
+// (an export without I/O bridges, a NIC hwloc did not see).
+struct Place {
+  int32_t numa_node = -1;          // lowest of numa_nodes; -1: unknown
+  std::vector<int32_t> numa_nodes; // the nodeset of its nearest CPU-side object: one node, or
+                                   // several (DDR + HBM in flat mode, CXL); empty when unknown
+                                   // or when it spans packages
+  int32_t package = -1;
+  std::string pcie_switch;  // PIX id: the bridge above the downstream port the device hangs on
+                            // (its switch's upstream port), or its parent bridge when there is
+                            // only one (a root port); "" when no PCI bridge is above it
+  std::string pcie_root;    // PXB id: the topmost PCI bridge above it (the root port)
+  std::string host_bridge;  // PHB id: "0000:[80-84]" (domain and bus range)
+
+  // numa_nodes, or {numa_node} for objects written before sets existed.
+  std::vector<int32_t> numaSet() const;
+};
+
+enum class Vendor { kOther, kNvidia, kAmd };
+
+struct Gpu : Place {
+  int32_t index = 0;       // the device plugin's index (NVML's / ROCm SMI's)
   std::string bus_id;      // "0000:04:00.0"
-  std::string vendor;
+  std::string vendor;      // "NVIDIA", "AMD", else the PCI vendor name
   std::string model;
-  std::string uuid;        // "GPU-…", when NVML reported it
-  int32_t numa_node = -1;  // -1: unknown
-  std::string pcie_switch; // upstream port bus id of the switch it is behind; "" when none
-  std::vector<std::string> os_devices;  // cuda0, nvml0, opencl0d0
+  std::string uuid;        // "GPU-…" (NVIDIA), when NVML or the driver reported it
+  std::vector<std::string> os_devices;  // cuda0, nvml0, rsmi0, opencl0d0
 };
 
 struct RdmaPort {
@@ -52,21 +77,31 @@ struct RdmaPort {
   bool usable() const { return state.empty() || state == "ACTIVE"; }
 };
 
-struct RdmaNic {
-  std::string name;        // ibverbs device, "mlx5_0"
+struct RdmaNic : Place {
+  std::string name;        // ibverbs device, "mlx5_0", "rdmap0s6"
   std::string bus_id;
   std::string model;
   std::string node_guid;
-  int32_t numa_node = -1;
-  std::string pcie_switch;
+  NicKind kind = NicKind::kUnknown;
   LinkLayer link_layer = LinkLayer::kUnknown;  // of its ports when they agree
   std::vector<std::string> net_devices;        // "ib0", "hsi0", "enp1s0f0"
   std::vector<RdmaPort> ports;
 };
 
-enum class GroupKind { kPCIeSwitch, kNUMANode, kNode };
-std::string_view groupKindName(GroupKind kind);  // "PCIeSwitch", "NUMANode", "Node"
+// The levels of closeness inside a node, tightest first, with NCCL's name for a GPU↔NIC path whose
+// tightest shared group is of that kind (README, "GPU↔NIC locality"):
+//   PCIeSwitch     PIX  the same deepest PCIe switch (at most one bridge on each side)
+//   PCIeHierarchy  PXB  under the same root port, across switches (no host bridge crossed)
+//   HostBridge     PHB  under the same host bridge (PCIe root complex)
+//   NUMANode       NODE near a common NUMA node (devices near several are merged into one group)
+//   Package        SYS  the same socket (NCCL calls this SYS too; "SOC" here)
+//   Node           SYS  anywhere in the node
+enum class GroupKind { kPCIeSwitch, kPCIeHierarchy, kHostBridge, kNUMANode, kPackage, kNode };
+inline constexpr int kGroupKinds = 6;
+std::string_view groupKindName(GroupKind kind);  // "PCIeSwitch", "PCIeHierarchy", ...
 std::optional<GroupKind> parseGroupKind(std::string_view text);
+// "PIX", "PXB", "PHB", "NODE", "SOC", "SYS".
+std::string_view pathName(GroupKind kind);
 
 struct LocalityGroup {
   std::string id;          // switch upstream port bus id, "numa<N>", "node"
@@ -101,10 +136,14 @@ struct Topology {
   const RdmaNic* findNic(std::string_view name) const;
 };
 
-// Rebuilds topology->groups from the devices' pcie_switch and numa_node: one PCIeSwitch group per
-// switch, one NUMANode group per NUMA node, one Node group, each listing its GPUs and NICs and
-// present only when it has a device. Within a kind the groups are disjoint.
+// Rebuilds topology->groups from the devices' places: one group per PCIe switch, root port, host
+// bridge, NUMA set (NUMA nodes that some device is near together are one group), package, and one
+// Node group, each listing its GPUs and NICs and present only when it has a device. Within a kind
+// the groups are disjoint; each group lies inside one group of every looser kind.
 void computeGroups(Topology* topology);
+
+// The tightest kind of group that holds both devices (kNode when no tighter one does).
+GroupKind pathBetween(const Topology& topology, int32_t gpu, std::string_view nic);
 
 // "Tesla P100-PCIE-16GB" when all GPUs have that model, "mixed" when they differ, "" when none.
 std::string gpuModelSummary(const Topology& topology);
