@@ -136,6 +136,10 @@ topology["spec"]["allocatable"] = {"freeGpus": [0], "freeRdmaNics": []}
 topology["status"] = {"observedGeneration": 3,
                       "conditions": [{"type": "Ready", "status": "True", "reason": "Discovered"}]}
 add("nodetopology", "cts1-pascal-allocatable-status.json", compact(topology))
+# What the agent published on a real H200 machine (place, NUMA sets, group kinds of the second
+# schema).
+add("nodetopology", "h200-120851f.json",
+    (ROOT / "tests" / "topology" / "testdata" / "device" / "h200" / "show-120851f.json").read_text())
 
 # --- The API protocol ---------------------------------------------------------------------------
 
