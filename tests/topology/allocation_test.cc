@@ -57,6 +57,10 @@ TEST_CASE("GPU device ids are matched by UUID, then by index, then through /proc
   CHECK(mapGpuId(t, "GPU-3A1B2C3D-0000-1111-2222-333344445555", none) == 3);
   CHECK(mapGpuId(t, "5", none) == 5);
   CHECK_FALSE(mapGpuId(t, "12", none).has_value());
+  // By PCI address, in either spelling (AMD's device plugin, nvidia-smi).
+  CHECK(mapGpuId(t, t.gpus[2].bus_id, none) == 2);
+  CHECK(mapGpuId(t, "0000" + t.gpus[2].bus_id, none) == 2);
+  CHECK_FALSE(mapGpuId(t, "0000:ee:00.0", none).has_value());
 
   // hwloc without NVML: the UUID is found in the driver's information file of the GPU's bus id.
   TempDir proc;

@@ -83,6 +83,13 @@ std::optional<int32_t> mapGpuId(const Topology& topology, std::string_view id,
     std::from_chars(id.data(), id.data() + id.size(), index);
     if (topology.findGpu(index) != nullptr) return index;
   }
+  // A PCI address (AMD's device plugin names GPUs by theirs).
+  if (id.find(':') != std::string_view::npos) {
+    const std::string bus = normalizeBusId(std::string(id));
+    for (const Gpu& g : topology.gpus) {
+      if (!g.bus_id.empty() && g.bus_id == bus) return g.index;
+    }
+  }
   for (const auto& [uuid, bus] : gpu_uuid_to_bus) {
     if (!equalsIgnoreCase(uuid, id)) continue;
     const std::string want = normalizeBusId(bus);

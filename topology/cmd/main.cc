@@ -94,7 +94,8 @@ int usage(const std::string& command = "") {
          "spec.allocatable, the GPUs (--gpu-resource, default nvidia.com/gpu) and RDMA NICs\n"
          "(--rdma-resource, default preferred.jp/rdma) no pod holds: it asks the kubelet every\n"
          "--allocation-interval and writes only when they change. GPU ids are matched by UUID,\n"
-         "index, or the UUID in <proc-root>/driver/nvidia/gpus/*/information; NIC ids by\n"
+         "index, PCI address, or the UUID in <proc-root>/driver/nvidia/gpus/*/information\n"
+         "(--gpu-resource amd.com/gpu for AMD's plugin); NIC ids by\n"
          "ibverbs name or PCI address. Without the socket it publishes no free devices, and\n"
          "for a resource with ids it cannot match no free list; it logs why once and keeps\n"
          "running. show reads the socket only when --pod-resources-socket is given.\n";
