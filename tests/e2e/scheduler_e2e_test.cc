@@ -554,6 +554,60 @@ TEST_CASE("pods with bound claims go where their local volumes live, a gang incl
                                     "--wait=false"});
 }
 
+TEST_CASE("a ReadWriteOncePod claim: a second pod using it waits, and binds once the first is gone") {
+  Env env("rwop");
+  for (int i = 0; i < 2; ++i) createNode(*env.client, absl::StrCat(env.run, "-n", i), env.run, {});
+  waitNodesReady(*env.client, env.run, 2);
+  // A claim bound to a volume reachable from every node, as the PV controller leaves them.
+  const std::string claim = env.run + "-data", pv = env.run + "-pv";
+  proto::Request req;
+  req.verb = proto::Verb::kPost;
+  req.path = proto::resources::kPersistentVolumes.collectionPath();
+  req.body = absl::StrCat(
+      R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":")", pv,
+      R"(","labels":{"e2e-run":")", env.run,
+      R"("}},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOncePod"],)",
+      R"("storageClassName":"manual","hostPath":{"path":"/mnt/)", claim, R"("},)",
+      R"("claimRef":{"namespace":"default","name":")", claim, R"("}}})");
+  REQUIRE(env.client->callSync(req).ok());
+  req.path = proto::resources::kPersistentVolumeClaims.collectionPath("default");
+  req.body = absl::StrCat(
+      R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":")", claim,
+      R"(","labels":{"e2e-run":")", env.run,
+      R"("}},"spec":{"accessModes":["ReadWriteOncePod"],"storageClassName":"manual",)",
+      R"("resources":{"requests":{"storage":"1Gi"}},"volumeName":")", pv, R"("}})");
+  REQUIRE(env.client->callSync(req).ok());
+  REQUIRE(TestCluster::get()
+              .kubectl({"patch", "pvc", claim, "-n", "default", "--subresource=status",
+                        "--type=merge", "-p", R"({"status":{"phase":"Bound"}})"})
+              .ok());
+  auto withClaim = [&](PodBuilder b) {
+    return b.spec(absl::StrCat(R"("volumes":[{"name":"data","persistentVolumeClaim":{"claimName":")",
+                               claim, R"("}}])"));
+  };
+  SchedulerProcess sched(kTestSchedulerConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+  create(*env.client, withClaim(PodBuilder("rwop-first", env.run).withGpus(1)));
+  INFO(sched.logTail());
+  REQUIRE(waitFor([&] { return !listPods(*env.client, env.run).at("rwop-first").spec.node_name.empty(); }));
+  create(*env.client, withClaim(PodBuilder("rwop-second", env.run).withGpus(1)));
+  REQUIRE(waitFor([&] {
+    return conditionMessage(listPods(*env.client, env.run).at("rwop-second"))
+               .find("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod "
+                     "access mode already in-use by another pod") != std::string::npos;
+  }));
+  CHECK(listPods(*env.client, env.run).at("rwop-second").spec.node_name.empty());
+  // The first pod goes away: the claim is free, and the second pod is placed.
+  REQUIRE(TestCluster::get()
+              .kubectl({"delete", "pod", "rwop-first", "-n", "default", "--grace-period=0",
+                        "--force", "--wait=false"})
+              .ok());
+  REQUIRE(waitFor([&] { return !listPods(*env.client, env.run).at("rwop-second").spec.node_name.empty(); }));
+  (void)TestCluster::get().kubectl({"delete", "pvc,pv", "-n", "default", "-l", "e2e-run=" + env.run,
+                                    "--wait=false"});
+}
+
 // --- binds the API server refuses, and pods that must not be bound --------------------------------
 
 namespace {
