@@ -404,7 +404,9 @@ void Scheduler::onNodeTopology(const std::shared_ptr<const proto::NodeTopology>&
                          node, "error", parsed.status().ToString());
     }
   }
+  const bool known = devices != nullptr;
   cache_.setNodeDevices(node, std::move(devices));
+  MUSTER_LOG_INFO(2, "NodeTopology taken in", "node", node, "devices", known);
   queue_.onClusterEvent(ClusterEvent::kNodeUpdated);
   kick();
 }

@@ -14,7 +14,9 @@
 #include "proto/kubeconfig.h"
 #include "proto/nodetopology.h"
 #include "tests/e2e/support.h"
+#include "tests/topology/builders.h"
 #include "tests/topology/fake_kubelet.h"
+#include "topology/model/topology.h"
 
 namespace muster::e2e {
 namespace {
@@ -208,6 +210,66 @@ TEST_CASE("NodeTopologies published from hwloc fixtures steer a gang to nodes wi
   CHECK(req.count("a-plain") == 0);
   // A single pod ranks a PCIe switch above a NUMA node.
   CHECK((req.count("c-pascal") == 1 || req.count("d-pascal") == 1));
+}
+
+// A NodeTopology for `node`, POSTed as the agent would publish it.
+void publishTopology(Env& env, const std::string& node, const topology::Topology& t) {
+  proto::Request req;
+  req.verb = proto::Verb::kPost;
+  req.path = proto::resources::kNodeTopologies.collectionPath();
+  req.body = proto::encode(topology::toNodeTopology(t, node, "e2e", "2026-12-04T00:00:00Z"));
+  auto created = env.client->callSync(req);
+  INFO(created.status().message());
+  REQUIRE(created.ok());
+  env.topologies.push_back(node);
+}
+
+// One root port with inner switches swA (GPUs 0, 1), swB (GPUs 2, 3), swC, swD (a DGX-H100-like
+// tray). mlx5_1 sits in swC; mlx5_0 in `first_nic_switch`: swA puts it behind the same deepest
+// switch as GPUs 0 and 1 (PIX), swD only under the same root port as every GPU (PXB).
+topology::Topology tray(const std::string& first_nic_switch) {
+  return topology::testing::TopologyBuilder()
+      .gpu(0, "swA", 0).under("rp0").gpu(1, "swA", 0).under("rp0")
+      .gpu(2, "swB", 0).under("rp0").gpu(3, "swB", 0).under("rp0")
+      .nic("mlx5_0", first_nic_switch, 0).under("rp0").nic("mlx5_1", "swC", 0).under("rp0")
+      .build();
+}
+
+TEST_CASE("a pod goes to the node where its GPU and NIC share the deepest PCIe switch, not just a root port") {
+  applyNodeTopologyCrd();
+  Env env;
+  NodeShape shape;
+  shape.gpus = 4;
+  shape.rdma = 2;
+  // a-shallow sorts first: with the old one-level model (any shared switch of the root port) both
+  // nodes would align every pod alike and the tie would go to it.
+  createNode(*env.client, env.run + "-a-shallow", env.run, rackOf(env), shape);
+  createNode(*env.client, env.run + "-b-nested", env.run, rackOf(env), shape);
+  waitNodesReady(*env.client, env.run, 2);
+  // The CRD takes the second schema's fields (group kinds PCIeHierarchy..., nicPaths) as served.
+  publishTopology(env, env.run + "-a-shallow", tray("swD"));
+  publishTopology(env, env.run + "-b-nested", tray("swA"));
+  const proto::NodeTopology read = getNodeTopology(*env.client, env.run + "-b-nested");
+  REQUIRE(!read.spec.gpus.empty());
+  CHECK(read.spec.gpus[0].nic_paths ==
+        std::vector<proto::NodeTopologyNicPath>{{"mlx5_0", "PIX"}, {"mlx5_1", "PXB"}});
+
+  SchedulerProcess scheduler(kTestSchedulerConfig);
+  scheduler.start();
+  REQUIRE(scheduler.waitReady());
+  // The scheduler takes NodeTopologies in after its informer syncs: wait until it has both (its
+  // -v 2 log names each), then place.
+  for (const char* node : {"-a-shallow", "-b-nested"}) {
+    const std::string line = absl::StrCat("NodeTopology taken in\" node=\"", env.run, node, "\" devices=1");
+    INFO(line);
+    REQUIRE(waitFor([&] { return scheduler.logTail(200000).find(line) != std::string::npos; }));
+  }
+  env.createPod("one-0", "one", 1, "preferred");
+  const std::map<std::string, int> one = env.waitBound("one-", 1);
+  INFO(scheduler.logTail());
+  REQUIRE(!one.empty());
+  CHECK(one == std::map<std::string, int>{{"b-nested", 1}});
+  CHECK(scheduler.logTail(200000).find("alignedPCIeSwitch=1") != std::string::npos);
 }
 
 TEST_CASE("free devices the kubelet reports reach the scheduler through the agent's NodeTopology, and a NIC held outside the cluster view keeps a pod that requires alignment off its node") {
