@@ -8,6 +8,7 @@
 #include <fstream>
 #include <regex>
 
+#include "absl/strings/str_cat.h"
 #include "tests/topology/builders.h"
 #include "tests/topology/run.h"
 #include "topology/agent/rdma_conf.h"
@@ -103,6 +104,55 @@ TEST_CASE("H200: the GPU the agent saw on a real machine, with the driver's mode
   CHECK(conf.gpus == std::vector<int32_t>{0});
   CHECK(has(conf.nccl, "NCCL_IB_DISABLE='1'"));
   CHECK(has(conf.ucx, "UCX_TLS='tcp,sm,self,cuda_copy,cuda_ipc'"));
+}
+
+Topology loadFixture(const std::string& name) {
+  DiscoveryOptions options;
+  options.hwloc_xml = std::string(MUSTER_TOPOLOGY_TESTDATA) + "/hwloc/" + name;
+  absl::StatusOr<Topology> t = discover(options);
+  REQUIRE(t.ok());
+  return *t;
+}
+
+TEST_CASE("the machines of issue 13: two switch levels, AMD MI50s, EFA, MCDRAM in flat mode") {
+  // DGX-2: two V100s per inner switch, four per outer switch, under one root port.
+  Topology dgx2 = loadFixture("nvidiaDGX2.xml");
+  REQUIRE(dgx2.gpus.size() == 16);
+  const Gpu& g0 = dgx2.gpus[0];
+  const Gpu& g1 = dgx2.gpus[1];
+  const Gpu& g2 = dgx2.gpus[2];
+  CHECK(g0.pcie_switch == g1.pcie_switch);
+  CHECK(g0.pcie_switch != g2.pcie_switch);  // the one-level model put all four together
+  CHECK(g0.pcie_root == g2.pcie_root);
+  CHECK(g0.pcie_switch != g0.pcie_root);
+
+  // Corona: 8 MI50s numbered by ROCm SMI, with vendor and model; RCCL reads NCCL's file.
+  Topology corona = loadFixture("epyc-corona-p2.xml");
+  REQUIRE(corona.gpus.size() == 8);
+  for (const Gpu& g : corona.gpus) {
+    CHECK(g.vendor == "AMD");
+    CHECK(g.model.find("MI50") != std::string::npos);
+    CHECK(std::find(g.os_devices.begin(), g.os_devices.end(), absl::StrCat("rsmi", g.index)) !=
+          g.os_devices.end());
+  }
+  RdmaConf rccl = build(corona, {{"ROCR_VISIBLE_DEVICES", "5"}});
+  CHECK(rccl.hcas == std::vector<std::string>{"mlx5_0:1"});
+  CHECK(has(rccl.nccl, "(PHB, under host bridge"));
+
+  // g4dn.metal: the EFA device is EFA (Amazon's), and rdma-conf writes libfabric's settings.
+  Topology g4dn = loadFixture("g4dnmetal.xml");
+  REQUIRE(g4dn.rdma_nics.size() == 1);
+  CHECK(g4dn.rdma_nics[0].kind == NicKind::kEFA);
+  CHECK(g4dn.rdma_nics[0].link_layer == LinkLayer::kUnknown);
+  RdmaConf efa = build(g4dn, {{"NVIDIA_VISIBLE_DEVICES", "4"}});
+  CHECK(efa.efa_devices == std::vector<std::string>{"rdmap197s0"});
+  CHECK(has(efa.nccl, "FI_PROVIDER='efa'"));
+  CHECK_FALSE(has(efa.nccl, "NCCL_IB_HCA"));
+
+  // KNL in SNC-4 flat mode: the NIC is near DDR node 0 and its MCDRAM node 4.
+  Topology knl = loadFixture("knl-snc4-flat-hwloc1.xml");
+  REQUIRE(knl.rdma_nics.size() == 1);
+  CHECK(knl.rdma_nics[0].numa_nodes == std::vector<int32_t>{0, 4});
 }
 
 TEST_CASE("GPU ids: full and prefix UUIDs, MIG devices by their parent, ambiguity noted") {

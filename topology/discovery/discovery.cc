@@ -105,16 +105,23 @@ Place placeOf(hwloc_topology_t topo, hwloc_obj_t obj) {
   if (anc == nullptr || anc->nodeset == nullptr) return p;
   hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, anc);
   if (pkg == nullptr && anc->type == HWLOC_OBJ_PACKAGE) pkg = anc;
-  if (pkg == nullptr) {
-    // Above the packages: local to one only when the machine has one (or none).
-    const int packages = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
-    if (packages == 1) pkg = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PACKAGE, 0);
-    if (packages > 1) return p;
+  // Above the packages (a board holding several, or the machine): local to one only when the
+  // machine has just one.
+  if (pkg == nullptr && hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE) == 1) {
+    pkg = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PACKAGE, 0);
   }
   if (pkg != nullptr) p.package = static_cast<int32_t>(pkg->os_index);
+  // Every NUMA node of the nodeset, unless they belong to different packages (a device attached
+  // at the machine level of a multi-socket box is near none of them in particular).
+  std::set<hwloc_obj_t> packages;
   for (int n = hwloc_bitmap_first(anc->nodeset); n >= 0; n = hwloc_bitmap_next(anc->nodeset, n)) {
     p.numa_nodes.push_back(n);
+    hwloc_obj_t node = hwloc_get_numanode_obj_by_os_index(topo, static_cast<unsigned>(n));
+    if (node != nullptr) {
+      packages.insert(hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, node));
+    }
   }
+  if (p.numa_nodes.size() > 1 && packages.size() > 1) p.numa_nodes.clear();
   if (!p.numa_nodes.empty()) p.numa_node = p.numa_nodes.front();
   return p;
 }
