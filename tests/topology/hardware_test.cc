@@ -139,6 +139,16 @@ TEST_CASE("the machines of issue 13: two switch levels, AMD MI50s, EFA, MCDRAM i
   CHECK(rccl.hcas == std::vector<std::string>{"mlx5_0:1"});
   CHECK(has(rccl.nccl, "(PHB, under host bridge"));
 
+  // Tuolumne: MI300A in CPX mode, six rsmi partitions per GPU: the GPUs are numbered in bus
+  // order, not by a partition's index, and the all-zero AMD UUID is no UUID.
+  Topology tuo = loadFixture("tuo.CPX.xml");
+  REQUIRE(tuo.gpus.size() == 4);
+  for (int32_t i = 0; i < 4; ++i) {
+    CHECK(tuo.gpus[i].index == i);
+    CHECK(tuo.gpus[i].bus_id == absl::StrCat("000", i, ":02:00.0"));
+    CHECK(tuo.gpus[i].uuid.empty());
+  }
+
   // g4dn.metal: the EFA device is EFA (Amazon's), and rdma-conf writes libfabric's settings.
   Topology g4dn = loadFixture("g4dnmetal.xml");
   REQUIRE(g4dn.rdma_nics.size() == 1);

@@ -141,6 +141,7 @@ struct GpuFound {
   Gpu gpu;
   Vendor vendor = Vendor::kOther;
   std::optional<int32_t> cuda, nvml, rsmi;
+  int rsmi_devices = 0;  // several: a partitioned GPU (MI300 in CPX mode), one per partition
 };
 
 void warn(Topology* t, std::string message) {
@@ -188,8 +189,13 @@ void numberGpus(std::vector<GpuFound> found, Vendor vendor, Topology* t) {
   const bool nvidia = vendor == Vendor::kNvidia;
   const bool by_nvml = nvidia && allHave(&GpuFound::nvml);
   const bool by_cuda = nvidia && !by_nvml && allHave(&GpuFound::cuda);
-  const bool by_rsmi = !nvidia && allHave(&GpuFound::rsmi);
-  if (!by_nvml && !by_cuda && !by_rsmi) {
+  const bool partitioned = std::any_of(found.begin(), found.end(),
+                                       [](const GpuFound& f) { return f.rsmi_devices > 1; });
+  const bool by_rsmi = !nvidia && !partitioned && allHave(&GpuFound::rsmi);
+  if (partitioned) {
+    warn(t, "AMD GPU indexes assigned in PCI bus order: the GPUs are partitioned (several ROCm "
+            "SMI devices each)");
+  } else if (!by_nvml && !by_cuda && !by_rsmi) {
     bool any = false;
     for (const GpuFound& f : found) any = any || f.cuda || f.nvml || f.rsmi;
     const char* what = nvidia ? "CUDA or NVML" : "ROCm SMI";
@@ -235,7 +241,10 @@ void readGpus(hwloc_topology_t topo, const NvidiaDriverInfo& driver, Topology* t
       const bool is_rsmi = backend == "RSMI" || osdevIndex(name, "rsmi").has_value();
       if (is_cuda) f.cuda = osdevIndex(name, "cuda");
       if (is_nvml) f.nvml = osdevIndex(name, "nvml");
-      if (is_rsmi) f.rsmi = osdevIndex(name, "rsmi");
+      if (is_rsmi) {
+        f.rsmi = osdevIndex(name, "rsmi");
+        ++f.rsmi_devices;
+      }
       if (is_cuda || is_nvml || is_rsmi) {
         if (std::string m = info(os, "GPUModel"); !m.empty()) f.gpu.model = m;
         compute_model = true;
@@ -243,7 +252,10 @@ void readGpus(hwloc_topology_t topo, const NvidiaDriverInfo& driver, Topology* t
         if (std::string m = info(os, "GPUModel"); !m.empty()) f.gpu.model = m;
       }
       if (std::string uuid = info(os, "NVIDIAUUID"); !uuid.empty()) f.gpu.uuid = uuid;
-      if (std::string uuid = info(os, "AMDUUID"); !uuid.empty()) f.gpu.uuid = uuid;
+      if (std::string uuid = info(os, "AMDUUID");
+          !uuid.empty() && uuid.find_first_not_of('0') != std::string::npos) {
+        f.gpu.uuid = uuid;
+      }
     }
     if (auto it = driver.find(f.gpu.bus_id); it != driver.end()) {
       if (!it->second.model.empty()) f.gpu.model = it->second.model;
