@@ -23,15 +23,16 @@
 //    resource (GPUs first, then cpu) — most-allocated; or spread: the most — least-allocated.
 //    Preferred node affinity comes first; ties go to the first node in topology order, so racks
 //    fill one after another and large gangs find whole racks free.
-// 6. GPU↔RDMA NIC alignment inside nodes (scheduler/devices.h), for members asking for both
-//    nvidia.com/gpu and preferred.jp/rdma, from the nodes' NodeTopology: within the leaf domain
-//    being filled, nodes are used in tiers — first as many pods as can get GPUs and NICs behind
-//    one PCIe switch, then on one NUMA node, then anywhere — each tier with the same tightest /
-//    fullest rule, unless that takes more nodes than the plain rule (then the plain rule, with
-//    alignment breaking ties among equal room); a gang that fits on one node takes the
-//    best-aligned such node; a single pod ranks alignment right after preferred affinity. The network domain is chosen first and
+// 6. GPU↔RDMA NIC alignment inside nodes (scheduler/devices.h), for members asking for both a
+//    GPU (nvidia.com/gpu or amd.com/gpu) and preferred.jp/rdma, from the nodes' NodeTopology:
+//    within the leaf domain being filled, nodes are used in tiers — first as many pods as can get
+//    GPUs and NICs behind one deepest PCIe switch (PIX), then under one root port (PXB), then on
+//    one NUMA node, then anywhere — each tier with the same tightest / fullest rule, unless that
+//    takes more nodes than the plain rule (then the plain rule, with alignment breaking ties
+//    among equal room); a gang that fits on one node takes the best-aligned such node; a single
+//    pod ranks alignment right after preferred affinity. The network domain is chosen first and
 //    alignment never makes a gang span more domains. muster.dev/gpu-nic-affinity: required
-//    makes alignment (PCIe switch or NUMA node) a filter: only aligned capacity counts.
+//    makes alignment (at most NODE apart) a filter: only aligned capacity counts.
 // 7. Members already bound (or assumed) are fixed: the gang is placed in a domain that contains
 //    them all. When that is impossible, the result says evict_bound_members: the caller evicts
 //    them and requeues the gang, so no gang stays partly bound.

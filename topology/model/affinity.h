@@ -3,11 +3,12 @@
 // GPU↔RDMA NIC affinity inside one node: the questions the scheduler asks when it prefers nodes
 // where a pod's GPUs and NICs can be close, and the choice rdma-conf makes for a pod.
 //
-// A pod asking for g GPUs and r NICs (both > 0) is *aligned at* a level (PCIe switch, NUMA node,
-// node) when g free GPUs and r free NICs can be chosen such that every chosen GPU has a chosen NIC
-// in the same group of that level, and every chosen NIC a chosen GPU. One group holding all of
-// them is the special case fitsInOneGroup(). Devices outside every group of a level (a GPU on a
-// root port, a NIC of unknown NUMA node) cannot be aligned at that level.
+// A pod asking for g GPUs and r NICs (both > 0) is *aligned at* a level (a GroupKind: deepest PCIe
+// switch, root port, host bridge, NUMA node, package, node) when g free GPUs and r free NICs can be
+// chosen such that every chosen GPU has a chosen NIC in the same group of that level, and every
+// chosen NIC a chosen GPU. One group holding all of them is the special case fitsInOneGroup().
+// Devices outside every group of a level (a GPU with no PCI bridge above it, a NIC of unknown
+// NUMA node) cannot be aligned at that level.
 //
 // Cost: the groups of a node are few (typically ≤ 8 per level); alignedAt() is a small dynamic
 // program over them, O(groups × min(g, r) × g). DeviceLocality is immutable after construction
