@@ -224,17 +224,6 @@ void publishTopology(Env& env, const std::string& node, const topology::Topology
   env.topologies.push_back(node);
 }
 
-// One root port with inner switches swA (GPUs 0, 1), swB (GPUs 2, 3), swC, swD (a DGX-H100-like
-// tray). mlx5_1 sits in swC; mlx5_0 in `first_nic_switch`: swA puts it behind the same deepest
-// switch as GPUs 0 and 1 (PIX), swD only under the same root port as every GPU (PXB).
-topology::Topology tray(const std::string& first_nic_switch) {
-  return topology::testing::TopologyBuilder()
-      .gpu(0, "swA", 0).under("rp0").gpu(1, "swA", 0).under("rp0")
-      .gpu(2, "swB", 0).under("rp0").gpu(3, "swB", 0).under("rp0")
-      .nic("mlx5_0", first_nic_switch, 0).under("rp0").nic("mlx5_1", "swC", 0).under("rp0")
-      .build();
-}
-
 TEST_CASE("a pod goes to the node where its GPU and NIC share the deepest PCIe switch, not just a root port") {
   applyNodeTopologyCrd();
   Env env;
@@ -247,8 +236,8 @@ TEST_CASE("a pod goes to the node where its GPU and NIC share the deepest PCIe s
   createNode(*env.client, env.run + "-b-nested", env.run, rackOf(env), shape);
   waitNodesReady(*env.client, env.run, 2);
   // The CRD takes the second schema's fields (group kinds PCIeHierarchy..., nicPaths) as served.
-  publishTopology(env, env.run + "-a-shallow", tray("swD"));
-  publishTopology(env, env.run + "-b-nested", tray("swA"));
+  publishTopology(env, env.run + "-a-shallow", topology::testing::tray("swD"));
+  publishTopology(env, env.run + "-b-nested", topology::testing::tray("swA"));
   const proto::NodeTopology read = getNodeTopology(*env.client, env.run + "-b-nested");
   REQUIRE(!read.spec.gpus.empty());
   CHECK(read.spec.gpus[0].nic_paths ==

@@ -485,43 +485,55 @@ TEST_CASE("pods naming another scheduler stay pending and untouched") {
   CHECK(theirs.findCondition("PodScheduled") == nullptr);
 }
 
+// A PersistentVolume `pv` and the claim `claim` bound to it, as a provisioner and the PV controller
+// leave them (no controller runs here: the test writes both sides of the binding). `source` is the
+// PV's volume source and anything more of its spec, as JSON members ending in a comma.
+void boundClaim(Env& env, const std::string& claim, const std::string& pv,
+                const std::string& access_mode, const std::string& storage_class,
+                const std::string& source) {
+  proto::Request req;
+  req.verb = proto::Verb::kPost;
+  req.path = proto::resources::kPersistentVolumes.collectionPath();
+  req.body = absl::StrCat(
+      R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":")", pv,
+      R"(","labels":{"e2e-run":")", env.run,
+      R"("}},"spec":{"capacity":{"storage":"1Gi"},"accessModes":[")", access_mode,
+      R"("],"storageClassName":")", storage_class, R"(",)", source,
+      R"("claimRef":{"namespace":"default","name":")", claim, R"("}}})");
+  INFO(req.body);
+  REQUIRE(env.client->callSync(req).ok());
+  req.path = proto::resources::kPersistentVolumeClaims.collectionPath("default");
+  req.body = absl::StrCat(
+      R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":")", claim,
+      R"(","labels":{"e2e-run":")", env.run,
+      R"("}},"spec":{"accessModes":[")", access_mode, R"("],"storageClassName":")",
+      storage_class, R"(","resources":{"requests":{"storage":"1Gi"}},"volumeName":")", pv,
+      R"("}})");
+  INFO(req.body);
+  REQUIRE(env.client->callSync(req).ok());
+  REQUIRE(TestCluster::get()
+              .kubectl({"patch", "pvc", claim, "-n", "default", "--subresource=status",
+                        "--type=merge", "-p", R"({"status":{"phase":"Bound"}})"})
+              .ok());
+}
+
+// The pod with a volume of `claim`.
+PodBuilder withClaim(PodBuilder b, const std::string& claim) {
+  return b.spec(absl::StrCat(R"("volumes":[{"name":"data","persistentVolumeClaim":{"claimName":")",
+                             claim, R"("}}])"));
+}
+
 TEST_CASE("pods with bound claims go where their local volumes live, a gang included") {
   Env env("pv");
   for (int i = 0; i < 3; ++i) createNode(*env.client, absl::StrCat(env.run, "-n", i), env.run, {});
   waitNodesReady(*env.client, env.run, 3);
-  // A bound claim and its local PersistentVolume on `node`, as a provisioner and the PV
-  // controller leave them (no controller runs here: the test writes both sides of the binding).
+  // A bound claim and its local PersistentVolume on `node`.
   auto volumeOn = [&](const std::string& claim, const std::string& node) {
-    const std::string pv = absl::StrCat(env.run, "-pv-", claim);
-    proto::Request req;
-    req.verb = proto::Verb::kPost;
-    req.path = proto::resources::kPersistentVolumes.collectionPath();
-    req.body = absl::StrCat(
-        R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":")", pv,
-        R"(","labels":{"e2e-run":")", env.run,
-        R"("}},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],)",
-        R"("storageClassName":"local","local":{"path":"/mnt/disks/)", claim, R"("},)",
-        R"("claimRef":{"namespace":"default","name":")", claim, R"("},)",
-        R"("nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[)",
-        R"({"key":"kubernetes.io/hostname","operator":"In","values":[")", node, R"("]}]}]}}}})");
-    INFO(req.body);
-    REQUIRE(env.client->callSync(req).ok());
-    req.path = proto::resources::kPersistentVolumeClaims.collectionPath("default");
-    req.body = absl::StrCat(
-        R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":")", claim,
-        R"(","labels":{"e2e-run":")", env.run,
-        R"("}},"spec":{"accessModes":["ReadWriteOnce"],"storageClassName":"local",)",
-        R"("resources":{"requests":{"storage":"1Gi"}},"volumeName":")", pv, R"("}})");
-    INFO(req.body);
-    REQUIRE(env.client->callSync(req).ok());
-    REQUIRE(TestCluster::get()
-                .kubectl({"patch", "pvc", claim, "-n", "default", "--subresource=status",
-                          "--type=merge", "-p", R"({"status":{"phase":"Bound"}})"})
-                .ok());
-  };
-  auto withClaim = [&](PodBuilder b, const std::string& claim) {
-    return b.spec(absl::StrCat(R"("volumes":[{"name":"data","persistentVolumeClaim":{"claimName":")",
-                               claim, R"("}}])"));
+    boundClaim(env, claim, absl::StrCat(env.run, "-pv-", claim), "ReadWriteOnce", "local",
+               absl::StrCat(R"("local":{"path":"/mnt/disks/)", claim, R"("},)",
+                            R"("nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[)",
+                            R"({"key":"kubernetes.io/hostname","operator":"In","values":[")", node,
+                            R"("]}]}]}},)"));
   };
   const std::string c0 = env.run + "-w0", c1 = env.run + "-w1", gone = env.run + "-gone";
   volumeOn(c0, env.run + "-n2");
@@ -558,40 +570,17 @@ TEST_CASE("a ReadWriteOncePod claim: a second pod using it waits, and binds once
   Env env("rwop");
   for (int i = 0; i < 2; ++i) createNode(*env.client, absl::StrCat(env.run, "-n", i), env.run, {});
   waitNodesReady(*env.client, env.run, 2);
-  // A claim bound to a volume reachable from every node, as the PV controller leaves them.
-  const std::string claim = env.run + "-data", pv = env.run + "-pv";
-  proto::Request req;
-  req.verb = proto::Verb::kPost;
-  req.path = proto::resources::kPersistentVolumes.collectionPath();
-  req.body = absl::StrCat(
-      R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":")", pv,
-      R"(","labels":{"e2e-run":")", env.run,
-      R"("}},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOncePod"],)",
-      R"("storageClassName":"manual","hostPath":{"path":"/mnt/)", claim, R"("},)",
-      R"("claimRef":{"namespace":"default","name":")", claim, R"("}}})");
-  REQUIRE(env.client->callSync(req).ok());
-  req.path = proto::resources::kPersistentVolumeClaims.collectionPath("default");
-  req.body = absl::StrCat(
-      R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":")", claim,
-      R"(","labels":{"e2e-run":")", env.run,
-      R"("}},"spec":{"accessModes":["ReadWriteOncePod"],"storageClassName":"manual",)",
-      R"("resources":{"requests":{"storage":"1Gi"}},"volumeName":")", pv, R"("}})");
-  REQUIRE(env.client->callSync(req).ok());
-  REQUIRE(TestCluster::get()
-              .kubectl({"patch", "pvc", claim, "-n", "default", "--subresource=status",
-                        "--type=merge", "-p", R"({"status":{"phase":"Bound"}})"})
-              .ok());
-  auto withClaim = [&](PodBuilder b) {
-    return b.spec(absl::StrCat(R"("volumes":[{"name":"data","persistentVolumeClaim":{"claimName":")",
-                               claim, R"("}}])"));
-  };
+  // A claim bound to a volume reachable from every node.
+  const std::string claim = env.run + "-data";
+  boundClaim(env, claim, env.run + "-pv", "ReadWriteOncePod", "manual",
+             absl::StrCat(R"("hostPath":{"path":"/mnt/)", claim, R"("},)"));
   SchedulerProcess sched(kTestSchedulerConfig);
   sched.start();
   REQUIRE(sched.waitReady());
-  create(*env.client, withClaim(PodBuilder("rwop-first", env.run).withGpus(1)));
+  create(*env.client, withClaim(PodBuilder("rwop-first", env.run).withGpus(1), claim));
   INFO(sched.logTail());
   REQUIRE(waitFor([&] { return !listPods(*env.client, env.run).at("rwop-first").spec.node_name.empty(); }));
-  create(*env.client, withClaim(PodBuilder("rwop-second", env.run).withGpus(1)));
+  create(*env.client, withClaim(PodBuilder("rwop-second", env.run).withGpus(1), claim));
   REQUIRE(waitFor([&] {
     return conditionMessage(listPods(*env.client, env.run).at("rwop-second"))
                .find("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod "

@@ -65,18 +65,10 @@ TEST_CASE("aligned capacity counts the pods that can still get a GPU and a NIC c
   CHECK(devices(switches())->alignedCapacity(DeviceRequest{1, 0}, 0, 0) == AlignedCapacity{});
 }
 
-// One root port (a DGX-H100-like tray) with inner switches swA (GPUs 0, 1), swB (GPUs 2, 3), swC
-// and swD. nested(): mlx5_0 in swA, so GPU 0/1 reach it at PIX, and mlx5_1 in swC, reached at PXB
-// only. shallow(): the same, but mlx5_0 in swD: no NIC shares an inner switch with a GPU.
-topology::Topology tray(const std::string& first_nic_switch) {
-  return TopologyBuilder()
-      .gpu(0, "swA", 0).under("rp0").gpu(1, "swA", 0).under("rp0")
-      .gpu(2, "swB", 0).under("rp0").gpu(3, "swB", 0).under("rp0")
-      .nic("mlx5_0", first_nic_switch, 0).under("rp0").nic("mlx5_1", "swC", 0).under("rp0")
-      .build();
-}
-topology::Topology nested() { return tray("swA"); }
-topology::Topology shallow() { return tray("swD"); }
+// topology::testing::tray(): nested() has mlx5_0 beside GPUs 0/1 (PIX) and mlx5_1 at PXB only;
+// shallow() has no NIC sharing an inner switch with a GPU.
+topology::Topology nested() { return topology::testing::tray("swA"); }
+topology::Topology shallow() { return topology::testing::tray("swD"); }
 
 TEST_CASE("behind the deepest switch (PIX) is told from under one root port (PXB)", "[devices]") {
   const DeviceRequest one{1, 1};

@@ -95,6 +95,17 @@ class TopologyBuilder {
 
 inline TopologyBuilder node() { return TopologyBuilder(); }
 
+// One root port rp0 of a DGX-H100-like tray, with inner switches swA (GPUs 0, 1), swB (GPUs 2, 3),
+// swC (mlx5_1) and swD. mlx5_0 sits in `first_nic_switch`: "swA" puts it behind the same deepest
+// switch as GPUs 0 and 1 (PIX), "swD" only under the same root port as every GPU (PXB).
+inline Topology tray(const std::string& first_nic_switch) {
+  return TopologyBuilder()
+      .gpu(0, "swA", 0).under("rp0").gpu(1, "swA", 0).under("rp0")
+      .gpu(2, "swB", 0).under("rp0").gpu(3, "swB", 0).under("rp0")
+      .nic("mlx5_0", first_nic_switch, 0).under("rp0").nic("mlx5_1", "swC", 0).under("rp0")
+      .build();
+}
+
 // A DGX H100-like node: 8 GPUs and 8 NICs, a GPU and a NIC behind each of 8 switches, 4 per
 // NUMA node.
 inline Topology dgxLike() {
