@@ -308,15 +308,9 @@ absl::StatusOr<RdmaConf> buildRdmaConf(const RdmaConfInput& in) {
     for (int32_t index : conf.gpus) {
       const Gpu* g = t.findGpu(index);
       if (g == nullptr || nics.empty()) continue;
-      GroupKind best = GroupKind::kNode;
-      for (const RdmaNic* n : nics) best = std::min(best, pathBetween(t, index, n->name));
-      std::vector<std::string> names;
-      for (const RdmaNic* n : nics) {
-        if (pathBetween(t, index, n->name) == best) {
-          chosen.insert(n->name);
-          names.push_back(n->name);
-        }
-      }
+      GroupKind best;
+      const std::vector<std::string> names = closestNics(t, index, nics, &best);
+      chosen.insert(names.begin(), names.end());
       why.push_back(absl::StrCat("GPU ", g->index, " (", g->bus_id, "): ",
                                  absl::StrJoin(names, ", "), " (", placeWords(best, *g), ")"));
     }

@@ -92,14 +92,14 @@ std::string formatTable(const Topology& t) {
     // The NICs rdma-conf picks for each GPU (the closest path), and every path in NCCL's words.
     out += "\nGPU to NIC paths (closest NICs per GPU; PIX < PXB < PHB < NODE < SOC < SYS):\n";
     rows = {{"  GPU", "CLOSEST", "PATH", "ALL"}};
+    std::vector<const RdmaNic*> nics;
+    for (const RdmaNic& n : t.rdma_nics) nics.push_back(&n);
     for (const Gpu& g : t.gpus) {
-      GroupKind best = GroupKind::kNode;
-      for (const RdmaNic& n : t.rdma_nics) best = std::min(best, pathBetween(t, g.index, n.name));
-      std::vector<std::string> closest, all;
+      GroupKind best;
+      const std::vector<std::string> closest = closestNics(t, g.index, nics, &best);
+      std::vector<std::string> all;
       for (const RdmaNic& n : t.rdma_nics) {
-        const GroupKind path = pathBetween(t, g.index, n.name);
-        if (path == best) closest.push_back(n.name);
-        all.push_back(absl::StrCat(n.name, "=", std::string(pathName(path))));
+        all.push_back(absl::StrCat(n.name, "=", std::string(pathName(pathBetween(t, g.index, n.name)))));
       }
       rows.push_back({absl::StrCat("  ", g.index), absl::StrJoin(closest, ","),
                       std::string(pathName(best)), absl::StrJoin(all, " ")});

@@ -167,6 +167,23 @@ GroupKind pathBetween(const Topology& topology, int32_t gpu, std::string_view ni
   return best;
 }
 
+std::vector<std::string> closestNics(const Topology& topology, int32_t gpu,
+                                     const std::vector<const RdmaNic*>& candidates,
+                                     GroupKind* path) {
+  std::vector<std::pair<GroupKind, const RdmaNic*>> paths;
+  GroupKind best = GroupKind::kNode;
+  for (const RdmaNic* n : candidates) {
+    paths.emplace_back(pathBetween(topology, gpu, n->name), n);
+    best = std::min(best, paths.back().first);
+  }
+  std::vector<std::string> out;
+  for (const auto& [kind, n] : paths) {
+    if (kind == best) out.push_back(n->name);
+  }
+  *path = best;
+  return out;
+}
+
 std::string gpuModelSummary(const Topology& topology) {
   std::set<std::string> models;
   for (const Gpu& g : topology.gpus) models.insert(g.model);

@@ -145,6 +145,12 @@ void computeGroups(Topology* topology);
 // The tightest kind of group that holds both devices (kNode when no tighter one does).
 GroupKind pathBetween(const Topology& topology, int32_t gpu, std::string_view nic);
 
+// The NICs among `candidates` on the closest path from GPU `gpu` (in the candidates' order), and
+// that path in *path; none when there are no candidates. What rdma-conf picks and show prints.
+std::vector<std::string> closestNics(const Topology& topology, int32_t gpu,
+                                     const std::vector<const RdmaNic*>& candidates,
+                                     GroupKind* path);
+
 // "Tesla P100-PCIE-16GB" when all GPUs have that model, "mixed" when they differ, "" when none.
 std::string gpuModelSummary(const Topology& topology);
 // "InfiniBand" / "Ethernet" / "Unknown" when every NIC agrees, "mixed" otherwise, "" when none.
