@@ -82,6 +82,12 @@ inline constexpr char kSchedulingGatedMessage[] =
 // attempt instead of counting a failure. No condition, no eviction.
 inline constexpr char kGangRollbackCondition[] = "muster.dev/GangRollback";
 inline constexpr char kGangRollbackReason[] = "GangRollback";
+// Set True by muster-scheduler (through pods/status) on every member of a gang it preempts,
+// before it evicts them: reason Preempted, message "Preempted by <namespace>/<gang>" naming the
+// preemptor (the same words as the victim's Event). The whole gang is marked and evicted, never
+// part of it. The job engine requeues a job whose pods carry it without counting a restart.
+inline constexpr char kPreemptedCondition[] = "muster.dev/Preempted";
+inline constexpr char kPreemptedReason[] = "Preempted";
 
 // --- what the job engine creates (ParallelJob attempts) ---------------------------------------------
 
