@@ -675,6 +675,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob
     ParallelJobStatus& s = out->status;
     MUSTER_RETURN_IF_ERROR(readString(status, p, "phase", &s.phase));
     MUSTER_RETURN_IF_ERROR(readInt32(status, p, "restarts", &s.restarts));
+    MUSTER_RETURN_IF_ERROR(readInt32(status, p, "preemptions", &s.preemptions));
     MUSTER_RETURN_IF_ERROR(readString(status, p, "jobGroupName", &s.job_group_name));
     MUSTER_RETURN_IF_ERROR(readString(status, p, "message", &s.message));
     MUSTER_RETURN_IF_ERROR(readString(status, p, "startTime", &s.start_time));
@@ -866,6 +867,7 @@ std::string statusPatch(const ParallelJobStatus& status) {
   w.beginObject().key("status").beginObject();
   w.stringOrNullField("phase", status.phase);
   w.integerField("restarts", status.restarts);
+  if (status.preemptions > 0) w.integerField("preemptions", status.preemptions);
   w.stringOrNullField("jobGroupName", status.job_group_name);
   w.stringOrNullField("message", status.message);
   w.stringOrNullField("startTime", status.start_time);

@@ -487,6 +487,9 @@ using ParallelJobCondition = Condition;
 struct ParallelJobStatus {
   std::string phase;  // "Pending", "Running", "Restarting", "Succeeded", "Failed"
   int32_t restarts = 0;
+  // status.preemptions: times muster-scheduler preempted the job and it was requeued (not
+  // restarts); written only when above 0.
+  int32_t preemptions = 0;
   std::string job_group_name;
   std::string message;
   std::string start_time;
