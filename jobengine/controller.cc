@@ -56,6 +56,11 @@ struct Metrics {
                                    .counter("muster_paralleljob_restarts_total",
                                             "Whole-job restarts after a failure.")
                                    .with();
+  metrics::Counter& preemptions =
+      metrics::defaultRegistry()
+          .counter("muster_paralleljob_preemptions_total",
+                   "Jobs requeued (not restarted) because Muster's scheduler preempted their gang.")
+          .with();
 };
 
 Metrics& m() {
@@ -224,9 +229,18 @@ void Controller::onPodDeleted(const Pod& pod) {
     // Forget pods of earlier attempts: only the attempt in progress matters.
     for (auto it = deleted.begin(); it != deleted.end();)
       it = it->second.attempt < attempt ? deleted.erase(it) : std::next(it);
-    deleted[pod.meta.name] = DeletedPod{attempt, index, isGangRollback(pod)};
+    // The pod's last state: the scheduler's marks were set before it evicted the pod.
+    DeletedPod& d = deleted[pod.meta.name] = DeletedPod{};
+    d.attempt = attempt;
+    d.index = index;
+    d.by_muster = isGangRollback(pod);
+    if (const proto::PodCondition* mark = preemptionMark(pod)) {
+      d.preempted = true;
+      d.preempted_message = mark->message;
+    }
     MUSTER_LOG_INFO(3, "ParallelJob pod deleted", "pod", proto::objectKey(pod), "attempt", attempt,
-                    "byMuster", isGangRollback(pod) ? "true" : "false");
+                    "byMuster", isGangRollback(pod) ? "true" : "false", "preempted",
+                    d.preempted ? "true" : "false");
   }
   if (auto key = ownerKey(pod); !key.empty()) enqueue(key);
 }
@@ -356,6 +370,7 @@ asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string&
                       plan.status->job_group_name, "message", plan.status->message);
     }
     if (plan.status->restarts > job->status.restarts) m().restarts.inc();
+    if (plan.status->preemptions > job->status.preemptions) m().preemptions.inc();
   }
   for (auto& e : plan.events) events_.event(*job, e.type, e.reason, e.message);
 

@@ -50,6 +50,11 @@ bool isGangRollback(const Pod& pod) {
   return c != nullptr && c->status == "True";
 }
 
+const proto::PodCondition* preemptionMark(const Pod& pod) {
+  const auto* c = pod.findCondition(vocab::kPreemptedCondition);
+  return c != nullptr && c->status == "True" ? c : nullptr;
+}
+
 bool attemptAndIndex(const Pod& pod, int32_t* attempt, int32_t* index) {
   auto a = pod.meta.labels.find(vocab::kAttemptLabel);
   auto i = pod.meta.labels.find(vocab::kIndexLabel);
@@ -110,7 +115,8 @@ void setCondition(std::vector<proto::Condition>* conditions, const std::string& 
 }
 
 bool sameStatus(const proto::ParallelJobStatus& a, const proto::ParallelJobStatus& b) {
-  if (a.phase != b.phase || a.restarts != b.restarts || a.job_group_name != b.job_group_name ||
+  if (a.phase != b.phase || a.restarts != b.restarts || a.preemptions != b.preemptions ||
+      a.job_group_name != b.job_group_name ||
       a.message != b.message || a.start_time != b.start_time ||
       a.completion_time != b.completion_time || a.pods_ready.value_or(0) != b.pods_ready.value_or(0) ||
       a.pods != b.pods || a.conditions.size() != b.conditions.size() ||
@@ -335,8 +341,82 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     }
   }
 
+  // A preempted attempt (see the header): first every pod of it goes, then it is created again.
+  const proto::Condition* created_cond = findCondition(job.status.conditions, vocab::kConditionPodsCreated);
+  const bool all_created = created_cond != nullptr && created_cond->status == "True";
+  const proto::Condition* preempted_cond = findCondition(job.status.conditions, kConditionPreempted);
+  const bool requeued = preempted_cond != nullptr && preempted_cond->status == "True";
+  if (preemptedPodsGoing(job.status)) {
+    desired.pods_ready = 0;
+    if (!current.empty()) {
+      std::vector<std::string> names;
+      for (const auto& [i, pod] : current) {
+        names.push_back(pod->meta.name);
+        if (!pod->meta.deletion_timestamp) plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
+      }
+      return finish("preempted: waiting for the pods of attempt " + attempt.group +
+                    " to be deleted: " + joinNames(names));
+    }
+    const std::string message = "creating the " + std::to_string(spec.num_pods) + " pods of attempt " +
+                                attempt.group + " again (requeued after a preemption)";
+    desired.message = message;
+    setCondition(&desired.conditions, vocab::kConditionPodsCreated, "False", "CreatingPods", message,
+                 obs.now);
+    plan.create_pods_needed = true;
+    for (int32_t i = 0; i < spec.num_pods; ++i) plan.create_pods.push_back(i);
+    return finish("requeued after a preemption: creating the attempt's pods again");
+  }
+  // A new preemption: a pod of the attempt carries the mark, or one seen deleted carried it
+  // (while a requeue is still creating its pods, what the process remembers of deletions is from
+  // before the requeue).
+  std::optional<std::string> preempted_by;
+  for (const auto& [i, pod] : current) {
+    if (const auto* mark = preemptionMark(*pod)) {
+      preempted_by = mark->message;
+      break;
+    }
+  }
+  if (!preempted_by && (all_created || !requeued)) {
+    for (int32_t i = 0; i < spec.num_pods && !preempted_by; ++i) {
+      if (current.count(i)) continue;
+      auto d = obs.deleted.find(podName(attempt.group, i));
+      if (d != obs.deleted.end() && d->second.attempt == attempt.attempt && d->second.preempted)
+        preempted_by = d->second.preempted_message;
+    }
+  }
+  if (preempted_by && preempted_by->empty()) preempted_by = "Preempted by Muster's scheduler";
+
   const auto* launcher = launcher_pod;
-  if (launcher != nullptr && launcher->status.phase == "Succeeded") {
+  // The launcher's success stands unless its own pod was preempted (a batch script may exit 0 on
+  // the SIGTERM of an eviction).
+  const bool launcher_done = launcher != nullptr && launcher->status.phase == "Succeeded" &&
+                             preemptionMark(*launcher) == nullptr;
+  if (preempted_by && !launcher_done) {
+    if (!runtime->requeueOnPreemption(job)) {
+      deleteAll();
+      desired.pods_ready = 0;
+      return fail(kReasonPreempted, *preempted_by + "; the job is not requeued, it ends here");
+    }
+    desired.phase = "Pending";
+    desired.preemptions = job.status.preemptions + 1;
+    desired.pods_ready = 0;
+    desired.message = *preempted_by + ": requeued (restarts stay " +
+                      std::to_string(job.status.restarts) + "); the pods of attempt " +
+                      attempt.group + " are deleted and created again once all are gone";
+    setCondition(&desired.conditions, kConditionPreempted, "True", kReasonPreempted, *preempted_by,
+                 obs.now);
+    setCondition(&desired.conditions, vocab::kConditionPodsCreated, "False", kReasonPreempted,
+                 desired.message, obs.now);
+    if (findCondition(desired.conditions, vocab::kConditionRunning))
+      setCondition(&desired.conditions, vocab::kConditionRunning, "False", kReasonPreempted,
+                   desired.message, obs.now);
+    plan.events.push_back({"Warning", kReasonPreempted, *preempted_by});
+    for (const auto& [i, pod] : current)
+      if (!pod->meta.deletion_timestamp) plan.delete_pods.push_back({pod->meta.name, pod->meta.uid});
+    return finish("preempted: " + *preempted_by);
+  }
+
+  if (launcher_done) {
     desired.phase = "Succeeded";
     desired.completion_time = obs.now;
     desired.message = "launcher pod " + launcher->meta.name + " succeeded (attempt " +
@@ -353,8 +433,6 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
   }
 
   // Failures of the attempt, in index order; pods evicted by Muster are created again.
-  const proto::Condition* created_cond = findCondition(job.status.conditions, vocab::kConditionPodsCreated);
-  const bool all_created = created_cond != nullptr && created_cond->status == "True";
   std::optional<Failure> failure;
   std::vector<int32_t> missing;
   for (int32_t i = 0; i < spec.num_pods && !failure; ++i) {
@@ -362,7 +440,9 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
     auto it = current.find(i);
     if (it == current.end()) {
       auto d = obs.deleted.find(name);
-      if (d != obs.deleted.end() && d->second.attempt == attempt.attempt) {
+      if (requeued && !all_created) {
+        missing.push_back(i);  // a requeue creating its pods: deletions seen were before it
+      } else if (d != obs.deleted.end() && d->second.attempt == attempt.attempt) {
         if (d->second.by_muster) missing.push_back(i);
         else failure = Failure{podLabel(name, i) + " was deleted",
                                runtime->onFailure(job, i, FailureKind::kPodDeleted, nullptr)};
@@ -486,11 +566,17 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
                         attempt.group + " are running";
       setCondition(&desired.conditions, vocab::kConditionRunning, "True", "AllPodsRunning",
                    desired.message, obs.now);
+      if (requeued)
+        setCondition(&desired.conditions, kConditionPreempted, "False", "Requeued",
+                     preempted_cond->message + "; requeued, and " + desired.message + " again",
+                     obs.now);
       plan.events.push_back({"Normal", "Running", desired.message});
     }
   } else if (desired.phase == "Pending") {
-    desired.message = "attempt " + attempt.group + ": " + std::to_string(running) + " of " +
-                      std::to_string(spec.num_pods) + " pods running";
+    desired.message = "attempt " + attempt.group +
+                      (requeued ? " (requeued after a preemption)" : "") + ": " +
+                      std::to_string(running) + " of " + std::to_string(spec.num_pods) +
+                      " pods running";
     if (!unschedulable.empty()) desired.message += "; not scheduled yet: " + unschedulable;
   }
   return finish(missing.empty() ? "in progress" : "creating pods");

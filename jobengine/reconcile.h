@@ -19,6 +19,21 @@
 // A pod evicted by Muster's own scheduler to roll back a gang (marked beforehand with the pod
 // condition muster.dev/GangRollback=True) is not a failure: it is created again in the same
 // attempt.
+//
+// A gang preempted by Muster's scheduler (its pods marked muster.dev/Preempted=True before they
+// are evicted) is requeued, not restarted: restarts and maxRestarts are untouched.
+//
+//   Pending/Running ──a pod of the attempt marked Preempted (live, Failed, terminating, or seen
+//        │            deleted with the mark)──► status first: Pending, preemptions+1, condition
+//        │            Preempted=True (the mark's message, "Preempted by ns/gang"), PodsCreated=False
+//        │            reason Preempted; Warning Event Preempted. Every pod of the attempt is deleted.
+//        ▼
+//   Pending (PodsCreated reason Preempted) ──no pod of the attempt left──► PodsCreated=False
+//        CreatingPods, the same attempt's pods (same names) created again ──► gang-scheduled ──►
+//        all Running: Running, Preempted=False reason Requeued.
+// While the requeue is in progress a missing pod is created, whatever the process remembers of
+// its deletion (the engine deletes the unmarked pods itself). A runtime may end the job instead
+// (Runtime::requeueOnPreemption, Slurm's --no-requeue): Failed, reason Preempted, every pod deleted.
 
 #include <chrono>
 #include <functional>
@@ -43,6 +58,9 @@ struct DeletedPod {
   int32_t attempt = 0;
   int32_t index = 0;
   bool by_muster = false;  // an eviction by Muster's scheduler: recreate, do not restart
+  // The pod carried muster.dev/Preempted=True: its gang was preempted; requeue, do not restart.
+  bool preempted = false;
+  std::string preempted_message;  // that condition's message ("Preempted by ns/gang")
 };
 
 struct Observation {
@@ -97,6 +115,8 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes);
 
 // Helpers, exposed for tests.
 bool isGangRollback(const proto::Pod& pod);
+// The pod's muster.dev/Preempted condition when it is True, else nullptr.
+const proto::PodCondition* preemptionMark(const proto::Pod& pod);
 // Attempt and index from the pod's labels; false when it carries none.
 bool attemptAndIndex(const proto::Pod& pod, int32_t* attempt, int32_t* index);
 // "exit code 1 (Error)": the main container's termination, else the first non-zero one.

@@ -32,6 +32,16 @@ absl::Status checkNumPods(const proto::ParallelJob& job) {
   return absl::OkStatus();
 }
 
+bool preemptedPodsGoing(const proto::ParallelJobStatus& status) {
+  bool preempted = false, going = false;
+  for (const proto::Condition& c : status.conditions) {
+    if (c.type == kConditionPreempted) preempted = c.status == "True";
+    if (c.type == vocab::kConditionPodsCreated)
+      going = c.status == "False" && c.reason == kReasonPreempted;
+  }
+  return preempted && going;
+}
+
 RuntimeRegistry defaultRuntimes(const RuntimeOptions& options) {
   RuntimeRegistry registry;
   registry.add(std::make_unique<OpenMpiRuntime>(options));

@@ -85,6 +85,17 @@ struct FailureVerdict {
 // The Failed condition's reason of a cancelled job (Runtime::cancelled).
 inline constexpr char kReasonCancelled[] = "Cancelled";
 
+// The job condition a preemption by Muster's scheduler sets (reconcile.h): True, reason
+// Preempted, from the moment the engine sees a pod of the attempt marked with the pod condition
+// vocab::kPreemptedCondition until the requeued attempt runs again (then False, reason
+// Requeued). Also the Failed reason of a job that is not requeued (Runtime::requeueOnPreemption).
+inline constexpr char kConditionPreempted[] = "Preempted";
+inline constexpr char kReasonPreempted[] = "Preempted";
+// Whether the status is that of a preempted job whose attempt's pods are still being deleted
+// (condition Preempted True and PodsCreated False with reason Preempted): the requeued attempt's
+// pods are created once none is left.
+bool preemptedPodsGoing(const proto::ParallelJobStatus& status);
+
 // Whether an attempt may create its pods now (Runtime::startGate).
 struct StartGate {
   bool open = true;
@@ -145,6 +156,10 @@ class Runtime {
   virtual std::optional<std::string> requeueRequested(const proto::ParallelJob& /*job*/) const {
     return std::nullopt;
   }
+  // Whether a job that Muster's scheduler preempted is requeued (its attempt's pods deleted and
+  // created again, restarts unchanged) rather than ended Failed with reason Preempted. Default:
+  // requeued.
+  virtual bool requeueOnPreemption(const proto::ParallelJob& /*job*/) const { return true; }
   // How long an attempt may run once all its pods run; nullopt: no limit. Past it the job ends
   // with reason TimeLimitExceeded and its pods are deleted.
   virtual std::optional<absl::Duration> timeLimit(const proto::ParallelJob& /*job*/) const {

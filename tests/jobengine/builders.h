@@ -93,6 +93,12 @@ class PodBuilder {
     pod_.status.conditions.push_back({type, status, reason, "", ""});
     return *this;
   }
+  // What muster-scheduler sets on every member of a gang it preempts, before evicting it.
+  PodBuilder& preempted(const std::string& by = "ml/big-train") {
+    pod_.status.conditions.push_back({proto::vocabulary::kPreemptedCondition, "True",
+                                      proto::vocabulary::kPreemptedReason, "Preempted by " + by, ""});
+    return *this;
+  }
   std::shared_ptr<const proto::Pod> build() const { return std::make_shared<proto::Pod>(pod_); }
   operator std::shared_ptr<const proto::Pod>() const { return build(); }
 

@@ -55,6 +55,23 @@ std::vector<std::string> names(const std::vector<PodRef>& refs) {
   return out;
 }
 
+// What the controller remembers of a pod of `attempt` it saw deleted.
+DeletedPod seenDeleted(int32_t attempt, int32_t index, bool by_muster = false,
+                       const std::string& preempted_by = "") {
+  DeletedPod d;
+  d.attempt = attempt;
+  d.index = index;
+  d.by_muster = by_muster;
+  d.preempted = !preempted_by.empty();
+  if (d.preempted) d.preempted_message = "Preempted by " + preempted_by;
+  return d;
+}
+
+int countEvents(const Plan& plan, const std::string& reason) {
+  return static_cast<int>(std::count_if(plan.events.begin(), plan.events.end(),
+                                        [&](const EventSpec& e) { return e.reason == reason; }));
+}
+
 bool hasEvent(const Plan& plan, const std::string& reason) {
   return std::any_of(plan.events.begin(), plan.events.end(),
                      [&](const EventSpec& e) { return e.reason == reason; });
@@ -225,7 +242,7 @@ TEST_CASE("maxRestarts 0 fails at the first failure", "[reconcile]") {
 TEST_CASE("a deleted worker restarts the job", "[reconcile]") {
   Scenario s(started(seedJob(), 0, true, "Running"));
   s.pods = {pod(s.job, 0, 0).running(), pod(s.job, 0, 2).running()};
-  s.deleted["mpi-sample-job-0-1"] = DeletedPod{0, 1, false};
+  s.deleted["mpi-sample-job-0-1"] = seenDeleted(0, 1);
   Plan plan = s.run();
   REQUIRE(plan.status);
   CHECK(plan.status->restarts == 1);
@@ -257,10 +274,196 @@ TEST_CASE("a pod evicted by Muster's scheduler is created again without a restar
   CHECK(plan.create_pods.empty());  // still there
 
   s.pods.pop_back();
-  s.deleted["mpi-sample-job-0-1"] = DeletedPod{0, 1, true};
+  s.deleted["mpi-sample-job-0-1"] = seenDeleted(0, 1, true);
   plan = s.run();
   CHECK((!plan.status || plan.status->restarts == 0));
   CHECK(plan.create_pods == std::vector<int32_t>{1});
+}
+
+// --- preemption by Muster's scheduler (muster.dev/Preempted) -------------------------------------
+
+TEST_CASE("a preempted gang is requeued without a restart, and every pod of the attempt goes",
+          "[reconcile][preemption]") {
+  Scenario s(started(seedJob(), 0, true, "Running"));
+  s.job.status.conditions.push_back({vocab::kConditionRunning, "True", "AllPodsRunning", "m", kNow});
+  // Only worker 1 carries the mark so far (the scheduler marks, then evicts, pod by pod).
+  std::vector<std::string> deleted = {"mpi-sample-job-0-0", "mpi-sample-job-0-2"};
+  SECTION("a marked pod being evicted (terminating)") {
+    s.pods = {pod(s.job, 0, 0).running(), pod(s.job, 0, 1).running().preempted().deleting(),
+              pod(s.job, 0, 2).running()};
+  }
+  SECTION("a marked pod whose containers ended Failed (not deleted yet: the engine deletes it)") {
+    s.pods = {pod(s.job, 0, 0).running(), pod(s.job, 0, 1).running().preempted().failed(143, "Error"),
+              pod(s.job, 0, 2).running()};
+    deleted = {"mpi-sample-job-0-0", "mpi-sample-job-0-1", "mpi-sample-job-0-2"};
+  }
+  SECTION("a marked pod already gone, remembered from its deletion") {
+    s.pods = {pod(s.job, 0, 0).running(), pod(s.job, 0, 2).running()};
+    s.deleted["mpi-sample-job-0-1"] = seenDeleted(0, 1, false, "ml/big-train");
+  }
+  Plan plan = s.run();
+  REQUIRE(plan.status);
+  CHECK(plan.status->phase == "Pending");
+  CHECK(plan.status->restarts == 0);
+  CHECK(plan.status->preemptions == 1);
+  CHECK(plan.status->job_group_name == "mpi-sample-job-0");
+  const auto* preempted = findCondition(plan.status->conditions, kConditionPreempted);
+  REQUIRE(preempted != nullptr);
+  CHECK(preempted->status == "True");
+  CHECK(preempted->reason == "Preempted");
+  CHECK(preempted->message == "Preempted by ml/big-train");
+  CHECK(findCondition(plan.status->conditions, vocab::kConditionRunning)->status == "False");
+  CHECK(findCondition(plan.status->conditions, vocab::kConditionPodsCreated)->status == "False");
+  CHECK_FALSE(findCondition(plan.status->conditions, vocab::kConditionFailed));
+  CHECK(plan.status->message.find("Preempted by ml/big-train: requeued (restarts stay 0)") == 0);
+  REQUIRE(countEvents(plan, "Preempted") == 1);
+  CHECK(plan.events.size() == 1);
+  CHECK(plan.events[0].type == "Warning");
+  CHECK(plan.events[0].message == "Preempted by ml/big-train");
+  // The unmarked pods go too: a preempted gang keeps none of its pods.
+  CHECK(names(plan.delete_pods) == deleted);
+  CHECK_FALSE(plan.delete_support);  // the same attempt runs again with its Service and Secret
+  CHECK(plan.create_pods.empty());
+}
+
+TEST_CASE("a requeued attempt is created again, same names, once none of its pods is left",
+          "[reconcile][preemption]") {
+  Scenario s(started(seedJob(), 0, true, "Running"));
+  s.pods = {pod(s.job, 0, 0).running().preempted(), pod(s.job, 0, 1).running().preempted(),
+            pod(s.job, 0, 2).running().preempted()};
+  Plan plan = s.run();
+  REQUIRE(plan.status);
+  s.job.status = *plan.status;
+  REQUIRE(s.job.status.preemptions == 1);
+
+  // The Event and the count are the preemption's, not every reconcile's.
+  s.pods = {pod(s.job, 0, 0).running().preempted().deleting(),
+            pod(s.job, 0, 2).running().preempted().failed(143, "Error")};
+  s.deleted["mpi-sample-job-0-1"] = seenDeleted(0, 1, false, "ml/big-train");
+  Plan waiting = s.run();
+  CHECK(waiting.events.empty());
+  CHECK((!waiting.status || waiting.status->preemptions == 1));
+  CHECK(waiting.create_pods.empty());
+  CHECK_FALSE(waiting.create_pods_needed);
+  CHECK(names(waiting.delete_pods) == std::vector<std::string>{"mpi-sample-job-0-2"});
+  if (waiting.status) s.job.status = *waiting.status;
+
+  // All gone (two deleted by the engine itself, unmarked): the same attempt's pods are created.
+  s.pods.clear();
+  s.deleted["mpi-sample-job-0-0"] = seenDeleted(0, 0, false, "ml/big-train");
+  s.deleted["mpi-sample-job-0-2"] = seenDeleted(0, 2);
+  Plan again = s.run();
+  REQUIRE(again.status);
+  CHECK(again.status->restarts == 0);
+  CHECK(again.status->phase == "Pending");
+  CHECK(again.attempt.group == "mpi-sample-job-0");
+  CHECK(again.create_pods_needed);
+  CHECK(again.create_pods == std::vector<int32_t>{0, 1, 2});
+  CHECK(again.events.empty());
+  s.job.status = *again.status;
+
+  // Slow start created pod 0 only: the others are created, the deletions remembered from before
+  // the requeue are no failure and no new preemption.
+  s.pods = {pod(s.job, 0, 0)};
+  Plan rest = s.run();
+  CHECK((!rest.status || (rest.status->restarts == 0 && rest.status->preemptions == 1)));
+  CHECK(rest.create_pods == std::vector<int32_t>{1, 2});
+  CHECK(rest.events.empty());
+  if (rest.status) s.job.status = *rest.status;
+
+  // Gang-scheduled again and running: Running, and Preempted is over.
+  s.pods = {pod(s.job, 0, 0).running(), pod(s.job, 0, 1).running(), pod(s.job, 0, 2).running()};
+  Plan created = s.run();
+  REQUIRE(created.status);
+  s.job.status = *created.status;
+  Plan running = s.run();
+  if (running.status) s.job.status = *running.status;
+  CHECK(s.job.status.phase == "Running");
+  CHECK(s.job.status.restarts == 0);
+  CHECK(s.job.status.preemptions == 1);
+  const auto* preempted = findCondition(s.job.status.conditions, kConditionPreempted);
+  REQUIRE(preempted != nullptr);
+  CHECK(preempted->status == "False");
+  CHECK(preempted->reason == "Requeued");
+  CHECK(preempted->message.find("Preempted by ml/big-train") == 0);
+  CHECK(hasEvent(created, "Running") != hasEvent(running, "Running"));
+  CHECK_FALSE(hasEvent(running, "Preempted"));
+}
+
+TEST_CASE("while a requeued gang waits to run, the job says it was preempted", "[reconcile][preemption]") {
+  Scenario s(started(seedJob(), 0, true, "Running"));
+  s.pods = {pod(s.job, 0, 0).running().preempted(), pod(s.job, 0, 1).running(), pod(s.job, 0, 2).running()};
+  s.job.status = *s.run().status;
+  s.pods.clear();
+  s.job.status = *s.run().status;  // creating again
+  s.pods = {pod(s.job, 0, 0).unschedulable("0/16 nodes fit the gang of 3"), pod(s.job, 0, 1),
+            pod(s.job, 0, 2)};
+  Plan plan = s.run();
+  REQUIRE(plan.status);
+  CHECK(plan.status->phase == "Pending");
+  CHECK(plan.status->message ==
+        "attempt mpi-sample-job-0 (requeued after a preemption): 0 of 3 pods running; not scheduled "
+        "yet: 0/16 nodes fit the gang of 3");
+  CHECK(findCondition(plan.status->conditions, kConditionPreempted)->status == "True");
+}
+
+TEST_CASE("a job with no restarts left that is preempted is requeued, not failed",
+          "[reconcile][preemption]") {
+  Scenario s(started(decodeJob(seedJobJson("mpi-sample-job", 3, 2, 1)), 1, true, "Running"));
+  s.pods = {pod(s.job, 1, 0).running().preempted().failed(143, "Error"),
+            pod(s.job, 1, 1).running().preempted().deleting(), pod(s.job, 1, 2).running()};
+  Plan plan = s.run();
+  REQUIRE(plan.status);
+  CHECK(plan.status->phase == "Pending");
+  CHECK(plan.status->restarts == 1);
+  CHECK(plan.status->preemptions == 1);
+  CHECK_FALSE(findCondition(plan.status->conditions, vocab::kConditionFailed));
+  CHECK_FALSE(hasEvent(plan, "MaxRestartsExceeded"));
+  CHECK(names(plan.delete_pods) == std::vector<std::string>{"mpi-sample-job-1-0", "mpi-sample-job-1-2"});
+}
+
+TEST_CASE("a pod deleted without the Preempted mark is still a failure", "[reconcile][preemption]") {
+  SECTION("in a job never preempted") {
+    Scenario s(started(seedJob(), 0, true, "Running"));
+    s.pods = {pod(s.job, 0, 0).running(), pod(s.job, 0, 2).running()};
+    s.deleted["mpi-sample-job-0-1"] = seenDeleted(0, 1);
+    Plan plan = s.run();
+    REQUIRE(plan.status);
+    CHECK(plan.status->restarts == 1);
+    CHECK(plan.status->preemptions == 0);
+    CHECK_FALSE(hasEvent(plan, "Preempted"));
+  }
+  SECTION("in a job that was preempted and runs again") {
+    Scenario s(started(seedJob(), 0, true, "Running"));
+    s.job.status.preemptions = 1;
+    s.job.status.conditions.push_back(
+        {kConditionPreempted, "False", "Requeued", "Preempted by ml/big-train; requeued", kNow});
+    s.pods = {pod(s.job, 0, 0).running(), pod(s.job, 0, 1).running().deleting(),
+              pod(s.job, 0, 2).running()};
+    Plan plan = s.run();
+    REQUIRE(plan.status);
+    CHECK(plan.status->phase == "Restarting");
+    CHECK(plan.status->restarts == 1);
+    CHECK(plan.status->preemptions == 1);
+    CHECK(plan.status->message.find("pod mpi-sample-job-0-1 (worker 1) was deleted") != std::string::npos);
+  }
+}
+
+TEST_CASE("a launcher that succeeded ends the job even when its workers are being preempted",
+          "[reconcile][preemption]") {
+  Scenario s(started(seedJob(), 0, true, "Running"));
+  s.pods = {pod(s.job, 0, 0).running().succeeded(), pod(s.job, 0, 1).running().preempted(),
+            pod(s.job, 0, 2).running().preempted()};
+  Plan done = s.run();
+  REQUIRE(done.status);
+  CHECK(done.status->phase == "Succeeded");
+  CHECK(done.status->preemptions == 0);
+  // A launcher that exited 0 on the eviction's SIGTERM, itself marked, did not finish its work.
+  s.pods[0] = pod(s.job, 0, 0).running().preempted().succeeded();
+  Plan requeued = s.run();
+  REQUIRE(requeued.status);
+  CHECK(requeued.status->phase == "Pending");
+  CHECK(requeued.status->preemptions == 1);
 }
 
 TEST_CASE("a pod whose node is gone restarts the job, naming the node", "[reconcile]") {
