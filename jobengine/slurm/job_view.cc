@@ -112,7 +112,8 @@ std::optional<JobView> viewOf(const proto::ParallelJob& job) {
   if (s.signal) v.signal_seq = s.signal->seq;
   v.requeue_asked = s.requeue_attempt && *s.requeue_attempt == job.status.restarts;
   v.submit_time = parseRfc3339(job.meta.creation_timestamp);
-  v.restarts = job.status.restarts;
+  // Slurm's restart_cnt counts every requeue: restarts and those after a preemption.
+  v.restarts = job.status.restarts + job.status.preemptions;
   v.message = job.status.message;
   v.reason = "None";
   std::string pending_reason;

@@ -56,7 +56,7 @@ struct JobView {
   absl::Time submit_time = absl::InfinitePast();
   absl::Time start_time = absl::InfinitePast();  // InfinitePast: not started
   absl::Time end_time = absl::InfinitePast();    // InfinitePast: not ended
-  int32_t restarts = 0;
+  int32_t restarts = 0;  // Slurm's restart_cnt: status.restarts + status.preemptions
   bool requeue = true;
   bool hold = false;
   bool cancel_requested = false;  // scancel asked, the job engine has not ended it yet

@@ -258,7 +258,8 @@ std::map<std::string, std::string> SlurmRuntime::nodeEnvironment(const proto::Pa
                      : s.partition;
   in.submit_dir = s.submit_dir;
   in.submit_host = s.submit_host;
-  in.restart_count = attempt.attempt;
+  // Slurm's restart_cnt: restarts, and requeues after a preemption (PreemptMode=REQUEUE).
+  in.restart_count = attempt.attempt + job.status.preemptions;
   in.cluster_name = options_.slurm.cluster_name;
   if (!s.account.empty()) in.account = s.account;
   if (!s.qos.empty()) in.qos = s.qos;
@@ -571,6 +572,10 @@ std::optional<std::string> SlurmRuntime::requeueRequested(const proto::ParallelJ
   return strCat("job ", job.spec.slurm->job_id, " was requeued (scontrol requeue)");
 }
 
+bool SlurmRuntime::requeueOnPreemption(const proto::ParallelJob& job) const {
+  return !job.spec.slurm || job.spec.slurm->requeue;
+}
+
 std::optional<absl::Time> SlurmRuntime::expiresAt(const proto::ParallelJob& job) const {
   if (!job.spec.slurm || !job.status.slurm || !options_.slurm.accounting_retention_seconds)
     return std::nullopt;
@@ -605,13 +610,14 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
   } else if (status->phase == "Failed") {
     const std::string reason = failed != nullptr ? failed->reason : "";
     if (reason == kReasonCancelled || reason == kDependencyNever) out.state = "CANCELLED";
+    else if (reason == kReasonPreempted) out.state = "PREEMPTED";
     else if (reason == kTimeLimit) out.state = "TIMEOUT";
     else if (reason == kNodeFail || reason == "MaxRestartsExceeded") out.state = "NODE_FAIL";
     else out.state = "FAILED";
     out.reason = reason;
     if (launcher != nullptr) out.exit_code = exitCodeOf(*launcher);
     // A job cancelled before it ran has no batch exit; one cancelled while running got SIGTERM.
-    if (out.state == "CANCELLED" && out.exit_code.empty())
+    if ((out.state == "CANCELLED" || out.state == "PREEMPTED") && out.exit_code.empty())
       out.exit_code = before.start_time.empty() ? "0:0" : "0:15";
     if (out.exit_code.empty()) out.exit_code = out.state == "TIMEOUT" ? "0:15" : "1:0";
   } else if (status->phase == "Running") {
@@ -621,7 +627,11 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
     const std::optional<DependencyVerdict> verdict = verdictOf(job, now, jobs);
     StartGate gate = partitionLimitGate(job).value_or(gateOf(job, now, jobs, verdict));
     if (!gate.open) out.reason = gate.reason;
-    else if (status->phase == "Restarting" || status->restarts > 0) out.reason = "Requeued";
+    // Preempted: Slurm's requeue sets the job's begin time past the cleanup of its old
+    // allocation; here that is while the preempted run's pods are being deleted.
+    else if (preemptedPodsGoing(*status)) out.reason = "BeginTime";
+    else if (status->phase == "Restarting" || status->restarts > 0 || status->preemptions > 0)
+      out.reason = "Requeued";
     else out.reason = waitingReason(job, launcher);
     // The entries not met yet, while the job waits for them (squeue %E, scontrol Dependency=).
     if (verdict && verdict->error.empty() &&

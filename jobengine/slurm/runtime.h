@@ -30,6 +30,11 @@
 //                                     + 1, up to failurePolicy.maxRestarts; --no-requeue ends it
 //   held (-H) / before --begin /      PENDING (JobHeldUser / BeginTime / Dependency): no pod is
 //   waiting on -d                     created
+//   preempted by Muster's scheduler   as Slurm's PreemptMode=REQUEUE: PENDING, reason BeginTime
+//   (job condition Preempted)         while the preempted run's pods go, then Requeued until it
+//                                     runs again; Restarts and SLURM_RESTART_COUNT count it
+//                                     (status.preemptions), maxRestarts does not. --no-requeue:
+//                                     PREEMPTED (ended; every pod deleted)
 //   a -d that can never be met        CANCELLED, reason DependencyNeverSatisfied (with
 //                                     --kill-on-invalid-dep=no it stays PENDING for that reason)
 // A job that ends keeps only its batch pod (for kubectl logs); idle nodes are released.
@@ -71,6 +76,8 @@ class SlurmRuntime final : public Runtime {
   std::optional<absl::Duration> timeLimit(const proto::ParallelJob& job) const override;
   std::optional<std::string> cancelled(const proto::ParallelJob& job) const override;
   std::optional<std::string> requeueRequested(const proto::ParallelJob& job) const override;
+  // PreemptMode=REQUEUE: requeued unless --no-requeue, which ends the job PREEMPTED.
+  bool requeueOnPreemption(const proto::ParallelJob& job) const override;
   std::optional<absl::Time> expiresAt(const proto::ParallelJob& job) const override;
   bool keepOnFailure(int32_t index) const override { return index == 0; }
   // A pending job over its partition's MaxTime or MaxNodes (lowered after it was submitted):

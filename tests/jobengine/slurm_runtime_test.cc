@@ -7,6 +7,7 @@
 
 #include "jobengine/naming.h"
 #include "jobengine/reconcile.h"
+#include "jobengine/slurm/job_view.h"
 #include "jobengine/slurm/runtime.h"
 #include "jobengine/slurm/script.h"
 #include "jobengine/slurm/submit.h"
@@ -392,6 +393,74 @@ TEST_CASE("a lost node requeues the whole job (NODE_FAIL) and SLURM_RESTART_COUN
   auto next = podOf(runtime, j.job, 1, 0);
   CHECK(envOf(next["spec"]["containers"][0], "SLURM_RESTART_COUNT") == "1");
   CHECK(envOf(next["spec"]["containers"][0], "SLURM_JOB_NODELIST") == "slurm-55-1-[0-2]");
+}
+
+// What muster-scheduler sets on every member of a gang it preempts, before evicting it.
+void markPreempted(proto::Pod& pod) {
+  proto::PodCondition c;
+  c.type = proto::vocabulary::kPreemptedCondition;
+  c.status = "True";
+  c.reason = proto::vocabulary::kPreemptedReason;
+  c.message = "Preempted by hpc/urgent";
+  pod.status.conditions.push_back(c);
+}
+
+TEST_CASE("a preempted job is requeued as with PreemptMode=REQUEUE: PENDING, Restarts+1, "
+          "not a NODE_FAIL",
+          "[slurm][preemption]") {
+  Job j;
+  j.startRunning();
+  for (int i = 0; i < 3; ++i) markPreempted(j.pod(i));
+  Plan p = j.run();
+  REQUIRE(p.status);
+  CHECK(p.status->phase == "Pending");
+  CHECK(p.status->restarts == 0);
+  CHECK(p.status->preemptions == 1);
+  CHECK(p.delete_pods.size() == 3);
+  // While the preempted run's pods go: PENDING, reason BeginTime (Slurm's requeue sets the begin
+  // time past the old allocation's cleanup), no start time, no steps of a run that ended.
+  CHECK(p.status->slurm->state == "PENDING");
+  CHECK(p.status->slurm->reason == "BeginTime");
+  CHECK(p.status->slurm->start_time.empty());
+  CHECK(p.status->slurm->end_time.empty());
+  j.apply(p);
+  std::optional<JobView> view = viewOf(j.job);
+  REQUIRE(view);
+  CHECK(view->state == JobState::kPending);
+  CHECK(view->restarts == 1);  // Slurm's restart_cnt counts the requeue
+  const std::string shown = renderShowJob(*view, absl::FromUnixSeconds(1767225600));
+  CHECK(shown.find("JobState=PENDING Reason=BeginTime") != std::string::npos);
+  CHECK(shown.find("Restarts=1 ") != std::string::npos);
+
+  // Gone: the same attempt (same node names) is created again; SLURM_RESTART_COUNT says 1.
+  j.pods.clear();
+  Plan again = j.run();
+  CHECK(again.create_pods == std::vector<int32_t>{0, 1, 2});
+  REQUIRE(again.status);
+  CHECK(again.status->slurm->reason == "Requeued");
+  j.apply(again);
+  SlurmRuntime runtime(runtimeOptions());
+  auto next = podOf(runtime, j.job, 0, 0);
+  CHECK(envOf(next["spec"]["containers"][0], "SLURM_RESTART_COUNT") == "1");
+  CHECK(envOf(next["spec"]["containers"][0], "SLURM_JOB_NODELIST") == "slurm-55-0-[0-2]");
+}
+
+TEST_CASE("with --no-requeue a preempted job ends PREEMPTED and keeps no pod", "[slurm][preemption]") {
+  Job j({"-N", "3", "--no-requeue"});
+  j.startRunning();
+  for (int i = 0; i < 3; ++i) markPreempted(j.pod(i));
+  Plan p = j.run();
+  REQUIRE(p.status);
+  CHECK(p.status->phase == "Failed");
+  CHECK(p.status->preemptions == 0);
+  CHECK(p.status->slurm->state == "PREEMPTED");
+  CHECK(p.status->slurm->exit_code == "0:15");
+  CHECK(p.status->message.find("Preempted by hpc/urgent") == 0);
+  CHECK(p.delete_pods.size() == 3);
+  j.apply(p);
+  std::optional<JobView> view = viewOf(j.job);
+  REQUIRE(view);
+  CHECK(view->state == JobState::kPreempted);
 }
 
 TEST_CASE("with --no-requeue a lost node ends the job as NODE_FAIL", "[slurm]") {
