@@ -100,6 +100,7 @@ absl::Status decodePodSpec(const rapidjson::Value& v, const JsonPath& path,
   MUSTER_RETURN_IF_ERROR(readString(v, path, "schedulerName", &out->scheduler_name));
   MUSTER_RETURN_IF_ERROR(readInt32(v, path, "priority", &out->priority));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "priorityClassName", &out->priority_class_name));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "preemptionPolicy", &out->preemption_policy));
   MUSTER_RETURN_IF_ERROR(decodeList(v, path, "containers", &out->containers));
   MUSTER_RETURN_IF_ERROR(decodeList(v, path, "initContainers", &out->init_containers));
   MUSTER_RETURN_IF_ERROR(decodeField(v, path, "overhead", &out->overhead));
@@ -153,6 +154,7 @@ absl::Status decodePodStatus(const rapidjson::Value& v, const JsonPath& path, Po
   MUSTER_RETURN_IF_ERROR(decodeList(v, path, "conditions", &out->conditions));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "podIP", &out->pod_ip));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "nominatedNodeName", &out->nominated_node_name));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "startTime", &out->start_time));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "reason", &out->reason));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "message", &out->message));
   return decodeList(v, path, "containerStatuses", &out->container_statuses);
@@ -737,6 +739,19 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Namespace* 
 }
 
 absl::Status decode(const rapidjson::Value& v, Namespace* out) { return decode(v, JsonPath(), out); }
+
+absl::Status decode(const rapidjson::Value& v, PodDisruptionBudget* out) {
+  *out = PodDisruptionBudget{};
+  const JsonPath path;
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
+  MUSTER_RETURN_IF_ERROR(withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
+    return decodeOptionalSelector(spec, p, "selector", &out->selector);
+  }));
+  return withObject(v, path, "status", [out](const rapidjson::Value& status, const JsonPath& p) {
+    return readInt32(status, p, "disruptionsAllowed", &out->disruptions_allowed);
+  });
+}
 
 absl::Status decode(const rapidjson::Value& v, PersistentVolume* out) {
   return decode(v, JsonPath(), out);

@@ -61,6 +61,7 @@ absl::Status decode(const rapidjson::Value& v, PodGroup* out);
 absl::Status decode(const rapidjson::Value& v, WorkloadPodGroup* out);
 absl::Status decode(const rapidjson::Value& v, PersistentVolumeClaim* out);
 absl::Status decode(const rapidjson::Value& v, PersistentVolume* out);
+absl::Status decode(const rapidjson::Value& v, PodDisruptionBudget* out);
 absl::Status decode(const rapidjson::Value& v, Namespace* out);
 absl::Status decode(const rapidjson::Value& v, ParallelJob* out);
 

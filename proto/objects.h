@@ -178,6 +178,8 @@ struct PodSpec {
   std::string scheduler_name;
   std::optional<int32_t> priority;
   std::string priority_class_name;
+  // spec.preemptionPolicy: "PreemptLowerPriority" (the default, also when empty) or "Never".
+  std::string preemption_policy;
   std::vector<Container> containers;
   std::vector<Container> init_containers;
   ResourceList overhead;
@@ -208,6 +210,7 @@ struct PodStatus {
   // status.nominatedNodeName: where a scheduler means to put the pod (after preemption, or while
   // its binding waits), set before spec.nodeName.
   std::string nominated_node_name;
+  std::string start_time;  // status.startTime: when the kubelet acknowledged the pod, RFC 3339
   std::string reason;   // "Evicted", ...
   std::string message;
   std::vector<ContainerStatus> container_statuses;
@@ -324,6 +327,14 @@ struct PersistentVolume {
   std::optional<NodeSelector> node_affinity;
   std::string claim_namespace;
   std::string claim_name;
+};
+
+// policy/v1 PodDisruptionBudget: what the scheduler needs to predict whether the Eviction API
+// would refuse to evict a pod (it refuses when status.disruptionsAllowed is used up).
+struct PodDisruptionBudget {
+  ObjectMeta meta;
+  std::optional<LabelSelector> selector;  // spec.selector; absent or empty matches no pod
+  int32_t disruptions_allowed = 0;        // status.disruptionsAllowed
 };
 
 // scheduling.x-k8s.io/v1alpha1 PodGroup (sigs.k8s.io/scheduler-plugins).

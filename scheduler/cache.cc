@@ -47,7 +47,22 @@ Resources requestsForAccounting(const proto::Pod& pod, bool* unadvertised) {
   return only_count;
 }
 
+// When the pod started running: status.startTime, else its creation (InfinitePast: neither parses).
+absl::Time startOf(const proto::Pod& pod) {
+  absl::Time t;
+  std::string err;
+  for (const std::string* s : {&pod.status.start_time, &pod.meta.creation_timestamp}) {
+    if (!s->empty() && absl::ParseTime(absl::RFC3339_full, *s, &t, &err)) return t;
+  }
+  return absl::InfinitePast();
+}
+
 }  // namespace
+
+bool markedPreempted(const proto::Pod& pod) {
+  const proto::PodCondition* c = pod.findCondition(proto::vocabulary::kPreemptedCondition);
+  return c != nullptr && c->status == "True";
+}
 
 ClusterCache::ClusterCache(std::vector<std::string> topology_levels)
     : levels_(std::move(topology_levels)) {
@@ -213,7 +228,9 @@ void ClusterCache::upsertPod(const proto::Pod& pod) {
       cached.assumed = false;
       // Labels may change on a running pod; anti-affinity terms cannot.
       if (cached.placed->labels != pod.meta.labels ||
-          cached.placed->terminating != pod.meta.deletion_timestamp.has_value()) {
+          cached.placed->terminating != pod.meta.deletion_timestamp.has_value() ||
+          cached.placed->preempted != markedPreempted(pod) ||
+          cached.placed->started != startOf(pod)) {
         countClaims(*cached.placed, -1);
         cached.placed = placedOf(pod);
         countClaims(*cached.placed, +1);
@@ -236,6 +253,10 @@ std::shared_ptr<const PlacedPod> ClusterCache::placedOf(const proto::Pod& pod) {
   placed->labels = pod.meta.labels;
   placed->terminating = pod.meta.deletion_timestamp.has_value();
   placed->claims = pod.spec.pvc_claim_names;
+  placed->priority = pod.spec.priority.value_or(0);
+  placed->unit = gangKeyOf(pod);
+  placed->started = startOf(pod);
+  placed->preempted = markedPreempted(pod);
   if (pod.spec.affinity) {
     placed->required_anti_affinity = pod.spec.affinity->pod_anti_affinity.required;
     placed->required_affinity = pod.spec.affinity->pod_affinity.required;
@@ -243,6 +264,31 @@ std::shared_ptr<const PlacedPod> ClusterCache::placedOf(const proto::Pod& pod) {
     placed->preferred_anti_affinity = pod.spec.affinity->pod_anti_affinity.preferred;
   }
   return placed;
+}
+
+absl::Status ClusterCache::suspend(std::string_view pod_key) {
+  auto it = pods_.find(av(pod_key));
+  if (it == pods_.end()) return absl::NotFoundError(absl::StrCat("suspend ", av(pod_key), ": not placed"));
+  CachedPod& cached = it->second;
+  account(cached.node, cached.requests, cached.ports, -1);
+  countClaims(*cached.placed, -1);
+  with_anti_affinity_.erase(it->first);
+  with_terms_.erase(it->first);
+  suspended_.emplace(it->first, std::move(cached));
+  pods_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterCache::resume(std::string_view pod_key) {
+  auto it = suspended_.find(av(pod_key));
+  if (it == suspended_.end())
+    return absl::NotFoundError(absl::StrCat("resume ", av(pod_key), ": not suspended"));
+  CachedPod cached = std::move(it->second);
+  std::string key = it->first;
+  suspended_.erase(it);
+  account(cached.node, cached.requests, cached.ports, +1);
+  insertPod(std::move(key), std::move(cached));
+  return absl::OkStatus();
 }
 
 void ClusterCache::countClaims(const PlacedPod& placed, int sign) {

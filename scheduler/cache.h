@@ -34,9 +34,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "proto/objects.h"
 #include "scheduler/config.h"
 #include "scheduler/devices.h"
+#include "scheduler/gang.h"
 #include "scheduler/pod_info.h"
 #include "scheduler/resources.h"
 
@@ -55,11 +57,21 @@ struct PlacedPod {
   std::vector<proto::PodAffinityTerm> required_affinity;
   std::vector<proto::WeightedPodAffinityTerm> preferred_affinity;
   std::vector<proto::WeightedPodAffinityTerm> preferred_anti_affinity;
+  // What preemption (scheduler/preemption.h) needs: the pod's priority, the gang it belongs to
+  // (gangKeyOf), when it started running (status.startTime, else its creation), and whether
+  // Muster has already marked it preempted (the muster.dev/Preempted condition).
+  int32_t priority = 0;
+  GangKey unit;
+  absl::Time started = absl::InfinitePast();
+  bool preempted = false;
   bool anyTerm() const {
     return !required_anti_affinity.empty() || !required_affinity.empty() ||
            !preferred_affinity.empty() || !preferred_anti_affinity.empty();
   }
 };
+
+// The pod carries muster.dev/Preempted=True: Muster is evicting its gang.
+bool markedPreempted(const proto::Pod& pod);
 
 struct NodeInfo {
   std::string name;
@@ -160,6 +172,19 @@ class ClusterCache {
   // Changes whenever anything that could make a pod fit changes (for tests and caching).
   uint64_t generation() const { return generation_; }
 
+  // Every pod the cache accounts, with what preemption weighs:
+  // f(std::string_view key, const PlacedPod&, NodeId, const Resources& requests, bool assumed).
+  template <class F>
+  void forEachPlacedPodEntry(F&& f) const {
+    for (const auto& [key, cached] : pods_)
+      f(std::string_view(key), *cached.placed, cached.node, cached.requests, cached.assumed);
+  }
+  // Takes a placed pod out of the accounting for a simulation (preemption's "what if these pods
+  // were gone"), keeping its node slot; resume() puts it back exactly. NotFound when the pod is
+  // not placed (or already suspended). The scheduler resumes before anything else touches the
+  // cache (both on its strand).
+  absl::Status suspend(std::string_view pod_key);
+  absl::Status resume(std::string_view pod_key);
   // Every pod the cache accounts on a node (bound or assumed), with its node: f(PlacedPod, NodeId).
   template <class F>
   void forEachPlacedPod(F&& f) const {
@@ -222,6 +247,7 @@ class ClusterCache {
   absl::flat_hash_set<std::string> with_anti_affinity_;  // keys of pods_ with such terms
   absl::flat_hash_set<std::string> with_terms_;          // ... with any inter-pod term
   absl::flat_hash_map<std::string, NodeId> nominated_;     // pending pod → node it is nominated to
+  absl::flat_hash_map<std::string, CachedPod> suspended_;  // suspend()ed pods, by key
   absl::flat_hash_map<std::string, int> claim_users_;      // "ns/claim" → placed pods using it
   void countClaims(const PlacedPod& placed, int sign);
   void unnominate(const std::string& key);

@@ -1,5 +1,6 @@
 #include "scheduler/config.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,34 @@ namespace muster::scheduler {
 
 namespace cfg = proto::config;
 
+
+namespace {
+
+// preemption.minRuntime: a list of {priority, seconds}, kept sorted by priority.
+cfg::Reader minRuntimeInto(std::vector<SchedulerConfig::MinRuntimeBand>* out) {
+  return [out](const YAML::Node& n, const std::string& key) -> absl::Status {
+    out->clear();
+    if (n.IsNull()) return absl::OkStatus();
+    if (!n.IsSequence())
+      return cfg::bad(key, absl::StrCat("must be a list of {priority, seconds}, got ", cfg::describe(n)));
+    for (size_t i = 0; i < n.size(); ++i) {
+      SchedulerConfig::MinRuntimeBand band;
+      const std::string at = absl::StrCat(key, "[", i, "]");
+      if (absl::Status s = cfg::readMap(n[i], at,
+                                        {{"priority", cfg::intInto(&band.priority)},
+                                         {"seconds", cfg::intInto(&band.seconds)}});
+          !s.ok()) {
+        return s;
+      }
+      out->push_back(band);
+    }
+    std::sort(out->begin(), out->end(),
+              [](const auto& a, const auto& b) { return a.priority < b.priority; });
+    return absl::OkStatus();
+  };
+}
+
+}  // namespace
 
 cfg::Keys schedulerConfigKeys(SchedulerConfig* c) {
   return {
@@ -36,7 +65,22 @@ cfg::Keys schedulerConfigKeys(SchedulerConfig* c) {
                           cfg::intInto(&c->queue_waiting_event_after_seconds)},
                          {"waitingConditionAfterSeconds",
                           cfg::intInto(&c->queue_waiting_condition_after_seconds)}})},
+      {"preemption",
+       cfg::mapInto({{"enabled", cfg::boolInto(&c->preemption_enabled)},
+                     {"protectedPriority", cfg::intInto(&c->preemption_protected_priority)},
+                     {"minRuntime", minRuntimeInto(&c->preemption_min_runtime)},
+                     {"victimCooldownSeconds", cfg::intInto(&c->preemption_victim_cooldown_seconds)},
+                     {"nominationTimeoutSeconds",
+                      cfg::intInto(&c->preemption_nomination_timeout_seconds)}})},
   };
+}
+
+int64_t SchedulerConfig::minRuntimeSeconds(int64_t priority) const {
+  int64_t seconds = 0;
+  for (const MinRuntimeBand& band : preemption_min_runtime) {
+    if (band.priority <= priority) seconds = band.seconds;
+  }
+  return seconds;
 }
 
 int SchedulerConfig::levelIndex(std::string_view key) const {
@@ -106,6 +150,26 @@ absl::Status validateConfig(const SchedulerConfig& c) {
   }
   if (absl::Status s = cfg::nonNegative("queue.waitingConditionAfterSeconds",
                                         c.queue_waiting_condition_after_seconds);
+      !s.ok()) {
+    return s;
+  }
+  for (size_t i = 0; i < c.preemption_min_runtime.size(); ++i) {
+    if (absl::Status s = cfg::nonNegative(absl::StrCat("preemption.minRuntime[", i, "].seconds"),
+                                          c.preemption_min_runtime[i].seconds);
+        !s.ok()) {
+      return s;
+    }
+    if (i > 0 && c.preemption_min_runtime[i].priority == c.preemption_min_runtime[i - 1].priority)
+      return cfg::bad("preemption.minRuntime",
+                      absl::StrCat("priority ", c.preemption_min_runtime[i].priority, " is listed twice"));
+  }
+  if (absl::Status s = cfg::nonNegative("preemption.victimCooldownSeconds",
+                                        c.preemption_victim_cooldown_seconds);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = cfg::positive("preemption.nominationTimeoutSeconds",
+                                     c.preemption_nomination_timeout_seconds);
       !s.ok()) {
     return s;
   }

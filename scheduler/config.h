@@ -20,6 +20,18 @@
 //     waitingConditionAfterSeconds: 5      # ... and, this long, a PodScheduled condition on its
 //                                          #   pods (0: at once); members still arriving cost
 //                                          #   no status writes before that
+//   preemption:
+//     enabled: true                        # a gang that does not fit may evict whole gangs of
+//                                          #   strictly lower priority (scheduler/preemption.h)
+//     protectedPriority: 1000000000        # pods at or above this priority are never victims
+//                                          #   (1e9: every user PriorityClass below it can be;
+//                                          #   system-cluster-critical and -node-critical never)
+//     minRuntime: []                       # [{priority: P, seconds: S}]: a pod of priority P or
+//                                          #   more (up to the next band) runs S seconds before
+//                                          #   it may be preempted
+//     victimCooldownSeconds: 600           # a gang preempted once is not chosen again this long
+//     nominationTimeoutSeconds: 300        # the preemptor's hold on the freed room (its pods'
+//                                          #   nominatedNodeName) is released after this
 
 #include <cstdint>
 #include <string>
@@ -50,6 +62,18 @@ struct SchedulerConfig {
   int64_t queue_max_backoff_seconds = 60;
   int64_t queue_waiting_event_after_seconds = 60;
   int64_t queue_waiting_condition_after_seconds = 5;
+  bool preemption_enabled = true;
+  int64_t preemption_protected_priority = 1000000000;
+  struct MinRuntimeBand {
+    int64_t priority = 0;
+    int64_t seconds = 0;
+    friend bool operator==(const MinRuntimeBand&, const MinRuntimeBand&) = default;
+  };
+  std::vector<MinRuntimeBand> preemption_min_runtime;  // sorted by priority, ascending
+  int64_t preemption_victim_cooldown_seconds = 600;
+  int64_t preemption_nomination_timeout_seconds = 300;
+  // The minimum runtime of a pod of `priority` before it may be preempted.
+  int64_t minRuntimeSeconds(int64_t priority) const;
 
   // The index of a topology level key: 0..topology_levels.size()-1 for configured levels,
   // topology_levels.size() for kubernetes.io/hostname, -1 for anything else.

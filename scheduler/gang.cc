@@ -36,6 +36,23 @@ std::string_view podGroupApiOf(const GangSpec& spec) {
                                          : "scheduling.k8s.io/v1alpha2";
 }
 
+GangKey gangKeyOf(const proto::Pod& pod) {
+  GangKey key{pod.meta.namespace_, "", false};
+  if (!pod.spec.scheduling_group.empty()) {
+    key.name = pod.spec.scheduling_group;
+  } else if (const std::string* group = find(pod.meta.labels, vocab::kPodGroupLabel);
+             group && !group->empty()) {
+    key.name = *group;
+  } else if (const std::string* gang = find(pod.meta.annotations, vocab::kGangNameAnnotation);
+             gang && !gang->empty()) {
+    key.name = *gang;
+  } else {
+    key.name = pod.meta.name;
+    key.single_pod = true;
+  }
+  return key;
+}
+
 absl::StatusOr<GangSpec> gangSpecOf(const proto::Pod& pod, const PodGroupLookup& pod_groups,
                                     const SchedulerConfig& config,
                                     const WorkloadPodGroupLookup& workload_pod_groups) {

@@ -86,6 +86,11 @@ struct GangSpec {
   friend bool operator==(const GangSpec&, const GangSpec&) = default;
 };
 
+// The gang a pod belongs to as far as the pod alone says (no PodGroup lookup): its
+// spec.schedulingGroup, pod-group label or gang-name annotation, in that order, else the pod by
+// itself. Preemption takes such a gang as one unit (a basic v1alpha2 PodGroup's pods too).
+GangKey gangKeyOf(const proto::Pod& pod);
+
 // Looks up a PodGroup by namespace and name; nullptr when it does not exist.
 using PodGroupLookup =
     std::function<const proto::PodGroup*(std::string_view pod_namespace, std::string_view name)>;

@@ -145,6 +145,14 @@ class PodBuilder {
     p_.spec.priority = p;
     return *this;
   }
+  PodBuilder& started(const std::string& ts) {
+    p_.status.start_time = ts;
+    return *this;
+  }
+  PodBuilder& preemptionPolicy(const std::string& v) {
+    p_.spec.preemption_policy = v;
+    return *this;
+  }
   PodBuilder& created(const std::string& ts) {
     p_.meta.creation_timestamp = ts;
     return *this;

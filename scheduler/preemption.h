@@ -1,0 +1,105 @@
+#pragma once
+
+// Preemption: which whole gangs of lower priority to evict so that a gang that does not fit does.
+//
+// choosePreemption() is pure in effect: it simulates on the cache (ClusterCache::suspend/resume,
+// restored before it returns) and returns a decision as a value; the scheduler carries it out.
+//
+// Rules (issue #12; README "Preemption"):
+// - Victims are units: every placed pod of a gang (gangKeyOf: its PodGroup, gang annotations, a
+//   ParallelJob attempt or Slurm job) goes together, a lone pod is its own unit. A unit may be a
+//   victim only when all its pods are bound (none assumed), none is terminating or already marked
+//   preempted, its highest priority is strictly below the preemptor's and below
+//   preemption.protectedPriority, its newest pod has run its band's minRuntime, it was not
+//   preempted within victimCooldownSeconds, and it is not the preemptor itself.
+// - The chosen set is the cheapest whose removal lets place() put the whole gang: cost compares
+//   the victims' priorities from the highest down (fewer units of lower priorities win), then
+//   the work lost (GPU-seconds, then CPU-seconds of running time), then the total running time
+//   (the newest go first), then the keys. The search is per scope: each domain of the required
+//   level (a node for the host level); for a preferred level first each of its domains (so the
+//   gang lands in one), then the whole cluster; a single pod without a level, each node; any
+//   other gang, the whole cluster. A unit is a candidate in a scope when one of its pods is
+//   there. Within a scope of at most PreemptionLimits::exact_units candidates every subset is
+//   considered in cost order (the first that fits is optimal); larger scopes add candidates in
+//   cost order until the gang fits, then drop every one it does not need (no victim the
+//   placement does not need). Scopes are visited cheapest estimate first, within a budget of
+//   place() calls.
+// - PodDisruptionBudgets: units that one would refuse to let go are left out; when only they
+//   would make room the result says so (NoPreemption::pdb_blocked).
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "scheduler/cache.h"
+#include "scheduler/gang.h"
+#include "scheduler/placement.h"
+
+namespace muster::scheduler {
+
+// A candidate victim: one gang's placed pods.
+struct VictimUnit {
+  GangKey key;
+  int32_t priority = 0;             // the highest of its pods
+  std::vector<std::string> pods;    // "namespace/name", sorted
+  std::vector<std::string> nodes;   // where they run, sorted, distinct
+  double gpu_seconds = 0;           // Σ GPUs × running time: the work lost
+  double cpu_seconds = 0;           // Σ cpu cores × running time
+  double running_seconds = 0;       // Σ running time
+};
+
+struct PreemptionLimits {
+  int exact_units = 10;      // scopes with at most this many candidates are searched exhaustively
+  int place_calls = 96;      // simulations per decision, at most (one is always allowed per scope
+                             // that is the first to fit)
+};
+
+struct PreemptionRequest {
+  int32_t priority = 0;  // the preemptor's
+  absl::Time now;
+  int64_t protected_priority = 1000000000;
+  std::function<int64_t(int64_t priority)> min_runtime_seconds;  // null: 0
+  std::function<bool(const GangKey&)> cooling_down;               // null: none
+  // Whether a PodDisruptionBudget would refuse evicting these pods of the unit; null: never.
+  std::function<bool(const VictimUnit&)> pdb_refuses;
+  PreemptionLimits limits;
+};
+
+struct PreemptionPlan {
+  GangPlacement placement;           // where the gang fits once the victims are gone
+  std::vector<VictimUnit> victims;   // cheapest first
+  int place_calls = 0;               // simulations it took
+  int victimPods() const;
+  std::vector<std::string> victimNodes() const;  // sorted, distinct
+  // "3 pods of 2 gangs on n1, n2".
+  std::string describe() const;
+};
+
+struct NoPreemption {
+  std::string message;       // for the preemptor's condition and Event
+  bool pdb_blocked = false;  // only units a PodDisruptionBudget protects would make room
+};
+
+using PreemptionResult = std::variant<PreemptionPlan, NoPreemption>;
+
+// Whether the pod may preempt others: spec.preemptionPolicy is not Never.
+bool mayPreempt(const proto::Pod& pod);
+
+// The victims that would let `request` (which place() found unschedulable) fit. `cache` is left
+// exactly as it was.
+PreemptionResult choosePreemption(const GangRequest& request, const PreemptionRequest& preemption,
+                                  ClusterCache& cache, const PlacementOptions& options = {});
+
+// The total order on victim sets choosePreemption minimises (exposed for tests): true when `a`
+// costs less than `b`.
+bool cheaper(const std::vector<const VictimUnit*>& a, const std::vector<const VictimUnit*>& b);
+
+// The units choosePreemption would consider (exposed for tests and the benchmark).
+std::vector<VictimUnit> preemptionCandidates(const GangRequest& request,
+                                             const PreemptionRequest& preemption,
+                                             const ClusterCache& cache);
+
+}  // namespace muster::scheduler
