@@ -3,6 +3,7 @@
 // pods; its annotations (tests/cluster/README.md) make a launcher succeed or fail on cue.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -401,6 +402,133 @@ TEST_CASE("a worker deleted mid-run restarts the whole job, with no old pod left
   std::string events = f.eventReasons();
   INFO(events);
   CHECK(events.find("pod mpi-sample-job-0-1 (worker 1) was deleted") != std::string::npos);
+}
+
+// Records each pod of the namespace's jobs created while a pod marked muster.dev/Preempted=True
+// still existed (the informer sees events in the API server's order).
+class PreemptedOverlapWatch {
+ public:
+  explicit PreemptedOverlapWatch(Fixture& f) {
+    proto::ListWatchOptions lw;
+    lw.namespace_ = f.ns();
+    lw.label_selector = proto::vocabulary::kJobUidLabel;
+    informer_ = std::make_unique<proto::Informer<Pod>>(
+        proto::makeClientListerWatcher(f.client(), proto::resources::kPods, lw), f.executor());
+    informer_->addHandlers({[this](const std::shared_ptr<const Pod>& pod) {
+                              for (const auto& other : informer_->list()) {
+                                const auto* c = other->findCondition(proto::vocabulary::kPreemptedCondition);
+                                if (other->meta.uid != pod->meta.uid && c != nullptr && c->status == "True") {
+                                  std::lock_guard<std::mutex> l(mu_);
+                                  overlaps_.push_back(pod->meta.name + " created while the preempted " +
+                                                      other->meta.name + " exists");
+                                }
+                              }
+                            },
+                            nullptr, nullptr});
+    informer_->start();
+    REQUIRE(informer_->waitForSync(std::chrono::seconds(30)));
+  }
+  std::vector<std::string> overlaps() {
+    std::lock_guard<std::mutex> l(mu_);
+    return overlaps_;
+  }
+
+ private:
+  std::unique_ptr<proto::Informer<Pod>> informer_;
+  std::mutex mu_;
+  std::vector<std::string> overlaps_;
+};
+
+TEST_CASE("a gang preempted by Muster's scheduler is requeued without a restart: condition and "
+          "Event Preempted, the same attempt's pods again, running again") {
+  Fixture f;
+  PreemptedOverlapWatch overlap(f);
+  f.apply(seedYaml("seed-1-mpi-sample-job.yaml"));
+  auto before = f.waitAttemptRunning("mpi-sample-job-0", 3);
+  f.waitPhase("mpi-sample-job", "Running");
+  // What muster-scheduler does to a gang it preempts (proto/vocabulary.h): first the condition
+  // on every member through pods/status, then each member through the Eviction API, both bound to
+  // the pod's UID. The engine may act on the first mark and delete the gang before the rest is
+  // marked or evicted: a call that fails because its pod is gone is what the scheduler sees then.
+  const std::string message = "Preempted by " + f.ns() + "/big-train";
+  auto gone = [&](const Pod& p) {
+    proto::Request get;
+    get.path = proto::resources::kPods.objectPath(f.ns(), p.meta.name);
+    auto body = f.client()->callSync(get);
+    if (!body.ok()) return proto::isNotFound(body.status());
+    Pod now;
+    return proto::decodeJson(*body, &now).ok() && (now.meta.uid != p.meta.uid || now.meta.deletion_timestamp);
+  };
+  int marked = 0;
+  for (const Pod& p : before) {
+    proto::Request mark;
+    mark.verb = proto::Verb::kPatch;
+    mark.path = proto::resources::kPods.objectPath(f.ns(), p.meta.name, "status");
+    mark.content_type = std::string(proto::contentType(proto::PatchType::kStrategicMerge));
+    mark.body = absl::StrCat(R"({"metadata":{"uid":")", p.meta.uid,
+                             R"("},"status":{"conditions":[{"type":")",
+                             proto::vocabulary::kPreemptedCondition, R"(","status":"True","reason":")",
+                             proto::vocabulary::kPreemptedReason, R"(","message":")", message,
+                             R"(","lastTransitionTime":")", proto::rfc3339(absl::Now()), R"("}]}})");
+    auto result = f.client()->callSync(mark);
+    INFO(p.meta.name << ": " << result.status().ToString());
+    if (result.ok()) ++marked;
+    else CHECK(gone(p));
+  }
+  REQUIRE(marked >= 1);
+  for (const Pod& p : before) {
+    proto::Request evict;
+    evict.verb = proto::Verb::kPost;
+    evict.path = proto::resources::kPods.objectPath(f.ns(), p.meta.name, "eviction");
+    evict.body = absl::StrCat(R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":")",
+                              p.meta.name, R"(","namespace":")", f.ns(),
+                              R"("},"deleteOptions":{"preconditions":{"uid":")", p.meta.uid, R"("}}})");
+    auto result = f.client()->callSync(evict);
+    INFO(p.meta.name << ": " << result.status().ToString());
+    if (!result.ok()) CHECK(gone(p));
+  }
+
+  // The job runs again as the same attempt, counted as a preemption, not a restart.
+  auto job = f.waitPhase("mpi-sample-job", "Running", [](const ParallelJob& j) {
+    return j.status.preemptions == 1;
+  });
+  CHECK(job.status.restarts == 0);
+  CHECK(job.status.job_group_name == "mpi-sample-job-0");
+  const proto::Condition* preempted = nullptr;
+  for (const auto& c : job.status.conditions)
+    if (c.type == jobengine::kConditionPreempted) preempted = &c;
+  REQUIRE(preempted != nullptr);
+  // Over once the requeued attempt runs: False, naming the preemptor still.
+  CHECK(preempted->status == "False");
+  CHECK(preempted->reason == "Requeued");
+  CHECK(preempted->message.find(message + "; requeued") == 0);
+  // Its pods are new ones under the same names, and none came while a preempted one was left.
+  auto after = f.waitAttemptRunning("mpi-sample-job-0", 3);
+  std::set<std::string> names_before, names_after, uids_before, uids_after;
+  for (const auto& p : before) names_before.insert(p.meta.name), uids_before.insert(p.meta.uid);
+  for (const auto& p : after) {
+    names_after.insert(p.meta.name), uids_after.insert(p.meta.uid);
+    CHECK(p.findCondition(proto::vocabulary::kPreemptedCondition) == nullptr);
+  }
+  CHECK(names_after == names_before);
+  for (const auto& uid : uids_after) CHECK(uids_before.count(uid) == 0);
+  CHECK(overlap.overlaps().empty());
+  // One Warning Event Preempted with the scheduler's message; no Restarting.
+  std::string events;
+  bool evented = waitFor([&] {
+    events = f.eventReasons();
+    return events.find("Preempted: " + message + "\n") != std::string::npos;
+  }, kTimeout, std::chrono::milliseconds(200));
+  INFO(events);
+  CHECK(evented);
+  std::vector<std::string> lines = absl::StrSplit(events, '\n', absl::SkipEmpty());
+  CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+          return l.rfind("Preempted: ", 0) == 0;
+        }) == 1);
+  CHECK(events.find("Restarting: ") == std::string::npos);
+  CHECK(kubectl({"get", "events", "-n", f.ns(), "--field-selector",
+                 "involvedObject.kind=ParallelJob,reason=Preempted", "-o",
+                 "jsonpath={.items[*].type}"}) == "Warning");
 }
 
 TEST_CASE("the seed's troubleshooting commands work verbatim") {
