@@ -1006,11 +1006,21 @@ std::string encode(const ParallelJob& job) {
   return w.str();
 }
 
-std::string podConditionPatch(const PodCondition& condition) {
+std::string podConditionPatch(const PodCondition& condition, std::string_view uid) {
   JsonWriter w;
-  w.beginObject().key("status").beginObject().key("conditions").beginArray();
+  w.beginObject();
+  if (!uid.empty()) w.key("metadata").beginObject().stringField("uid", uid).endObject();
+  w.key("status").beginObject().key("conditions").beginArray();
   writeCondition(w, condition);
   w.endArray().endObject().endObject();
+  return w.str();
+}
+
+std::string nominatedNodeNamePatch(std::string_view node) {
+  JsonWriter w;
+  w.beginObject().key("status").beginObject();
+  w.stringOrNullField("nominatedNodeName", node);
+  w.endObject().endObject();
   return w.str();
 }
 
@@ -1028,7 +1038,8 @@ std::string workloadPodGroupConditionPatch(const Condition& condition,
   return w.str();
 }
 
-std::string evictionBody(std::string_view pod_namespace, std::string_view pod_name) {
+std::string evictionBody(std::string_view pod_namespace, std::string_view pod_name,
+                         std::string_view uid) {
   JsonWriter w;
   w.beginObject();
   w.stringField("apiVersion", "policy/v1");
@@ -1038,6 +1049,11 @@ std::string evictionBody(std::string_view pod_namespace, std::string_view pod_na
   w.stringField("name", pod_name);
   w.stringField("namespace", pod_namespace);
   w.endObject();
+  if (!uid.empty()) {
+    w.key("deleteOptions").beginObject().key("preconditions").beginObject();
+    w.stringField("uid", uid);
+    w.endObject().endObject();
+  }
   w.endObject();
   return w.str();
 }

@@ -97,7 +97,9 @@ std::string encode(const Lease& lease);
 // A full ParallelJob, for creating one (spec.launcher and spec.worker are written as stored).
 std::string encode(const ParallelJob& job);
 // The body of POST pods/<name>/eviction (policy/v1 Eviction).
-std::string evictionBody(std::string_view pod_namespace, std::string_view pod_name);
+// With `uid`, deleteOptions.preconditions.uid: a pod recreated under the same name is not evicted.
+std::string evictionBody(std::string_view pod_namespace, std::string_view pod_name,
+                         std::string_view uid = "");
 
 // Merge-patch bodies for the status subresource, {"status":{...}}. Every field is written; empty
 // strings are written as null, which removes the field (timestamps cannot be "").
@@ -112,6 +114,10 @@ std::string workloadPodGroupConditionPatch(const Condition& condition,
 // Strategic-merge-patch body for pods/status that sets one condition, merged by its type:
 // {"status":{"conditions":[{"type":..,"status":..,"reason":..,"message":..,
 // "lastTransitionTime":..}]}}; empty reason, message and lastTransitionTime are left out.
-std::string podConditionPatch(const PodCondition& condition);
+// With `uid`, metadata.uid too: the API server refuses (409) to patch a pod recreated under the
+// same name, as the kubelet's status patches do.
+std::string podConditionPatch(const PodCondition& condition, std::string_view uid = "");
+// {"status":{"nominatedNodeName":"<node>"}}, or null for "" (a merge patch that clears it).
+std::string nominatedNodeNamePatch(std::string_view node);
 
 }  // namespace muster::proto

@@ -333,7 +333,8 @@ struct PersistentVolume {
 // would refuse to evict a pod (it refuses when status.disruptionsAllowed is used up).
 struct PodDisruptionBudget {
   ObjectMeta meta;
-  std::optional<LabelSelector> selector;  // spec.selector; absent or empty matches no pod
+  // spec.selector: absent matches no pod, empty ({}) every pod of its namespace (policy/v1).
+  std::optional<LabelSelector> selector;
   int32_t disruptions_allowed = 0;        // status.disruptionsAllowed
 };
 

@@ -27,7 +27,17 @@ class ClientSchedulerApi final : public SchedulerApi {
     req.verb = proto::Verb::kPatch;
     req.path = proto::resources::kPods.objectPath(pod.namespace_, pod.name, "status");
     req.content_type = std::string(proto::contentType(proto::PatchType::kStrategicMerge));
-    req.body = proto::podConditionPatch(condition);
+    req.body = proto::podConditionPatch(condition, pod.uid);
+    auto result = co_await client_->call(std::move(req));
+    co_return result.status();
+  }
+
+  asio::awaitable<absl::Status> setNominatedNodeName(PodRef pod, std::string node) override {
+    proto::Request req;
+    req.verb = proto::Verb::kPatch;
+    req.path = proto::resources::kPods.objectPath(pod.namespace_, pod.name, "status");
+    req.content_type = std::string(proto::contentType(proto::PatchType::kMerge));
+    req.body = proto::nominatedNodeNamePatch(node);
     auto result = co_await client_->call(std::move(req));
     co_return result.status();
   }
@@ -36,7 +46,7 @@ class ClientSchedulerApi final : public SchedulerApi {
     proto::Request req;
     req.verb = proto::Verb::kPost;
     req.path = proto::resources::kPods.objectPath(pod.namespace_, pod.name, "eviction");
-    req.body = proto::evictionBody(pod.namespace_, pod.name);
+    req.body = proto::evictionBody(pod.namespace_, pod.name, pod.uid);
     auto result = co_await client_->call(std::move(req));
     co_return result.status();
   }

@@ -34,10 +34,16 @@ class SchedulerApi {
   // POST pods/<name>/binding (with the pod's uid as precondition). A 409 answer saying the pod
   // is already bound to `node` (an earlier life of this scheduler did it) is success.
   virtual proto::asio::awaitable<absl::Status> bind(PodRef pod, std::string node) = 0;
-  // Sets one condition through pods/<name>/status (strategic merge patch).
+  // Sets one condition through pods/<name>/status (strategic merge patch), only on the pod with
+  // this uid (409 Conflict for one recreated under the name).
   virtual proto::asio::awaitable<absl::Status> setPodCondition(PodRef pod,
                                                                proto::PodCondition condition) = 0;
-  // POST pods/<name>/eviction (policy/v1): PodDisruptionBudgets apply; 429 when one refuses.
+  // Sets (or, with "", clears) status.nominatedNodeName through pods/status (merge patch): where
+  // a preemptor's pod will go once its victims are gone.
+  virtual proto::asio::awaitable<absl::Status> setNominatedNodeName(PodRef pod,
+                                                                    std::string node) = 0;
+  // POST pods/<name>/eviction (policy/v1), with the pod's uid as precondition:
+  // PodDisruptionBudgets apply; 429 when one refuses, 409 when the name is another pod's now.
   virtual proto::asio::awaitable<absl::Status> evict(PodRef pod) = 0;
   // Merge patch of a PodGroup's status subresource.
   virtual proto::asio::awaitable<absl::Status> setPodGroupStatus(std::string group_namespace,

@@ -111,7 +111,7 @@ class Chooser {
 
   PreemptionResult run() {
     std::vector<VictimUnit> units = preemptionCandidates(request_, preemption_, cache_);
-    if (units.empty()) return none("no pods of lower priority that may be preempted", false);
+    if (units.empty()) return NoPreemption{};  // nothing to say: no candidate at all
     // Index pods by node for relevance.
     absl::flat_hash_map<std::string_view, size_t> unit_of_pod;
     all_.reserve(units.size());

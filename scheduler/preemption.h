@@ -79,7 +79,8 @@ struct PreemptionPlan {
 };
 
 struct NoPreemption {
-  std::string message;       // for the preemptor's condition and Event
+  std::string message;       // for the preemptor's condition and Event; "" when no pod at all
+                             // may be preempted for it
   bool pdb_blocked = false;  // only units a PodDisruptionBudget protects would make room
 };
 

@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "proto/codec.h"
 #include "proto/coroutine.h"
@@ -20,6 +21,11 @@ using proto::Pod;
 using proto::PodGroup;
 
 namespace {
+
+// The index of the PodDisruptionBudget informer by namespace.
+constexpr char kBudgetsByNamespaceIndex[] = "scheduler:namespace";
+// How long a sent eviction of a preempted pod is waited on before it is sent again.
+constexpr absl::Duration kEvictionRetry = absl::Seconds(10);
 
 // The index of the shared pod informer that files pods under their PodGroup ("ns/name").
 constexpr char kPodsByPodGroupIndex[] = "scheduler:podgroup";
@@ -42,6 +48,22 @@ struct Metrics {
           .with();
   metrics::Family<metrics::Gauge>& pending = metrics::defaultRegistry().gauge(
       "scheduler_pending_pods", "Pods waiting to be scheduled, by queue.", {"queue"});
+  metrics::Counter& preemption_attempts =
+      metrics::defaultRegistry()
+          .counter("scheduler_preemption_attempts_total",
+                   "Victim searches for gangs that did not fit (kube-scheduler's name).")
+          .with();
+  metrics::Histogram& preemption_victims =
+      metrics::defaultRegistry()
+          .histogram("scheduler_preemption_victims", "Pods evicted per preemption.",
+                     metrics::exponentialBuckets(1, 2, 12))
+          .with();
+  metrics::Histogram& preemption_duration =
+      metrics::defaultRegistry()
+          .histogram("muster_preemption_decision_duration_seconds",
+                     "Time to choose the victims of one preemption (or find there are none).",
+                     metrics::exponentialBuckets(0.0001, 2, 16))
+          .with();
 };
 
 Metrics& m() {
@@ -94,6 +116,7 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
           proto::resources::kPersistentVolumeClaims)),
       volumes_(informers.informer<proto::PersistentVolume>(proto::resources::kPersistentVolumes)),
       namespaces_(informers.informer<proto::Namespace>(proto::resources::kNamespaces)),
+      pdbs_(informers.informer<proto::PodDisruptionBudget>(proto::resources::kPodDisruptionBudgets)),
       api_(api),
       binder_(api, strand_, events_, clock_),
       status_(api, executor, clock_),
@@ -123,6 +146,9 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
     auto it = p.meta.labels.find(proto::vocabulary::kPodGroupLabel);
     if (it == p.meta.labels.end()) return std::vector<std::string>{};
     return std::vector<std::string>{proto::objectKey(p.meta.namespace_, it->second)};
+  });
+  pdbs_.addIndex(kBudgetsByNamespaceIndex, [](const proto::PodDisruptionBudget& b) {
+    return std::vector<std::string>{b.meta.namespace_};
   });
   pods_.addIndex(kPodsByClaimIndex, [](const Pod& p) {
     std::vector<std::string> keys;
@@ -277,6 +303,9 @@ std::vector<VolumeConstraint> Scheduler::volumesOf(const Pod& pod) const {
 }
 
 void Scheduler::onPodAdd(const std::shared_ptr<const Pod>& pod) {
+  if (markedPreempted(*pod) && !pod->spec.node_name.empty() && !pod->meta.deletion_timestamp &&
+      !isTerminal(*pod))
+    marked_units_.insert(gangKeyOf(*pod));
   cache_.addPod(*pod);
   queuePod(*pod);
   group_status_.onPod(*pod);
@@ -285,6 +314,9 @@ void Scheduler::onPodAdd(const std::shared_ptr<const Pod>& pod) {
 
 void Scheduler::onPodUpdate(const std::shared_ptr<const Pod>& old_pod,
                             const std::shared_ptr<const Pod>& pod) {
+  if (markedPreempted(*pod) && !pod->spec.node_name.empty() && !pod->meta.deletion_timestamp &&
+      !isTerminal(*pod))
+    marked_units_.insert(gangKeyOf(*pod));
   cache_.updatePod(*pod);
   if (!pod->spec.node_name.empty() && !isTerminal(*old_pod) && isTerminal(*pod))
     queue_.onClusterEvent(ClusterEvent::kPodTerminated);
@@ -295,6 +327,7 @@ void Scheduler::onPodUpdate(const std::shared_ptr<const Pod>& old_pod,
 
 void Scheduler::onPodDelete(const std::shared_ptr<const Pod>& pod) {
   std::string key = podKey(*pod);
+  evict_sent_.erase(key);
   if (cache_.isAssumed(key)) (void)cache_.forget(key);
   cache_.removePod(*pod);
   if (config_.handlesSchedulerName(pod->spec.scheduler_name)) queue_.removePod(key);
@@ -423,7 +456,8 @@ asio::awaitable<void> Scheduler::waitForCaches() {
   // not listed yet must not be told that it does not exist.
   while (!stopping_ && !(pods_.hasSynced() && nodes_.hasSynced() && claims_.hasSynced() &&
                         volumes_.hasSynced() && pod_groups_.hasSynced() &&
-                        workload_pod_groups_.hasSynced() && namespaces_.hasSynced()))
+                        workload_pod_groups_.hasSynced() && namespaces_.hasSynced() &&
+                        pdbs_.hasSynced()))
     co_await sleep(std::chrono::milliseconds(100));
   // NodeTopologies are worth a short wait (placing without them ignores GPU↔NIC alignment), but
   // not a hang: the CRD may not be installed, or no agent runs.
@@ -457,13 +491,18 @@ asio::awaitable<void> Scheduler::loop() {
     // At most once a second while busy (waitingCount() walks every gang), and whenever idle.
     if (auto now = std::chrono::steady_clock::now(); now - gauges_updated > std::chrono::seconds(1)) {
       updateGauges();
+      releaseExpiredHolds();
       gauges_updated = now;
     }
+    // A preemption a crash or a refused eviction left unfinished is finished first.
+    finishPreemptions();
     std::optional<GangAttempt> attempt = queue_.pop();
     if (!attempt) {
       updateGauges();
       auto wake = queue_.nextWakeup();
       auto wait = wake ? std::max(absl::ZeroDuration(), *wake - clock_()) : absl::Hours(1);
+      // Evictions to send again, holds to release.
+      if (!marked_units_.empty() || !holds_.empty()) wait = std::min(wait, absl::Seconds(1));
       wakeup_->expires_after(absl::ToChronoMilliseconds(wait) + std::chrono::milliseconds(1));
       boost::system::error_code ec;
       co_await wakeup_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -501,6 +540,8 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
   PlacementResult result = place(request, cache_, options);
   if (auto* verdict = std::get_if<Unschedulable>(&result)) {
     observe("unschedulable");
+    if (!verdict->waiting_for_members && !verdict->evict_bound_members)
+      preempt(attempt, request, verdict);
     reportUnschedulable(attempt, *verdict);
     if (verdict->evict_bound_members)
       binder_.rollback(attempt, verdict->message, [this](std::string_view ns, std::string_view name) {
@@ -598,6 +639,7 @@ void Scheduler::onBound(const GangAttempt& attempt, const GangPlacement& placeme
     setPodGroupScheduled(attempt, true,
                          absl::StrCat(placement.assignments.size() + attempt.bound.size(),
                                       " pods bound (", placement.describe(), ")"));
+    holds_.erase(attempt.key);
     queue_.reportBound(attempt.key);
     return;
   }
@@ -645,6 +687,279 @@ void Scheduler::onBound(const GangAttempt& attempt, const GangPlacement& placeme
                      });
   }
   kick();
+}
+
+// --- preemption ---------------------------------------------------------------------------------
+
+namespace {
+
+proto::PodCondition preemptedCondition(std::string message, absl::Time now) {
+  proto::PodCondition c;
+  c.type = vocab::kPreemptedCondition;
+  c.status = "True";
+  c.reason = vocab::kPreemptedReason;
+  c.message = std::move(message);
+  c.last_transition_time = proto::rfc3339(now);
+  return c;
+}
+
+std::string joinNodes(const std::set<std::string>& nodes) {
+  constexpr size_t kShown = 8;
+  std::string out;
+  size_t i = 0;
+  for (const std::string& n : nodes) {
+    if (i == kShown) {
+      absl::StrAppend(&out, " and ", nodes.size() - kShown, " more");
+      break;
+    }
+    absl::StrAppend(&out, i++ ? ", " : "", n);
+  }
+  return out;
+}
+
+}  // namespace
+
+int Scheduler::drainingOn(const std::set<std::string>& nodes, int32_t priority) const {
+  int n = 0;
+  cache_.forEachPlacedPodEntry([&](std::string_view, const PlacedPod& placed, NodeId node,
+                                   const Resources&, bool) {
+    if ((placed.terminating || placed.preempted) && placed.priority < priority &&
+        nodes.contains(cache_.node(node).name))
+      ++n;
+  });
+  return n;
+}
+
+bool Scheduler::pdbRefuses(const VictimUnit& unit) const {
+  if (unit.pods.empty()) return false;
+  const std::string ns = unit.key.namespace_;
+  for (const auto& budget : pdbs_.byIndex(kBudgetsByNamespaceIndex, ns)) {
+    if (!budget->selector) continue;
+    int32_t matched = 0;
+    for (const std::string& key : unit.pods) {
+      auto pod = pods_.get(ns, std::string_view(key).substr(ns.size() + 1));
+      if (pod && budget->selector->matches(pod->meta.labels)) ++matched;
+    }
+    if (matched > 0 && matched > budget->disruptions_allowed) return true;
+  }
+  return false;
+}
+
+void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
+                        Unschedulable* verdict) {
+  if (!config_.preemption_enabled || !attempt.bound.empty() || attempt.members.empty()) return;
+  for (const auto& member : attempt.members) {
+    if (!mayPreempt(member->pod)) {
+      absl::StrAppend(&verdict->message, " Not preempting: preemptionPolicy is Never.");
+      return;
+    }
+  }
+  const absl::Time now = clock_();
+  // An earlier preemption for this gang: while its victims terminate, the freed room is held
+  // (nominatedNodeName) and nothing more is preempted. Also after a restart of the scheduler: the
+  // nominations are on the pods.
+  std::set<std::string> nominated;
+  for (const auto& member : attempt.members)
+    if (!member->pod.status.nominated_node_name.empty())
+      nominated.insert(member->pod.status.nominated_node_name);
+  auto hold = holds_.find(attempt.key);
+  if (hold != holds_.end()) nominated.insert(hold->second.nodes.begin(), hold->second.nodes.end());
+  if (!nominated.empty()) {
+    const int draining = drainingOn(nominated, attempt.priority);
+    if (hold == holds_.end()) {
+      Hold h{nominated, now + absl::Seconds(config_.preemption_nomination_timeout_seconds), {}};
+      for (const auto& member : attempt.members)
+        if (!member->pod.status.nominated_node_name.empty()) h.nominated.push_back(PodRef::of(member->pod));
+      hold = holds_.emplace(attempt.key, std::move(h)).first;
+    }
+    if (draining > 0 && now < hold->second.until) {
+      absl::StrAppend(&verdict->message, " Waiting for ", draining, draining == 1 ? " pod" : " pods",
+                      " preempted for it to terminate on ", joinNodes(nominated), ".");
+      return;
+    }
+    // The victims are gone (or the hold ran out) and it still does not fit: the cluster changed
+    // meanwhile. Choose again.
+  }
+  m().preemption_attempts.inc();
+  PreemptionRequest p;
+  p.priority = attempt.priority;
+  p.now = now;
+  p.protected_priority = config_.preemption_protected_priority;
+  p.min_runtime_seconds = [this](int64_t priority) { return config_.minRuntimeSeconds(priority); };
+  p.cooling_down = [this, now](const GangKey& key) {
+    auto it = preempted_at_.find(key);
+    return it != preempted_at_.end() &&
+           now - it->second < absl::Seconds(config_.preemption_victim_cooldown_seconds);
+  };
+  p.pdb_refuses = [this](const VictimUnit& unit) { return pdbRefuses(unit); };
+  PlacementOptions options;
+  options.single_pod_strategy = config_.single_pod_strategy;
+  options.namespace_labels = [this](std::string_view ns) { return namespaceLabels(ns); };
+  const auto started = std::chrono::steady_clock::now();
+  PreemptionResult result = choosePreemption(request, p, cache_, options);
+  m().preemption_duration.observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  if (const auto* none = std::get_if<NoPreemption>(&result)) {
+    MUSTER_LOG_INFO(2, "No preemption", "gang", attempt.key.toString(), "reason", none->message);
+    if (!none->message.empty()) absl::StrAppend(&verdict->message, " ", none->message, ".");
+    if (hold != holds_.end()) releaseHold(attempt);
+    return;
+  }
+  const PreemptionPlan& plan = std::get<PreemptionPlan>(result);
+  const std::string preemptor = attempt.key.toString();
+  const std::string message = absl::StrCat("Preempted by ", preemptor);
+  std::vector<std::string> victim_names;
+  std::vector<PodRef> victims;
+  for (const VictimUnit& unit : plan.victims) {
+    victim_names.push_back(absl::StrCat(unit.key.toString(), " (priority ", unit.priority, ", ",
+                                        unit.pods.size(), unit.pods.size() == 1 ? " pod)" : " pods)"));
+    preempted_at_[unit.key] = now;
+    size_t told = 0;
+    for (const std::string& key : unit.pods) {
+      auto slash = key.find('/');
+      auto pod = pods_.get(key.substr(0, slash), key.substr(slash + 1));
+      if (!pod) continue;
+      victims.push_back(PodRef::of(*pod));
+      evict_sent_[key] = now;
+      if (told++ < kEventsPerAttempt) events_.event(*pod, "Warning", "Preempted", message);
+    }
+  }
+  m().preemption_victims.observe(static_cast<double>(victims.size()));
+  MUSTER_LOG_INFO(2, "Preempting", "gang", preemptor, "priority", attempt.priority, "victims",
+                  absl::StrJoin(victim_names, ", "), "pods", victims.size(), "nodes",
+                  absl::StrJoin(plan.victimNodes(), ","), "placement", plan.placement.describe(),
+                  "simulations", plan.place_calls);
+  markAndEvict(std::move(victims), {}, message);
+  // Hold the room: each member nominated to the node the simulation gave it.
+  Hold h;
+  for (const std::string& n : plan.victimNodes()) h.nodes.insert(n);
+  h.until = now + absl::Seconds(config_.preemption_nomination_timeout_seconds);
+  for (size_t i = 0; i < attempt.members.size() && i < plan.placement.assignments.size(); ++i) {
+    const Pod& pod = attempt.members[i]->pod;
+    const std::string& node = plan.placement.assignments[i].node;
+    h.nominated.push_back(PodRef::of(pod));
+    if (pod.status.nominated_node_name == node) continue;
+    asio::co_spawn(strand_, [api = api_, ref = PodRef::of(pod), node]() -> asio::awaitable<void> {
+      absl::Status s = co_await api->setNominatedNodeName(ref, node);
+      if (!s.ok() && !proto::isNotFound(s))
+        MUSTER_LOG_WARNING("nominatedNodeName not written", "pod", ref.key(), "error", s.ToString());
+    }, proto::dieOnException("nominate"));
+  }
+  holds_[attempt.key] = std::move(h);
+  const std::string what = absl::StrCat("Preempting ", plan.describe());
+  for (size_t i = 0; i < attempt.members.size() && i < kEventsPerAttempt; ++i)
+    events_.event(attempt.members[i]->pod, "Normal", "Preempting", what);
+  absl::StrAppend(&verdict->message, " ", what, ".");
+}
+
+void Scheduler::markAndEvict(std::vector<PodRef> unmarked, std::vector<PodRef> marked,
+                             std::string message) {
+  if (unmarked.empty() && marked.empty()) return;
+  asio::co_spawn(
+      strand_,
+      [this, api = api_, unmarked = std::move(unmarked), marked = std::move(marked),
+       mark = preemptedCondition(std::move(message), clock_())]() mutable -> asio::awaitable<void> {
+        // Every pod is marked before any is evicted, so a crash in between leaves marks (which
+        // finishPreemptions completes) and never an unmarked gang partly evicted.
+        for (const PodRef& ref : unmarked) {
+          absl::Status s = co_await api->setPodCondition(ref, mark);
+          if (s.ok()) {
+            marked.push_back(ref);
+          } else if (!proto::isNotFound(s)) {
+            MUSTER_LOG_WARNING("Cannot mark pod preempted", "pod", ref.key(), "error", s.ToString());
+          }
+        }
+        for (const PodRef& ref : marked) {
+          if (stopping_) co_return;
+          absl::Status s = co_await api->evict(ref);
+          if (!s.ok() && !proto::isNotFound(s))
+            MUSTER_LOG_WARNING("Eviction of a preempted pod refused; sent again shortly", "pod",
+                               ref.key(), "error", s.ToString());
+        }
+      },
+      proto::dieOnException("preemption evictions"));
+}
+
+void Scheduler::finishPreemptions() {
+  if (marked_units_.empty()) return;
+  const absl::Time now = clock_();
+  std::set<GangKey> units = std::exchange(marked_units_, {});
+  struct Todo {
+    std::vector<PodRef> unmarked, marked;
+    std::string message;
+    bool pending = false;  // pods still to wait for
+  };
+  std::map<GangKey, Todo> todo;
+  cache_.forEachPlacedPodEntry([&](std::string_view key, const PlacedPod& placed, NodeId,
+                                   const Resources&, bool) {
+    if (!units.contains(placed.unit) || placed.terminating) return;
+    Todo& t = todo[placed.unit];
+    auto sent = evict_sent_.find(av(key));
+    if (sent != evict_sent_.end() && now - sent->second < kEvictionRetry) {
+      t.pending = true;
+      return;
+    }
+    const std::string k(key);
+    auto slash = k.find('/');
+    auto pod = pods_.get(k.substr(0, slash), k.substr(slash + 1));
+    if (!pod) return;
+    if (const proto::PodCondition* c = pod->findCondition(vocab::kPreemptedCondition);
+        c != nullptr && c->status == "True") {
+      t.marked.push_back(PodRef::of(*pod));
+      if (t.message.empty()) t.message = c->message;
+    } else {
+      t.unmarked.push_back(PodRef::of(*pod));
+    }
+    evict_sent_[k] = now;
+    t.pending = true;
+  });
+  for (auto& [unit, t] : todo) {
+    if (t.pending) marked_units_.insert(unit);
+    if (t.unmarked.empty() && t.marked.empty()) continue;
+    MUSTER_LOG_INFO(2, "Finishing a preemption", "gang", unit.toString(), "toMark",
+                    t.unmarked.size(), "toEvict", t.unmarked.size() + t.marked.size());
+    markAndEvict(std::move(t.unmarked), std::move(t.marked),
+                 t.message.empty() ? std::string("Preempted") : std::move(t.message));
+  }
+}
+
+void Scheduler::releaseHold(const GangAttempt& attempt) {
+  auto it = holds_.find(attempt.key);
+  if (it == holds_.end()) return;
+  holds_.erase(it);
+  for (const auto& member : attempt.members) {
+    if (member->pod.status.nominated_node_name.empty()) continue;
+    asio::co_spawn(strand_, [api = api_, ref = PodRef::of(member->pod)]() -> asio::awaitable<void> {
+      absl::Status s = co_await api->setNominatedNodeName(ref, "");
+      if (!s.ok() && !proto::isNotFound(s))
+        MUSTER_LOG_WARNING("nominatedNodeName not cleared", "pod", ref.key(), "error", s.ToString());
+    }, proto::dieOnException("clear nomination"));
+  }
+}
+
+void Scheduler::releaseExpiredHolds() {
+  const absl::Time now = clock_();
+  for (auto it = holds_.begin(); it != holds_.end();) {
+    if (now < it->second.until) {
+      ++it;
+      continue;
+    }
+    MUSTER_LOG_INFO(2, "Preemption hold expired", "gang", it->first.toString());
+    for (const PodRef& ref : it->second.nominated) {
+      auto pod = pods_.get(ref.namespace_, ref.name);
+      if (!pod || !pod->spec.node_name.empty() || pod->status.nominated_node_name.empty()) continue;
+      asio::co_spawn(strand_, [api = api_, ref]() -> asio::awaitable<void> {
+        absl::Status s = co_await api->setNominatedNodeName(ref, "");
+        if (!s.ok() && !proto::isNotFound(s))
+          MUSTER_LOG_WARNING("nominatedNodeName not cleared", "pod", ref.key(), "error", s.ToString());
+      }, proto::dieOnException("clear nomination"));
+    }
+    it = holds_.erase(it);
+  }
+  // The cooldown needs only recent victims.
+  absl::erase_if(preempted_at_, [&](const auto& entry) {
+    return now - entry.second >= absl::Seconds(config_.preemption_victim_cooldown_seconds);
+  });
 }
 
 }  // namespace muster::scheduler

@@ -23,6 +23,9 @@
 #include <set>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+
 #include "proto/asio.h"
 #include "proto/clock.h"
 #include "proto/event_recorder.h"
@@ -36,6 +39,7 @@
 #include "scheduler/config.h"
 #include "scheduler/placement.h"
 #include "scheduler/pod_group_status.h"
+#include "scheduler/preemption.h"
 #include "scheduler/queue.h"
 #include "scheduler/status_writer.h"
 
@@ -87,6 +91,33 @@ class Scheduler {
   void onBound(const GangAttempt& attempt, const GangPlacement& placement, Binder::Result result);
   void updateGauges();
 
+  // --- preemption (scheduler/preemption.h) ---
+  // For a gang place() refused: waits on an earlier preemption's victims, or chooses victims and
+  // evicts them, holding the freed room (nominatedNodeName). Says what it did in the verdict.
+  void preempt(const GangAttempt& attempt, const GangRequest& request, Unschedulable* verdict);
+  // Pods of priority below `priority` terminating or marked preempted on `nodes`.
+  int drainingOn(const std::set<std::string>& nodes, int32_t priority) const;
+  // Whether a PodDisruptionBudget would refuse evicting the unit's pods now.
+  bool pdbRefuses(const VictimUnit& unit) const;
+  // Marks every pod (muster.dev/Preempted) and then evicts the marked ones. No mark, no eviction.
+  void markAndEvict(std::vector<PodRef> unmarked, std::vector<PodRef> marked,
+                    std::string message);
+  // Gangs with a pod marked preempted that is not yet terminating (a refused eviction, a crash
+  // between marks and evictions): every pod of the gang is marked and evicted.
+  void finishPreemptions();
+  // Clears the nominatedNodeName of the gang's members, and forgets its hold.
+  void releaseHold(const GangAttempt& attempt);
+  void releaseExpiredHolds();
+  struct Hold {
+    std::set<std::string> nodes;  // the victims' nodes
+    absl::Time until;
+    std::vector<PodRef> nominated;
+  };
+  std::map<GangKey, Hold> holds_;                       // by preemptor
+  absl::flat_hash_map<GangKey, absl::Time> preempted_at_;  // victims, for the cooldown
+  std::set<GangKey> marked_units_;                     // to finish (finishPreemptions)
+  absl::flat_hash_map<std::string, absl::Time> evict_sent_;  // pod key → last eviction sent
+
   const SchedulerConfig config_;
   proto::Clock clock_;
   proto::asio::strand<proto::asio::any_io_executor> strand_;
@@ -106,6 +137,8 @@ class Scheduler {
   proto::Informer<proto::PersistentVolume>& volumes_;
   // Namespace labels, for inter-pod terms' namespaceSelector.
   proto::Informer<proto::Namespace>& namespaces_;
+  // What preemption must not break.
+  proto::Informer<proto::PodDisruptionBudget>& pdbs_;
 
   SchedulerApiPtr api_;
   Binder binder_;

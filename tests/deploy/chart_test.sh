@@ -243,6 +243,9 @@ can "watch persistentvolumeclaims in all namespaces" watch persistentvolumeclaim
 cannot "update persistentvolumeclaims" update persistentvolumeclaims -n "$WORK_NS"
 can "list persistentvolumes" list persistentvolumes
 can "watch persistentvolumes" watch persistentvolumes
+can "list poddisruptionbudgets in all namespaces (preemption)" list poddisruptionbudgets.policy -A
+can "watch poddisruptionbudgets in all namespaces" watch poddisruptionbudgets.policy -A
+cannot "delete poddisruptionbudgets" delete poddisruptionbudgets.policy -A
 cannot "update persistentvolumes" update persistentvolumes
 can "create pods/binding" create pods --subresource=binding -n "$WORK_NS"
 can "create pods/eviction" create pods --subresource=eviction -n "$WORK_NS"

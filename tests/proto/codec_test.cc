@@ -481,6 +481,24 @@ TEST_CASE("a pod condition patch sets one condition under status", "[codec]") {
         R"({"status":{"conditions":[{"type":"PodScheduled","status":"True"}]}})");
 }
 
+TEST_CASE("a condition patch and an eviction for one pod carry its uid as precondition",
+          "[codec]") {
+  CHECK(podConditionPatch({"muster.dev/Preempted", "True", "Preempted", "Preempted by ml/big", ""},
+                          "6f1b") ==
+        R"({"metadata":{"uid":"6f1b"},"status":{"conditions":[{"type":"muster.dev/Preempted",)"
+        R"("status":"True","reason":"Preempted","message":"Preempted by ml/big"}]}})");
+  CHECK(evictionBody("ml", "w0", "6f1b") ==
+        R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"w0","namespace":"ml"},)"
+        R"("deleteOptions":{"preconditions":{"uid":"6f1b"}}})");
+  CHECK(evictionBody("ml", "w0") ==
+        R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"w0","namespace":"ml"}})");
+}
+
+TEST_CASE("a nominatedNodeName patch sets it, or clears it with null", "[codec]") {
+  CHECK(nominatedNodeNamePatch("n7") == R"({"status":{"nominatedNodeName":"n7"}})");
+  CHECK(nominatedNodeNamePatch("") == R"({"status":{"nominatedNodeName":null}})");
+}
+
 TEST_CASE("strings are escaped in encoded bodies", "[codec]") {
   PodCondition condition{"PodScheduled", "False", "Unschedulable",
                          "needs \"8\" GPUs\n\ton one node", ""};
@@ -633,6 +651,31 @@ TEST_CASE("a pod being deleted carries its deletion timestamp", "[codec]") {
                      &pod)
               .ok());
   CHECK(pod.meta.deletion_timestamp == "2025-03-14T10:00:00Z");
+}
+
+TEST_CASE("a PodDisruptionBudget decodes its selector and disruptionsAllowed", "[codec]") {
+  PodDisruptionBudget budget;
+  REQUIRE(decodeJson(R"({"apiVersion":"policy/v1","kind":"PodDisruptionBudget",
+    "metadata":{"name":"train","namespace":"ml"},
+    "spec":{"minAvailable":2,"selector":{"matchLabels":{"app":"train"}}},
+    "status":{"disruptionsAllowed":1,"currentHealthy":3,"desiredHealthy":2}})", &budget).ok());
+  CHECK(budget.meta.namespace_ == "ml");
+  REQUIRE(budget.selector.has_value());
+  CHECK(budget.selector->matches({{"app", "train"}}));
+  CHECK_FALSE(budget.selector->matches({{"app", "serve"}}));
+  CHECK(budget.disruptions_allowed == 1);
+  // No status yet: nothing may be disrupted; no selector: it selects nothing.
+  REQUIRE(decodeJson(R"({"metadata":{"name":"b"},"spec":{}})", &budget).ok());
+  CHECK(budget.disruptions_allowed == 0);
+  CHECK_FALSE(budget.selector.has_value());
+}
+
+TEST_CASE("a pod's preemptionPolicy and startTime are read", "[codec]") {
+  Pod pod;
+  REQUIRE(decodeJson(R"({"metadata":{"name":"p"},"spec":{"priority":5,"preemptionPolicy":"Never",
+    "containers":[]},"status":{"phase":"Running","startTime":"2026-12-04T10:00:00Z"}})", &pod).ok());
+  CHECK(pod.spec.preemption_policy == "Never");
+  CHECK(pod.status.start_time == "2026-12-04T10:00:00Z");
 }
 
 TEST_CASE("a local PersistentVolume decodes its node affinity and claim", "[codec]") {

@@ -35,6 +35,33 @@ queue: {reservationAfterSeconds: 120, initialBackoffSeconds: 2, maxBackoffSecond
         std::string::npos);
 }
 
+TEST_CASE("preemption's keys: bands of minimum runtime by priority, and what is refused",
+          "[config]") {
+  absl::StatusOr<SchedulerConfig> c = parseConfig(R"(
+preemption:
+  enabled: true
+  protectedPriority: 100000
+  minRuntime: [{priority: 1000, seconds: 3600}, {priority: 0, seconds: 300}]
+  victimCooldownSeconds: 60
+  nominationTimeoutSeconds: 120
+)");
+  REQUIRE(c.ok());
+  CHECK(c->preemption_protected_priority == 100000);
+  CHECK(c->minRuntimeSeconds(-5) == 0);
+  CHECK(c->minRuntimeSeconds(0) == 300);
+  CHECK(c->minRuntimeSeconds(999) == 300);
+  CHECK(c->minRuntimeSeconds(5000) == 3600);
+  CHECK(c->preemption_victim_cooldown_seconds == 60);
+  CHECK(SchedulerConfig{}.preemption_enabled);
+  CHECK_FALSE(parseConfig("preemption: {enabled: false}")->preemption_enabled);
+  CHECK(errorOf("preemption: {minRuntime: [{priority: 1, seconds: -1}]}") ==
+        "preemption.minRuntime[0].seconds: must not be negative, got -1");
+  CHECK(errorOf("preemption: {minRuntime: [{priority: 1, secs: 5}]}").find(
+            "preemption.minRuntime[0].secs: unknown key") != std::string::npos);
+  CHECK(errorOf("preemption: {nominationTimeoutSeconds: 0}") ==
+        "preemption.nominationTimeoutSeconds: must be positive, got 0");
+}
+
 TEST_CASE("a scheduler config built in code is validated the same way", "[config]") {
   SchedulerConfig c;
   c.topology_levels = {"rack", "rack"};

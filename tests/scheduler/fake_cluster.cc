@@ -213,6 +213,21 @@ asio::awaitable<absl::Status> FakeSchedulerApi::setPodCondition(PodRef pod,
   co_return absl::OkStatus();
 }
 
+asio::awaitable<absl::Status> FakeSchedulerApi::setNominatedNodeName(PodRef pod, std::string node) {
+  nominations.push_back(pod.key() + " " + node);
+  log.push_back("nominate " + nominations.back());
+  bool found = false;
+  cluster_.edit("pods", pod.namespace_, pod.name, [&](rapidjson::Document& d) {
+    found = true;
+    auto& a = d.GetAllocator();
+    if (!d.HasMember("status")) d.AddMember("status", rapidjson::Value(rapidjson::kObjectType), a);
+    auto& status = d["status"];
+    if (status.HasMember("nominatedNodeName")) status.RemoveMember("nominatedNodeName");
+    if (!node.empty()) status.AddMember("nominatedNodeName", rapidjson::Value(node.c_str(), a), a);
+  });
+  co_return found ? absl::OkStatus() : absl::NotFoundError("pods \"" + pod.name + "\" not found");
+}
+
 asio::awaitable<absl::Status> FakeSchedulerApi::evict(PodRef pod) {
   evictions.push_back(pod.key());
   log.push_back("evict " + pod.key());
@@ -307,6 +322,8 @@ std::string PodJson::json() const {
   w.key("spec").beginObject();
   w.stringField("schedulerName", scheduler_);
   if (!node_.empty()) w.stringField("nodeName", node_);
+  if (priority_) w.integerField("priority", *priority_);
+  if (!preemption_policy_.empty()) w.stringField("preemptionPolicy", preemption_policy_);
   w.key("containers").beginArray().beginObject().stringField("name", "main");
   w.stringField("image", "busybox");
   w.key("resources").beginObject();
@@ -335,7 +352,14 @@ std::string PodJson::json() const {
     w.endArray();
   }
   w.endObject();
-  w.key("status").beginObject().stringField("phase", phase_).endObject();
+  w.key("status").beginObject().stringField("phase", phase_);
+  if (!preempted_.empty()) {
+    w.key("conditions").beginArray().beginObject();
+    w.stringField("type", "muster.dev/Preempted").stringField("status", "True");
+    w.stringField("reason", "Preempted").stringField("message", preempted_);
+    w.endObject().endArray();
+  }
+  w.endObject();
   w.endObject();
   return w.str();
 }

@@ -90,6 +90,7 @@ class FakeSchedulerApi final : public SchedulerApi {
   std::vector<BindCall> binds;           // every bind asked for, in order
   std::vector<std::string> conditions;   // "ns/name Type=Status"
   std::vector<std::string> evictions;    // pods asked to be evicted
+  std::vector<std::string> nominations;  // "ns/name node" ("ns/name " when cleared)
   std::vector<std::string> group_statuses;  // "ns/name phase scheduled"
   // scheduling.k8s.io/v1alpha2 PodGroups: "ns/name Type=Status Reason: message"
   std::vector<std::string> workload_conditions;
@@ -98,6 +99,7 @@ class FakeSchedulerApi final : public SchedulerApi {
   proto::asio::awaitable<absl::Status> bind(PodRef pod, std::string node) override;
   proto::asio::awaitable<absl::Status> setPodCondition(PodRef pod,
                                                        proto::PodCondition condition) override;
+  proto::asio::awaitable<absl::Status> setNominatedNodeName(PodRef pod, std::string node) override;
   proto::asio::awaitable<absl::Status> evict(PodRef pod) override;
   proto::asio::awaitable<absl::Status> setPodGroupStatus(std::string ns, std::string name,
                                                          proto::PodGroupStatus status) override;
@@ -167,6 +169,10 @@ class PodJson {
   PodJson& boundTo(const std::string& node) { node_ = node; return *this; }
   PodJson& schedulerName(const std::string& v) { scheduler_ = v; return *this; }
   PodJson& phase(const std::string& v) { phase_ = v; return *this; }
+  PodJson& priority(int32_t p) { priority_ = p; return *this; }
+  PodJson& preemptionPolicy(const std::string& v) { preemption_policy_ = v; return *this; }
+  // Carries muster.dev/Preempted=True, as Muster marks a victim before evicting it.
+  PodJson& markedPreempted(const std::string& message) { preempted_ = message; return *this; }
   PodJson& gate(const std::string& name) { gates_.push_back(name); return *this; }
   // A volume using the PersistentVolumeClaim `claim`.
   PodJson& claim(const std::string& claim) { claims_.push_back(claim); return *this; }
@@ -177,7 +183,8 @@ class PodJson {
 
  private:
   std::string name_, ns_ = "ml", node_, owner_, scheduler_ = "muster-scheduler", phase_ = "Pending";
-  std::string scheduling_group_;
+  std::string scheduling_group_, preemption_policy_, preempted_;
+  std::optional<int32_t> priority_;
   int gpus_ = 1;
   std::map<std::string, std::string> labels_, annotations_, extra_;
   std::vector<std::string> gates_, claims_, resource_claims_;

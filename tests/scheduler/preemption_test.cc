@@ -108,8 +108,7 @@ TEST_CASE("equal or higher priority is never preempted, nor a protected one", "[
   c.addGang("same", 50, 8, {"n0"});
   ClusterCache cache = c.cache();
   GangRequest big = preemptor("big", 1, 8, 50);
-  CHECK_THAT(refused(choosePreemption(big, at(50), cache)).message,
-             Catch::Contains("no pods of lower priority"));
+  CHECK(refused(choosePreemption(big, at(50), cache)).message.empty());
   CHECK(victimGangs(choosePreemption(big, at(51), cache)) == std::set<std::string>{"same"});
   PreemptionRequest p = at(51);
   p.protected_priority = 50;

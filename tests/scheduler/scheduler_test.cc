@@ -801,3 +801,106 @@ TEST_CASE("a gang recreated under the same names after its rollback is retried a
 
 }  // namespace
 }  // namespace muster::scheduler
+
+namespace muster::scheduler {
+namespace {
+
+// --- preemption ---------------------------------------------------------------------------------
+
+// Rack r1 (n1, n2) full with the low-priority gang "low" (a Job's pods, one per node).
+void fullOfLowPriority(Fixture& f) {
+  f.cluster.put("nodes", nodeJson("n1").rack("r1"));
+  f.cluster.put("nodes", nodeJson("n2").rack("r1"));
+  f.cluster.put("pods", podJson("low-0").gpus(8).gang("low", 2).priority(1).controlledBy("low").boundTo("n1"));
+  f.cluster.put("pods", podJson("low-1").gpus(8).gang("low", 2).priority(1).controlledBy("low").boundTo("n2"));
+}
+
+TEST_CASE("a high-priority pod preempts a whole lower-priority gang: both marked, then both "
+          "evicted, the room held for it, then it is bound there", "[scheduler][preemption]") {
+  Fixture f;
+  fullOfLowPriority(f);
+  f.cluster.put("pods", podJson("big").gpus(8).priority(100));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return !f.exists("low-0") && !f.exists("low-1"); }));
+  // Every mark before any eviction: a crash in between leaves marks, never an unmarked gang
+  // partly evicted.
+  const size_t last_mark = std::max(f.indexOf(f.api->log, "condition ml/low-0 muster.dev/Preempted=True"),
+                                    f.indexOf(f.api->log, "condition ml/low-1 muster.dev/Preempted=True"));
+  const size_t first_evict = std::min(f.indexOf(f.api->log, "evict ml/low-0"),
+                                      f.indexOf(f.api->log, "evict ml/low-1"));
+  REQUIRE(last_mark < f.api->log.size());
+  CHECK(last_mark < first_evict);
+  REQUIRE(f.api->nominations.size() == 1);
+  const std::string nominated = f.api->nominations[0].substr(std::string("ml/big ").size());
+  CHECK((nominated == "n1" || nominated == "n2"));
+  f.afterBackoff();
+  REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("big").empty(); }));
+  CHECK(f.nodeOf("big") == nominated);
+  f.cluster.settle();
+  CHECK(f.sink->count("Preempted", "ml/low-0") == 1);
+  CHECK(f.sink->count("Preempted", "ml/low-1") == 1);
+  CHECK(f.sink->count("Preempting", "ml/big") == 1);
+  CHECK(f.api->evictions.size() == 2);
+}
+
+TEST_CASE("equal priority never preempts, nor a pod whose preemptionPolicy is Never",
+          "[scheduler][preemption]") {
+  Fixture f;
+  fullOfLowPriority(f);
+  f.cluster.put("pods", podJson("peer").gpus(8).priority(1));
+  f.cluster.put("pods", podJson("polite").gpus(8).priority(100).preemptionPolicy("Never"));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] {
+    return f.scheduledCondition("polite").find("preemptionPolicy is Never") != std::string::npos;
+  }));
+  for (int i = 0; i < 3; ++i) {
+    f.afterBackoff();
+    f.cluster.settle();
+  }
+  CHECK(f.api->evictions.empty());
+  CHECK(f.api->nominations.empty());
+  CHECK(f.exists("low-0"));
+  CHECK(f.exists("low-1"));
+}
+
+TEST_CASE("a gang a crash left partly marked is marked and evicted whole when the scheduler "
+          "starts again", "[scheduler][preemption]") {
+  Fixture f;
+  f.cluster.put("nodes", nodeJson("n1").rack("r1"));
+  f.cluster.put("nodes", nodeJson("n2").rack("r1"));
+  // The last life marked low-0 and died before marking low-1 or evicting anything.
+  f.cluster.put("pods", podJson("low-0").gpus(8).gang("low", 2).priority(1).controlledBy("low")
+                            .boundTo("n1").markedPreempted("Preempted by ml/big"));
+  f.cluster.put("pods", podJson("low-1").gpus(8).gang("low", 2).priority(1).controlledBy("low").boundTo("n2"));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return !f.exists("low-0") && !f.exists("low-1"); }));
+  CHECK(f.indexOf(f.api->log, "condition ml/low-1 muster.dev/Preempted=True") <
+        f.indexOf(f.api->log, "evict ml/low-1"));
+}
+
+TEST_CASE("an eviction refused for a preempted pod is sent again until its gang is gone",
+          "[scheduler][preemption]") {
+  Fixture f;
+  fullOfLowPriority(f);
+  f.cluster.put("pods", podJson("big").gpus(8).priority(100));
+  f.api->on_evict = [](const std::string& pod, int) {
+    static int refusals = 0;
+    return pod == "ml/low-1" && refusals++ < 2
+               ? absl::ResourceExhaustedError("Cannot evict pod as it would violate the pod's disruption budget.")
+               : absl::OkStatus();
+  };
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return !f.exists("low-0"); }));
+  f.cluster.settle();
+  CHECK(f.exists("low-1"));
+  for (int i = 0; i < 12 && f.exists("low-1"); ++i) {
+    f.clock.advance(absl::Seconds(6));
+    f.scheduler->wake();
+    f.cluster.settle();
+  }
+  CHECK_FALSE(f.exists("low-1"));
+  CHECK(std::count(f.api->evictions.begin(), f.api->evictions.end(), "ml/low-1") == 3);
+}
+
+}  // namespace
+}  // namespace muster::scheduler
