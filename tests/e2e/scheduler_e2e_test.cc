@@ -1153,4 +1153,186 @@ TEST_CASE("a PodGroup gang is placed whole, its status follows its pods, and /me
   (void)TestCluster::get().kubectl({"delete", "podgroups.scheduling.x-k8s.io", group, "-n", "default", "--wait=false"});
 }
 
+// --- preemption (issue 12) ------------------------------------------------------------------------
+
+namespace {
+
+// Four racks of four 8-GPU nodes, each rack filled by two low-priority gangs of 4 × 4 GPUs
+// (required rack). The racks fill one after another, at least a second apart, so each rack's
+// gangs have run longer than the next rack's. Returns the racks in fill order, each with its gangs.
+struct PreemptionWorld {
+  Env& env;
+  std::string low, high;  // PriorityClass names
+  std::vector<std::pair<std::string, std::vector<std::string>>> racks;  // rack → its gangs
+
+  explicit PreemptionWorld(Env& e) : env(e), low(e.run + "-low"), high(e.run + "-high") {
+    makeRacks(env, 4, 4);
+    REQUIRE(TestCluster::get().kubectl({"create", "priorityclass", low, "--value=10"}).ok());
+    REQUIRE(TestCluster::get().kubectl({"create", "priorityclass", high, "--value=1000"}).ok());
+  }
+  ~PreemptionWorld() {
+    (void)TestCluster::get().kubectl({"delete", "priorityclass", low, high, "--wait=false"});
+  }
+  PodBuilder pod(const std::string& name, const std::string& gang, int size, int gpus,
+                 const std::string& priority_class) {
+    return PodBuilder(name, env.run)
+        .withGpus(gpus)
+        .gang(gang, size)
+        .label("e2e-gang", gang)
+        .annotate("muster.dev/topology-required", "muster.dev/rack")
+        .spec(absl::StrCat(R"("priorityClassName":")", priority_class, "\""));
+  }
+  void fill() {
+    for (int r = 0; r < 4; ++r) {
+      for (const char* half : {"a", "b"}) {
+        const std::string gang = absl::StrCat("lo", r, half);
+        for (int i = 0; i < 4; ++i) create(*env.client, pod(absl::StrCat(gang, "-", i), gang, 4, 4, low));
+        REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), gang + "-") == 4; }));
+        auto rack = racksOf(env, listPods(*env.client, env.run), gang + "-");
+        REQUIRE(rack.size() == 1);
+        if (racks.empty() || racks.back().first != *rack.begin()) racks.push_back({*rack.begin(), {}});
+        racks.back().second.push_back(gang);
+      }
+      // The next rack's gangs start at least a second later (startTime has whole seconds).
+      auto filled = std::chrono::system_clock::now();
+      REQUIRE(waitFor([&] { return std::chrono::system_clock::now() - filled > std::chrono::milliseconds(1100); }));
+    }
+    REQUIRE(racks.size() == 4);
+  }
+  void createHigh(const std::string& gang) {
+    for (int i = 0; i < 16; ++i) create(*env.client, pod(absl::StrCat(gang, "-", i), gang, 16, 2, high));
+  }
+  // Gangs with at least one pod left, and how many.
+  std::map<std::string, int> lowGangs() {
+    std::map<std::string, int> out;
+    for (const auto& [name, p] : listPods(*env.client, env.run))
+      if (name.rfind("lo", 0) == 0 && !p.meta.deletion_timestamp) out[name.substr(0, name.find('-'))]++;
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("preemption: a high-priority 16-pod gang needing one rack evicts exactly the two newest "
+          "low gangs of one rack and binds there, a PodDisruptionBudget makes the next ones choose "
+          "other racks, and equals are never preempted") {
+  Env env("preempt");
+  PreemptionWorld world(env);
+  SchedulerProcess sched(kTestSchedulerConfig, {"-v", "2"});
+  sched.start();
+  REQUIRE(sched.waitReady());
+  world.fill();
+  const auto& [newest_rack, newest_gangs] = world.racks[3];
+
+  world.createHigh("hi1");
+  INFO(sched.logLines("Preempt"));
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "hi1-") == 16; },
+                  std::chrono::seconds(90)));
+  auto pods = listPods(*env.client, env.run);
+  CHECK(racksOf(env, pods, "hi1-") == std::set<std::string>{newest_rack});
+  // Exactly the newest rack's two gangs are gone, whole; the other six are whole and untouched.
+  std::map<std::string, int> left = world.lowGangs();
+  for (const auto& [rack, gangs] : world.racks) {
+    for (const std::string& g : gangs) {
+      if (rack == newest_rack) CHECK(left.count(g) == 0);
+      else CHECK(left[g] == 4);
+    }
+  }
+  for (const auto& [name, p] : pods)
+    if (name.rfind("lo", 0) == 0) CHECK(p.findCondition(proto::vocabulary::kPreemptedCondition) == nullptr);
+  CHECK(absl::StrContains(sched.logTail(1 << 20), "Preempting"));
+
+  // A budget that allows no disruption of the (now) newest low rack: the next gang takes the
+  // next cheapest rack instead, and the one after it the last unguarded rack.
+  const auto& guarded_gangs = world.racks[2].second;
+  const std::string pdb = env.run + "-guard";
+  REQUIRE(TestCluster::get()
+              .kubectl({"create", "poddisruptionbudget", pdb, "-n", "default", "--max-unavailable=0",
+                        absl::StrCat("--selector=e2e-gang in (", absl::StrJoin(guarded_gangs, ","), ")")})
+              .ok());
+  for (int next : {1, 0}) {
+    const std::string gang = next == 1 ? "hi2" : "hi3";
+    world.createHigh(gang);
+    REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), gang + "-") == 16; },
+                    std::chrono::seconds(90)));
+    CHECK(racksOf(env, listPods(*env.client, env.run), gang + "-") ==
+          std::set<std::string>{world.racks[next].first});
+    left = world.lowGangs();
+    for (const std::string& g : world.racks[next].second) CHECK(left.count(g) == 0);
+    for (const std::string& g : guarded_gangs) CHECK(left[g] == 4);
+  }
+  // Now only the guarded gangs are below it (the other high gangs are its equals): the fourth
+  // waits, and says why.
+  world.createHigh("hi4");
+  REQUIRE(waitFor([&] {
+    auto ps = listPods(*env.client, env.run);
+    return ps.count("hi4-0") &&
+           conditionMessage(ps.at("hi4-0")).find("PodDisruptionBudget") != std::string::npos;
+  }));
+  CHECK_FALSE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "hi4-") > 0; },
+                      std::chrono::seconds(3)));
+  left = world.lowGangs();
+  for (const std::string& g : guarded_gangs) CHECK(left[g] == 4);
+  for (const char* g : {"hi1-", "hi2-", "hi3-"}) CHECK(boundCount(listPods(*env.client, env.run), g) == 16);
+  (void)TestCluster::get().kubectl({"delete", "poddisruptionbudget", pdb, "-n", "default", "--wait=false"});
+  CHECK(sched.alive());
+}
+
+TEST_CASE("preemption: scheduler killed twice mid-preemption, no low gang is left partly evicted "
+          "and the preemptor ends bound whole") {
+  Env env("preempt-kill");
+  PreemptionWorld world(env);
+  SchedulerProcess sched(kTestSchedulerConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+  world.fill();
+  world.createHigh("hi");
+  // The first kill as soon as any victim is marked or going; the second right after the restart
+  // has listed everything (while it finishes what the first life left).
+  auto touched = [&] {
+    for (const auto& [name, p] : listPods(*env.client, env.run))
+      if (name.rfind("lo", 0) == 0 &&
+          (p.meta.deletion_timestamp || p.findCondition(proto::vocabulary::kPreemptedCondition)))
+        return true;
+    return false;
+  };
+  auto marked = [&] {
+    int n = 0;
+    for (const auto& [name, p] : listPods(*env.client, env.run))
+      n += name.rfind("lo", 0) == 0 && p.findCondition(proto::vocabulary::kPreemptedCondition) != nullptr;
+    return n;
+  };
+  REQUIRE(waitFor(touched, std::chrono::seconds(60), std::chrono::milliseconds(2)));
+  sched.kill9();
+  std::map<std::string, int> at_first_kill = world.lowGangs();
+  const int marked_first = marked();
+  sched.start();
+  REQUIRE(sched.waitReady());
+  sched.kill9();
+  std::map<std::string, int> at_second_kill = world.lowGangs();
+  const int marked_second = marked();
+  sched.start();
+  REQUIRE(sched.waitReady());
+  std::cout << "e2e: low pods not terminating at the kills: "
+            << absl::StrJoin(at_first_kill, " ", absl::PairFormatter("=")) << " (" << marked_first
+            << " marked) | " << absl::StrJoin(at_second_kill, " ", absl::PairFormatter("="))
+            << " (" << marked_second << " marked)" << std::endl;
+
+  // Converged: the preemptor whole, every low gang either whole and unmarked or entirely gone,
+  // and exactly one rack's gangs gone.
+  auto settled = [&] {
+    auto pods = listPods(*env.client, env.run);
+    if (boundCount(pods, "hi-") != 16) return false;
+    for (const auto& [g, n] : world.lowGangs())
+      if (n != 4) return false;
+    for (const auto& [name, p] : pods)
+      if (name.rfind("lo", 0) == 0 && p.findCondition(proto::vocabulary::kPreemptedCondition)) return false;
+    return true;
+  };
+  INFO(sched.logTail());
+  REQUIRE(waitFor(settled, std::chrono::seconds(120), std::chrono::milliseconds(200)));
+  CHECK(world.lowGangs().size() == 6);
+  CHECK(racksOf(env, listPods(*env.client, env.run), "hi-").size() == 1);
+}
+
 }  // namespace muster::e2e
