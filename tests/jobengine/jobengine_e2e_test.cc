@@ -531,6 +531,87 @@ TEST_CASE("a gang preempted by Muster's scheduler is requeued without a restart:
                  "jsonpath={.items[*].type}"}) == "Warning");
 }
 
+TEST_CASE("muster-scheduler preempts a running ParallelJob for a higher-priority pod: the job is "
+          "requeued with restarts unchanged and runs again elsewhere") {
+  Fixture f;
+  const std::string high = f.ns() + "-high";
+  kubectl({"create", "priorityclass", high, "--value=1000"});
+  // Two full-node pods (8 GPUs each), so nothing else fits beside either.
+  f.apply(R"(apiVersion: preferred.jp/v1alpha1
+kind: ParallelJob
+metadata:
+  name: low-train
+spec:
+  runtimeRef:
+    name: mpi-openmpi
+  numPods: 2
+  numProcPerPod: 8
+  launcher:
+    spec:
+      containers:
+      - name: main
+        image: ghcr.io/pfnet/parallel-controller/openmpi:v0.1.0
+        command: [sh, -c, "sleep infinity"]
+        resources:
+          limits:
+            nvidia.com/gpu: "8"
+)");
+  auto before = f.waitAttemptRunning("low-train-0", 2);
+  f.waitPhase("low-train", "Running");
+  const std::string node = before[0].spec.node_name;
+  // A higher-priority pod that fits only on that node.
+  f.apply(absl::StrCat(R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: vip
+spec:
+  schedulerName: muster-scheduler
+  priorityClassName: )", high, R"(
+  nodeSelector:
+    kubernetes.io/hostname: )", node, R"(
+  containers:
+  - name: main
+    image: busybox
+    resources:
+      limits:
+        nvidia.com/gpu: "8"
+)"));
+  bool bound = waitFor([&] {
+    auto pods = f.pods("");
+    for (const auto& p : pods)
+      if (p.meta.name == "vip") return p.spec.node_name == node;
+    return false;
+  }, kTimeout, std::chrono::milliseconds(200));
+  INFO(f.scheduler().logLines("reempt"));
+  REQUIRE(bound);
+  // The whole job was preempted and requeued: same attempt, a preemption, not a restart.
+  auto job = f.waitPhase("low-train", "Running", [](const ParallelJob& j) { return j.status.preemptions == 1; });
+  CHECK(job.status.restarts == 0);
+  CHECK(job.status.job_group_name == "low-train-0");
+  auto after = f.waitAttemptRunning("low-train-0", 2);
+  for (const auto& p : after) {
+    CHECK(p.spec.node_name != node);
+    for (const auto& b : before) CHECK(p.meta.uid != b.meta.uid);
+  }
+  std::string events;
+  bool evented = waitFor([&] {
+    events = f.eventReasons();
+    return events.find("Preempted: Preempted by " + f.ns() + "/vip\n") != std::string::npos;
+  }, kTimeout, std::chrono::milliseconds(200));
+  INFO(events);
+  CHECK(evented);
+  CHECK(events.find("Restarting: ") == std::string::npos);
+  // The victims' Events and the preemptor's.
+  std::string pod_events = kubectl({"get", "events", "-n", f.ns(), "--field-selector",
+                                    "involvedObject.kind=Pod", "-o",
+                                    "jsonpath={range .items[*]}{.reason} {.involvedObject.name}: {.message}{\"\\n\"}{end}"});
+  INFO(pod_events);
+  CHECK(pod_events.find("Preempting vip: Preempting 2 pods of 1 gang on") != std::string::npos);
+  CHECK(pod_events.find("Preempted " + before[0].meta.name + ": Preempted by " + f.ns() + "/vip") !=
+        std::string::npos);
+  kubectl({"delete", "priorityclass", high, "--wait=false"});
+}
+
 TEST_CASE("the seed's troubleshooting commands work verbatim") {
   Fixture f;
   f.apply(replaceOnce(seedYaml("seed-1-mpi-sample-job.yaml"), "name: mpi-sample-job\n",
