@@ -224,16 +224,23 @@ void ClusterCache::upsertPod(const proto::Pod& pod) {
     CachedPod& cached = it->second;
     if (nodes_[cached.node].name == pod.spec.node_name && cached.requests == requests &&
         cached.ports == ports) {
+      const bool was_assumed = cached.assumed;
       if (cached.assumed) MUSTER_LOG_INFO(4, "Assumed pod confirmed", "pod", key);
       cached.assumed = false;
       // Labels may change on a running pod; anti-affinity terms cannot.
       if (cached.placed->labels != pod.meta.labels ||
           cached.placed->terminating != pod.meta.deletion_timestamp.has_value() ||
           cached.placed->preempted != markedPreempted(pod) ||
-          cached.placed->started != startOf(pod)) {
+          cached.placed->started != startOf(pod) ||
+          cached.placed->priority != pod.spec.priority.value_or(0) ||
+          !(cached.placed->unit == gangKeyOf(pod))) {
         countClaims(*cached.placed, -1);
+        unindexUnit(key, cached.placed->unit);
         cached.placed = placedOf(pod);
         countClaims(*cached.placed, +1);
+        indexUnit(key, cached);
+      } else if (was_assumed) {
+        indexUnit(key, cached);
       }
       return;
     }
@@ -287,7 +294,7 @@ absl::Status ClusterCache::resume(std::string_view pod_key) {
   std::string key = it->first;
   suspended_.erase(it);
   account(cached.node, cached.requests, cached.ports, +1);
-  insertPod(std::move(key), std::move(cached));
+  insertPod(std::move(key), std::move(cached), /*index_unit=*/false);
   return absl::OkStatus();
 }
 
@@ -298,7 +305,31 @@ void ClusterCache::countClaims(const PlacedPod& placed, int sign) {
   }
 }
 
-void ClusterCache::insertPod(std::string key, CachedPod cached) {
+void ClusterCache::indexUnit(const std::string& key, const CachedPod& cached) {
+  std::vector<UnitMember>& members = units_[cached.placed->unit];
+  auto it = std::find_if(members.begin(), members.end(),
+                         [&](const UnitMember& m) { return m.pod == key; });
+  if (it == members.end()) {
+    UnitMember m;
+    m.pod = key;
+    it = members.insert(members.end(), std::move(m));
+  }
+  it->node = cached.node;
+  it->priority = cached.placed->priority;
+  it->started = cached.placed->started;
+  it->requests = cached.requests;
+  it->busy = cached.assumed || cached.placed->terminating || cached.placed->preempted;
+}
+
+void ClusterCache::unindexUnit(const std::string& key, const GangKey& unit) {
+  auto it = units_.find(unit);
+  if (it == units_.end()) return;
+  std::erase_if(it->second, [&](const UnitMember& m) { return m.pod == key; });
+  if (it->second.empty()) units_.erase(it);
+}
+
+void ClusterCache::insertPod(std::string key, CachedPod cached, bool index_unit) {
+  if (index_unit) indexUnit(key, cached);
   countClaims(*cached.placed, +1);
   if (!cached.placed->required_anti_affinity.empty()) with_anti_affinity_.insert(key);
   if (cached.placed->anyTerm()) with_terms_.insert(key);
@@ -323,6 +354,7 @@ void ClusterCache::removePod(std::string_view pod_key) {
   NodeId id = it->second.node;
   account(id, it->second.requests, it->second.ports, -1);
   countClaims(*it->second.placed, -1);
+  unindexUnit(it->first, it->second.placed->unit);
   with_anti_affinity_.erase(it->first);
   with_terms_.erase(it->first);
   pods_.erase(it);

@@ -46,6 +46,7 @@ namespace muster::scheduler {
 
 using NodeId = uint32_t;
 
+
 // What inter-pod affinity (scheduler/interpod.h) needs of a placed pod.
 struct PlacedPod {
   std::string namespace_;
@@ -72,6 +73,18 @@ struct PlacedPod {
 
 // The pod carries muster.dev/Preempted=True: Muster is evicting its gang.
 bool markedPreempted(const proto::Pod& pod);
+
+// One placed pod of a gang, as the cache's per-gang index keeps it (for preemption).
+struct UnitMember {
+  std::string pod;  // "namespace/name"
+  NodeId node = 0;
+  int32_t priority = 0;
+  absl::Time started = absl::InfinitePast();
+  Resources requests;
+  // Assumed (its bind in flight), terminating, or already marked preempted: the gang is not a
+  // candidate victim.
+  bool busy = false;
+};
 
 struct NodeInfo {
   std::string name;
@@ -179,6 +192,12 @@ class ClusterCache {
     for (const auto& [key, cached] : pods_)
       f(std::string_view(key), *cached.placed, cached.node, cached.requests, cached.assumed);
   }
+  // Every gang (gangKeyOf) with placed pods, and those pods: f(const GangKey&,
+  // const std::vector<UnitMember>&). Kept incrementally; suspend() does not change it.
+  template <class F>
+  void forEachUnit(F&& f) const {
+    for (const auto& [key, members] : units_) f(key, members);
+  }
   // Takes a placed pod out of the accounting for a simulation (preemption's "what if these pods
   // were gone"), keeping its node slot; resume() puts it back exactly. NotFound when the pod is
   // not placed (or already suspended). The scheduler resumes before anything else touches the
@@ -228,7 +247,10 @@ class ClusterCache {
     std::shared_ptr<const PlacedPod> placed;  // never null
   };
   static std::shared_ptr<const PlacedPod> placedOf(const proto::Pod& pod);
-  void insertPod(std::string key, CachedPod cached);
+  // `index_unit` false: only resume() puts back a pod its gang's index still holds.
+  void insertPod(std::string key, CachedPod cached, bool index_unit = true);
+  void indexUnit(const std::string& key, const CachedPod& cached);
+  void unindexUnit(const std::string& key, const GangKey& unit);
 
   void upsertNode(const proto::Node& node);
   void upsertPod(const proto::Pod& pod);
@@ -248,6 +270,7 @@ class ClusterCache {
   absl::flat_hash_set<std::string> with_terms_;          // ... with any inter-pod term
   absl::flat_hash_map<std::string, NodeId> nominated_;     // pending pod → node it is nominated to
   absl::flat_hash_map<std::string, CachedPod> suspended_;  // suspend()ed pods, by key
+  absl::flat_hash_map<GangKey, std::vector<UnitMember>> units_;  // placed pods by gang
   absl::flat_hash_map<std::string, int> claim_users_;      // "ns/claim" → placed pods using it
   void countClaims(const PlacedPod& placed, int sign);
   void unnominate(const std::string& key);

@@ -803,6 +803,7 @@ std::string Placer::needs() const {
 }
 
 Unschedulable Placer::diagnose(std::string headline_extra) const {
+  if (!options_.diagnose) return Unschedulable{};
   Unschedulable u;
   FilterDiagnosis diag;
   const Group& main = groups_[0];

@@ -70,6 +70,9 @@ struct PlacementOptions {
   SinglePodStrategy single_pod_strategy = SinglePodStrategy::kPack;
   // Namespace labels, for inter-pod terms' namespaceSelector (none: such selectors match only {}).
   std::function<const proto::Labels*(std::string_view name)> namespace_labels = {};
+  // false: an Unschedulable verdict carries no message or per-node reasons (preemption's
+  // simulations only ask whether the gang fits; the diagnosis visits every node).
+  bool diagnose = true;
 };
 
 struct Assignment {

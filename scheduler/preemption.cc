@@ -1,10 +1,13 @@
 #include "scheduler/preemption.h"
 
 #include <algorithm>
+#include <limits>
+#include <memory>
 #include <numeric>
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/log.h"
@@ -13,45 +16,126 @@
 namespace muster::scheduler {
 namespace {
 
-// A candidate and where its pods are.
+// A candidate: its cost figures (unit.pods and unit.nodes are filled only for the chosen) and
+// its pods as the cache's per-gang index holds them (stable while the chooser runs: suspend()
+// does not change the index).
 struct Candidate {
   VictimUnit unit;
-  std::vector<std::pair<NodeId, Resources>> placed;  // per pod: node and requests
-  bool pdb = false;                                   // a PodDisruptionBudget would refuse
+  const std::vector<UnitMember>* members = nullptr;
+  bool pdb = false;  // a PodDisruptionBudget would refuse
 };
 
-int compareCost(const std::vector<const VictimUnit*>& a, const std::vector<const VictimUnit*>& b) {
-  auto priorities = [](const std::vector<const VictimUnit*>& s) {
-    std::vector<int32_t> p;
-    p.reserve(s.size());
-    for (const VictimUnit* u : s) p.push_back(u->priority);
-    std::sort(p.begin(), p.end(), std::greater<>());
-    return p;
-  };
-  std::vector<int32_t> pa = priorities(a), pb = priorities(b);
+// The units that may be victims, without their pods' names (see preemptionCandidates).
+std::vector<Candidate> collect(const GangRequest& request, const PreemptionRequest& preemption,
+                               const ClusterCache& cache) {
+  const std::optional<ResourceId> gpu = findResource(vocab::kGpuResource);
+  const std::optional<ResourceId> amd = findResource(vocab::kAmdGpuResource);
+  std::vector<Candidate> out;
+  cache.forEachUnit([&](const GangKey& key, const std::vector<UnitMember>& members) {
+    if (key == request.key || members.empty()) return;
+    int32_t priority = std::numeric_limits<int32_t>::min();
+    absl::Time newest = absl::InfinitePast();
+    for (const UnitMember& m : members) {
+      if (m.busy) return;
+      priority = std::max(priority, m.priority);
+      newest = std::max(newest, m.started);
+    }
+    if (priority >= preemption.priority || priority >= preemption.protected_priority) return;
+    if (preemption.cooling_down && preemption.cooling_down(key)) return;
+    const int64_t min_runtime =
+        preemption.min_runtime_seconds ? preemption.min_runtime_seconds(priority) : 0;
+    if (min_runtime > 0 &&
+        (newest == absl::InfinitePast() || preemption.now - newest < absl::Seconds(min_runtime)))
+      return;
+    for (const UnitMember& m : members)
+      for (const auto& [pod, node] : request.bound)
+        if (m.pod == pod) return;  // the preemptor's own bound members
+    Candidate c;
+    c.unit.key = key;
+    c.unit.priority = priority;
+    c.members = &members;
+    int64_t cpu_milli_seconds = 0;
+    for (const UnitMember& m : members) {
+      const int64_t running =
+          m.started == absl::InfinitePast()
+              ? 0
+              : std::max<int64_t>(0, absl::ToInt64Seconds(preemption.now - m.started));
+      const int64_t gpus = (gpu ? m.requests[*gpu] : 0) + (amd ? m.requests[*amd] : 0);
+      c.unit.gpu_seconds = saturatingAdd(c.unit.gpu_seconds, saturatingMul(gpus, running));
+      cpu_milli_seconds = saturatingAdd(cpu_milli_seconds, saturatingMul(m.requests[kCpu], running));
+      c.unit.running_seconds = saturatingAdd(c.unit.running_seconds, running);
+    }
+    c.unit.cpu_seconds = cpu_milli_seconds / 1000;
+    c.pdb = preemption.pdb_refuses && preemption.pdb_refuses(key, members);
+    out.push_back(std::move(c));
+  });
+  std::sort(out.begin(), out.end(),
+            [](const Candidate& a, const Candidate& b) { return a.unit.key < b.unit.key; });
+  return out;
+}
+
+// Fills in the unit's pods and nodes (sorted).
+void describeMembers(const ClusterCache& cache, const std::vector<UnitMember>& members,
+                     VictimUnit* unit) {
+  unit->pods.clear();
+  unit->nodes.clear();
+  for (const UnitMember& m : members) {
+    unit->pods.push_back(m.pod);
+    unit->nodes.push_back(cache.node(m.node).name);
+  }
+  std::sort(unit->pods.begin(), unit->pods.end());
+  std::sort(unit->nodes.begin(), unit->nodes.end());
+  unit->nodes.erase(std::unique(unit->nodes.begin(), unit->nodes.end()), unit->nodes.end());
+}
+
+// The cost of a set of victims, for comparison (see choosePreemption): its priorities from the
+// highest down, the work lost, the running time, the keys.
+struct Cost {
+  std::vector<int32_t> priorities;  // descending
+  int64_t gpu = 0, cpu = 0, run = 0;
+  std::vector<const GangKey*> keys;  // sorted
+
+  explicit Cost(const std::vector<const VictimUnit*>& units) {
+    priorities.reserve(units.size());
+    keys.reserve(units.size());
+    for (const VictimUnit* u : units) {
+      priorities.push_back(u->priority);
+      gpu += u->gpu_seconds;
+      cpu += u->cpu_seconds;
+      run += u->running_seconds;
+      keys.push_back(&u->key);
+    }
+    std::sort(priorities.begin(), priorities.end(), std::greater<>());
+    std::sort(keys.begin(), keys.end(), [](const GangKey* a, const GangKey* b) { return *a < *b; });
+  }
+};
+
+int compare(const Cost& a, const Cost& b, bool keys_too = true) {
+  const auto& pa = a.priorities;
+  const auto& pb = b.priorities;
   for (size_t i = 0; i < pa.size() && i < pb.size(); ++i) {
     if (pa[i] != pb[i]) return pa[i] < pb[i] ? -1 : 1;
   }
   if (pa.size() != pb.size()) return pa.size() < pb.size() ? -1 : 1;
-  auto sum = [](const std::vector<const VictimUnit*>& s, double VictimUnit::*field) {
-    double total = 0;
-    for (const VictimUnit* u : s) total += u->*field;
-    return total;
-  };
-  for (double VictimUnit::*field :
-       {&VictimUnit::gpu_seconds, &VictimUnit::cpu_seconds, &VictimUnit::running_seconds}) {
-    double x = sum(a, field), y = sum(b, field);
+  for (auto [x, y] : {std::pair{a.gpu, b.gpu}, std::pair{a.cpu, b.cpu}, std::pair{a.run, b.run}}) {
     if (x != y) return x < y ? -1 : 1;
   }
-  auto keys = [](const std::vector<const VictimUnit*>& s) {
-    std::vector<GangKey> k;
-    for (const VictimUnit* u : s) k.push_back(u->key);
-    std::sort(k.begin(), k.end());
-    return k;
-  };
-  std::vector<GangKey> ka = keys(a), kb = keys(b);
-  if (ka != kb) return ka < kb ? -1 : 1;
+  if (!keys_too) return 0;
+  for (size_t i = 0; i < a.keys.size() && i < b.keys.size(); ++i) {
+    if (*a.keys[i] != *b.keys[i]) return *a.keys[i] < *b.keys[i] ? -1 : 1;
+  }
   return 0;
+}
+
+int compareCost(const std::vector<const VictimUnit*>& a, const std::vector<const VictimUnit*>& b,
+                bool keys_too = true) {
+  return compare(Cost(a), Cost(b), keys_too);
+}
+
+// One unit against another, as compare() of the two singletons.
+bool unitCheaper(const VictimUnit& a, const VictimUnit& b) {
+  return std::tie(a.priority, a.gpu_seconds, a.cpu_seconds, a.running_seconds, a.key) <
+         std::tie(b.priority, b.gpu_seconds, b.cpu_seconds, b.running_seconds, b.key);
 }
 
 Resources clampedFreeOf(const NodeInfo& n) {
@@ -71,8 +155,8 @@ class Simulation {
   void set(size_t i, bool suspend) {
     if (suspended_[i] == suspend) return;
     suspended_[i] = suspend;
-    for (const std::string& pod : candidates_[i].unit.pods) {
-      absl::Status s = suspend ? cache_.suspend(pod) : cache_.resume(pod);
+    for (const UnitMember& m : *candidates_[i].members) {
+      absl::Status s = suspend ? cache_.suspend(m.pod) : cache_.resume(m.pod);
       if (!s.ok()) MUSTER_LOG_ERROR("Preemption simulation", "error", s.ToString());
     }
   }
@@ -94,11 +178,27 @@ class Simulation {
 struct Scope {
   uint32_t begin = 0;
   uint32_t end = 0;
+  bool confined = true;  // the gang must land inside (see scopesAt)
+  mutable int64_t base_capacity = -1;  // members that fit in it (or anywhere) now; -1: not yet
   Resources free;                        // summed free of its nodes
   std::vector<size_t> candidates;        // indices into the candidate list, cheapest first
   std::vector<Resources> freed;          // per candidate (same order): its requests in the scope
   std::vector<const VictimUnit*> estimate;  // the cheapest prefix that passes the sum check
   bool feasible_by_sum = false;
+  // A lower bound on the cost of any set that fits here: the candidates without which even all
+  // the others fail the sum check, plus (when none of them has it) one unit of the highest
+  // priority the cheapest prefix needs - no set of lower priorities passes the sum check.
+  std::vector<size_t> necessary;  // indices into all_
+  std::unique_ptr<Cost> lower_bound;    // of bound()
+  std::unique_ptr<Cost> estimate_cost;  // of estimate
+  std::unique_ptr<VictimUnit> floor_unit = std::make_unique<VictimUnit>();  // priority only
+  bool with_floor = false;
+  std::vector<const VictimUnit*> bound(const std::vector<Candidate>& all) const {
+    std::vector<const VictimUnit*> out;
+    for (size_t i : necessary) out.push_back(&all[i].unit);
+    if (with_floor) out.push_back(floor_unit.get());
+    return out;
+  }
 };
 
 class Chooser {
@@ -106,28 +206,19 @@ class Chooser {
   Chooser(const GangRequest& request, const PreemptionRequest& preemption, ClusterCache& cache,
           const PlacementOptions& options)
       : request_(request), preemption_(preemption), cache_(cache), options_(options) {
+    options_.diagnose = false;
     for (const PodInfoPtr& m : request.members) need_ += m->requests;
+    homogeneous_ = !request.members.empty() && request.bound.empty();
+    for (const PodInfoPtr& m : request.members)
+      homogeneous_ &= m->requests == request.members.front()->requests;
+    if (homogeneous_) per_pod_ = request.members.front()->requests;
+    count_ = static_cast<int64_t>(request.members.size());
   }
 
   PreemptionResult run() {
-    std::vector<VictimUnit> units = preemptionCandidates(request_, preemption_, cache_);
-    if (units.empty()) return NoPreemption{};  // nothing to say: no candidate at all
-    // Index pods by node for relevance.
-    absl::flat_hash_map<std::string_view, size_t> unit_of_pod;
-    all_.reserve(units.size());
-    for (VictimUnit& u : units) {
-      Candidate c;
-      c.unit = std::move(u);
-      c.pdb = preemption_.pdb_refuses && preemption_.pdb_refuses(c.unit);
-      all_.push_back(std::move(c));
-    }
-    for (size_t i = 0; i < all_.size(); ++i)
-      for (const std::string& pod : all_[i].unit.pods) unit_of_pod.emplace(pod, i);
-    cache_.forEachPlacedPodEntry([&](std::string_view key, const PlacedPod&, NodeId node,
-                                     const Resources& requests, bool) {
-      if (auto it = unit_of_pod.find(key); it != unit_of_pod.end())
-        all_[it->second].placed.emplace_back(node, requests);
-    });
+    all_ = collect(request_, preemption_, cache_);
+    if (all_.empty()) return NoPreemption{};  // nothing to say: no candidate at all
+    if (homogeneous_) (void)freeBefore(0);  // now, while nothing is suspended
     // First without the units a PodDisruptionBudget protects; then, only to say so, with them.
     if (auto plan = search(false)) return *std::move(plan);
     bool any_pdb = std::any_of(all_.begin(), all_.end(), [](const Candidate& c) { return c.pdb; });
@@ -150,13 +241,15 @@ class Chooser {
   }
 
   // The scopes of one phase: `level` -1 is the whole cluster, levels_ (levelCount()-1) the host.
-  std::vector<Scope> scopesAt(int level, bool with_pdb) const {
+  // `confined`: the gang must land inside the scope (a required level's domain, a single pod's
+  // node); otherwise it may also use room outside, which the sum checks then count.
+  std::vector<Scope> scopesAt(int level, bool with_pdb, bool confined) const {
     const Topology& topo = cache_.topology();
     const int configured = static_cast<int>(cache_.levels().size());
     std::vector<Scope> scopes;
     absl::flat_hash_map<uint32_t, size_t> by_key;  // domain index or position → scope
     auto scopeOf = [&](NodeId node) -> std::optional<uint32_t> {
-      if (!cache_.findNode(cache_.node(node).name)) return std::nullopt;
+      if (!cache_.node(node).present) return std::nullopt;
       if (level < 0) return 0;
       if (level >= configured) return topo.position[node];
       const Domain& d = topo.levels[level][topo.domain[node][level]];
@@ -166,7 +259,9 @@ class Chooser {
     for (size_t i = 0; i < all_.size(); ++i) {
       const Candidate& c = all_[i];
       if (c.pdb && !with_pdb) continue;
-      for (const auto& [node, requests] : c.placed) {
+      for (const UnitMember& m : *c.members) {
+        const NodeId node = m.node;
+        const Resources& requests = m.requests;
         std::optional<uint32_t> key = scopeOf(node);
         if (!key) continue;
         auto [it, inserted] = by_key.emplace(*key, scopes.size());
@@ -189,21 +284,27 @@ class Chooser {
           scopes.push_back(std::move(s));
         }
         Scope& s = scopes[it->second];
-        auto pos = std::find(s.candidates.begin(), s.candidates.end(), i);
-        if (pos == s.candidates.end()) {
+        // A candidate's members come one after another.
+        if (s.candidates.empty() || s.candidates.back() != i) {
           s.candidates.push_back(i);
           s.freed.push_back(requests);
         } else {
-          s.freed[pos - s.candidates.begin()] += requests;
+          s.freed.back() += requests;
         }
       }
+    }
+    for (Scope& s : scopes) s.confined = confined || level < 0;
+    if (!confined && level >= 0) {
+      Resources everywhere;
+      for (NodeId id : topo.order) everywhere += clampedFreeOf(cache_.node(id));
+      for (Scope& s : scopes) s.free = everywhere;
     }
     for (Scope& s : scopes) {
       // Cheapest first (freed follows).
       std::vector<size_t> order(s.candidates.size());
       std::iota(order.begin(), order.end(), 0);
       std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-        return compareCost({&all_[s.candidates[a]].unit}, {&all_[s.candidates[b]].unit}) < 0;
+        return unitCheaper(all_[s.candidates[a]].unit, all_[s.candidates[b]].unit);
       });
       std::vector<size_t> candidates;
       std::vector<Resources> freed;
@@ -222,49 +323,108 @@ class Chooser {
           break;
         }
       }
+      if (!s.feasible_by_sum) continue;
+      Resources all_room = s.free;
+      for (const Resources& f : s.freed) all_room += f;
+      int32_t top = std::numeric_limits<int32_t>::min();
+      for (size_t j = 0; j < s.candidates.size(); ++j) {
+        Resources without = all_room;
+        without -= s.freed[j];
+        if (!fitsIn(need_, without)) {
+          s.necessary.push_back(s.candidates[j]);
+          top = std::max(top, all_[s.candidates[j]].unit.priority);
+        }
+      }
+      s.floor_unit->priority = s.estimate.back()->priority;
+      s.with_floor = top < s.floor_unit->priority;
     }
     std::erase_if(scopes, [](const Scope& s) { return !s.feasible_by_sum; });
+    for (Scope& s : scopes) {
+      s.lower_bound = std::make_unique<Cost>(s.bound(all_));
+      s.estimate_cost = std::make_unique<Cost>(s.estimate);
+    }
     std::sort(scopes.begin(), scopes.end(), [](const Scope& a, const Scope& b) {
-      int c = compareCost(a.estimate, b.estimate);
+      int c = compare(*a.lower_bound, *b.lower_bound, false);
+      if (c == 0) c = compare(*a.estimate_cost, *b.estimate_cost);
       return c != 0 ? c < 0 : a.begin < b.begin;
     });
     return scopes;
   }
 
+  // The lowest configured level with a domain whose nodes' allocatable could hold the gang;
+  // -1 when none (or no levels).
+  int lowestHoldingLevel() const {
+    const Topology& topo = cache_.topology();
+    for (int level = static_cast<int>(topo.levels.size()) - 1; level >= 0; --level) {
+      for (const Domain& d : topo.levels[level]) {
+        if (d.value.empty()) continue;
+        Resources allocatable;
+        for (uint32_t p = d.begin; p < d.end; ++p) allocatable += cache_.node(topo.order[p]).allocatable;
+        if (fitsIn(need_, allocatable)) return level;
+      }
+    }
+    return -1;
+  }
+
   std::optional<PreemptionPlan> search(bool with_pdb) {
     const int host = static_cast<int>(cache_.levels().size());  // the host level's index
-    std::vector<std::pair<int, int>> phases;  // (scope level, required level for the simulation)
+    struct Phase {
+      int level;           // scopes: -1 the cluster, host the nodes, else that level's domains
+      int required;        // the required level of the simulation
+      bool only_if_needed;  // skipped after a phase found a set, unless its search is exhaustive
+    };
+    std::vector<Phase> phases;
     const int total = static_cast<int>(request_.members.size() + request_.bound.size());
     if (request_.required_level >= 0) {
-      phases.emplace_back(request_.required_level, request_.required_level);
+      phases.push_back({request_.required_level, request_.required_level, false});
     } else if (request_.preferred_level >= 0) {
-      phases.emplace_back(request_.preferred_level, request_.preferred_level);
-      phases.emplace_back(-1, -1);
+      phases.push_back({request_.preferred_level, request_.preferred_level, false});
+      phases.push_back({-1, -1, false});
     } else if (total == 1) {
-      phases.emplace_back(host, -1);
+      phases.push_back({host, -1, false});
     } else {
-      phases.emplace_back(-1, -1);
+      // Victims in one domain of the lowest level that could hold the gang first (the search stays
+      // local, and the gang spans as little as it would without preemption); the whole cluster
+      // when that finds nothing, or when it is small enough to search exhaustively.
+      if (int level = lowestHoldingLevel(); level >= 0) phases.push_back({level, -1, false});
+      phases.push_back({-1, -1, true});
     }
-    for (auto [level, required] : phases) {
+    for (const Phase& phase : phases) {
       GangRequest sim = request_;
-      sim.required_level = required;
-      std::vector<Scope> scopes = scopesAt(level, with_pdb);
+      sim.required_level = phase.required;
+      const bool confined = phase.required >= 0 || total == 1;
+      if (best_ && phase.only_if_needed &&
+          all_.size() > static_cast<size_t>(preemption_.limits.exact_units))
+        break;
+      std::vector<Scope> scopes = scopesAt(phase.level, with_pdb, confined);
+      if (best_ && phase.only_if_needed &&
+          (scopes.size() != 1 ||
+           scopes[0].candidates.size() > static_cast<size_t>(preemption_.limits.exact_units)))
+        break;
       for (const Scope& scope : scopes) {
-        if (best_ && compareCost({&all_[scope.candidates.front()].unit}, bestUnits()) >= 0)
-          continue;  // even its cheapest candidate alone costs more than the best so far
+        // Scopes come cheapest bound first: once one cannot beat the best, none after it can.
+        if (best_ && compare(*scope.lower_bound, *best_cost_, false) > 0) break;
         if (best_ && calls_ >= preemption_.limits.place_calls) break;
-        searchScope(sim, scope);
+        // Every subset while few have been enumerated so far (always on small clusters).
+        const size_t subsets = size_t{1} << std::min<size_t>(scope.candidates.size(), 20);
+        const bool exhaustive = subsets_ + subsets <= static_cast<size_t>(preemption_.limits.subsets);
+        if (exhaustive) subsets_ += subsets;
+        searchScope(sim, scope, exhaustive);
       }
-      if (best_) break;
+      if (best_ && !phase.only_if_needed && phase.level >= 0 && request_.preferred_level >= 0) break;
     }
     if (!best_) return std::nullopt;
     PreemptionPlan plan;
     plan.placement = best_placement_;
-    for (size_t i : best_->chosen) plan.victims.push_back(all_[i].unit);
+    for (size_t i : best_->chosen) {
+      plan.victims.push_back(all_[i].unit);
+      describeMembers(cache_, *all_[i].members, &plan.victims.back());
+    }
     std::sort(plan.victims.begin(), plan.victims.end(),
-              [](const VictimUnit& a, const VictimUnit& b) { return compareCost({&a}, {&b}) < 0; });
+              [](const VictimUnit& a, const VictimUnit& b) { return unitCheaper(a, b); });
     plan.place_calls = calls_;
     best_.reset();
+    best_cost_.reset();
     return plan;
   }
 
@@ -277,7 +437,6 @@ class Chooser {
     for (size_t i : chosen) out.push_back(&all_[i].unit);
     return out;
   }
-  std::vector<const VictimUnit*> bestUnits() const { return unitsOf(best_->chosen); }
 
   // place() with exactly `chosen` suspended.
   std::optional<GangPlacement> fits(Simulation& sim, const GangRequest& request,
@@ -295,13 +454,79 @@ class Chooser {
     return fitsIn(need_, room);
   }
 
+  // For a gang whose pods all ask the same: how many of them fit, node by node, once the scope's
+  // candidates `local` are gone - a necessary condition for place() (which also filters), at the
+  // cost of a few additions. Incremental: add() a candidate at a time.
+  class Capacity {
+   public:
+    Capacity(const Chooser& c, const Scope& scope) : c_(c), scope_(scope), total_(base()) {}
+    void add(size_t j) {
+      const Topology& topo = c_.cache_.topology();
+      for (const UnitMember& m : *c_.all_[scope_.candidates[j]].members) {
+        if (!c_.cache_.node(m.node).present) continue;
+        const uint32_t pos = topo.position[m.node];
+        if (!scope_.confined || (pos >= scope_.begin && pos < scope_.end)) {
+          Resources& f = freed_[m.node];
+          total_ -= capOf(m.node, f);
+          f += m.requests;
+          total_ += capOf(m.node, f);
+        }
+      }
+    }
+    bool enough() const { return total_ >= c_.count_; }
+
+   private:
+    // Against the cluster as it is (not as a running simulation leaves it).
+    int64_t capOf(NodeId id, const Resources& freed) const {
+      Resources free = c_.freeBefore(id);
+      free += freed;
+      return capacityFor(c_.per_pod_, free, c_.count_);
+    }
+    int64_t base() {
+      if (scope_.base_capacity >= 0) return scope_.base_capacity;
+      const Topology& topo = c_.cache_.topology();
+      int64_t total = 0;
+      const uint32_t b = scope_.confined ? scope_.begin : 0;
+      const uint32_t e = scope_.confined ? scope_.end : static_cast<uint32_t>(topo.order.size());
+      for (uint32_t p = b; p < e; ++p) total += capOf(topo.order[p], Resources{});
+      scope_.base_capacity = total;
+      return total;
+    }
+    const Chooser& c_;
+    const Scope& scope_;
+    absl::flat_hash_map<NodeId, Resources> freed_;
+    int64_t total_;
+  };
+
+  // Whether `local` could let the gang fit, without a simulation: the sums, and for a gang of
+  // equal pods the node-by-node capacity.
+  // A node's free resources before any simulation (taken by run(), before the first).
+  const Resources& freeBefore(NodeId id) const {
+    if (free_before_.empty()) {
+      free_before_.resize(cache_.slotCount());
+      for (NodeId n = 0; n < cache_.slotCount(); ++n) free_before_[n] = clampedFreeOf(cache_.node(n));
+    }
+    return free_before_[id];
+  }
+
+  bool mayFit(const Scope& scope, const std::vector<size_t>& local) const {
+    if (!sumFits(scope, local)) return false;
+    if (!homogeneous_) return true;
+    Capacity capacity(*this, scope);
+    for (size_t j : local) capacity.add(j);
+    return capacity.enough();
+  }
+
   void offer(std::vector<size_t> chosen, GangPlacement placement) {
-    if (best_ && compareCost(unitsOf(chosen), bestUnits()) >= 0) return;
+    Cost cost(unitsOf(chosen));
+    if (best_ && compare(cost, *best_cost_) >= 0) return;
     best_ = Found{std::move(chosen)};
+    best_cost_ = std::make_unique<Cost>(std::move(cost));
     best_placement_ = std::move(placement);
   }
 
-  void searchScope(const GangRequest& request, const Scope& scope) {
+  // `exhaustive`: every subset may be tried (few candidates, few scopes).
+  void searchScope(const GangRequest& request, const Scope& scope, bool exhaustive) {
     Simulation sim(cache_, all_);
     const size_t k = scope.candidates.size();
     auto global = [&](const std::vector<size_t>& local) {
@@ -312,25 +537,31 @@ class Chooser {
     std::vector<size_t> everything(k);
     std::iota(everything.begin(), everything.end(), 0);
     // Not even all of them: nothing here will do.
-    if (!fits(sim, request, global(everything))) return;
-    if (k <= static_cast<size_t>(preemption_.limits.exact_units)) {
+    auto all_fit = [&] {
+      return mayFit(scope, everything) && fits(sim, request, global(everything)).has_value();
+    };
+    if (exhaustive && k <= static_cast<size_t>(preemption_.limits.exact_units)) {
       // Every subset, cheapest first; the first that fits is this scope's optimum.
       std::vector<uint32_t> masks;
       for (uint32_t m = 1; m < (1u << k); ++m) {
         std::vector<size_t> local;
         for (size_t j = 0; j < k; ++j)
           if (m & (1u << j)) local.push_back(j);
-        if (sumFits(scope, local)) masks.push_back(m);
+        if (mayFit(scope, local)) masks.push_back(m);
       }
-      std::vector<std::vector<const VictimUnit*>> costs(1u << k);
+      std::vector<std::unique_ptr<Cost>> costs(1u << k);
       for (uint32_t m : masks) {
+        std::vector<const VictimUnit*> units;
         for (size_t j = 0; j < k; ++j)
-          if (m & (1u << j)) costs[m].push_back(&all_[scope.candidates[j]].unit);
+          if (m & (1u << j)) units.push_back(&all_[scope.candidates[j]].unit);
+        costs[m] = std::make_unique<Cost>(units);
       }
       std::sort(masks.begin(), masks.end(),
-                [&](uint32_t a, uint32_t b) { return compareCost(costs[a], costs[b]) < 0; });
+                [&](uint32_t a, uint32_t b) { return compare(*costs[a], *costs[b]) < 0; });
+      if (masks.empty() || (best_ && compare(*costs[masks.front()], *best_cost_) >= 0)) return;
+      if (!all_fit()) return;
       for (uint32_t m : masks) {
-        if (best_ && compareCost(costs[m], bestUnits()) >= 0) return;
+        if (best_ && compare(*costs[m], *best_cost_) >= 0) return;
         if (best_ && calls_ >= preemption_.limits.place_calls) return;
         std::vector<size_t> local;
         for (size_t j = 0; j < k; ++j)
@@ -342,12 +573,22 @@ class Chooser {
       }
       return;
     }
+    if (!all_fit()) return;
     // Greedy: the shortest cheapest-first prefix that fits (galloping, then bisecting; fitting is
     // monotone in the prefix), then every victim it does not need dropped, dearest first.
     size_t lo = 0;  // the longest prefix known not to fit
     size_t hi = k;  // the shortest known to fit
     size_t len = 1;
-    while (len < k && !sumFits(scope, prefix(len))) ++len;
+    {
+      Resources room = scope.free;
+      std::optional<Capacity> capacity;
+      if (homogeneous_) capacity.emplace(*this, scope);
+      for (len = 1; len < k; ++len) {
+        room += scope.freed[len - 1];
+        if (capacity) capacity->add(len - 1);
+        if (fitsIn(need_, room) && (!capacity || capacity->enough())) break;
+      }
+    }
     std::optional<GangPlacement> at_hi;
     for (size_t step = 1; len < k; step *= 2) {
       if (auto p = fits(sim, request, global(prefix(len)))) {
@@ -373,8 +614,9 @@ class Chooser {
     // Victims with no pod on a node the placement uses are not needed: that placement stays
     // valid without them.
     auto used = [&](const GangPlacement& p) {
-      absl::flat_hash_map<std::string_view, bool> nodes;
-      for (const Assignment& a : p.assignments) nodes.emplace(a.node, true);
+      absl::flat_hash_set<NodeId> nodes;
+      for (const Assignment& a : p.assignments)
+        if (std::optional<NodeId> id = cache_.findNode(a.node)) nodes.insert(*id);
       return nodes;
     };
     {
@@ -382,7 +624,7 @@ class Chooser {
       std::vector<size_t> kept;
       for (size_t j : chosen) {
         bool needed = false;
-        for (const std::string& n : all_[scope.candidates[j]].unit.nodes) needed |= nodes.contains(n);
+        for (const UnitMember& m : *all_[scope.candidates[j]].members) needed |= nodes.contains(m.node);
         if (needed) kept.push_back(j);
       }
       if (kept.size() != chosen.size()) {
@@ -396,7 +638,7 @@ class Chooser {
       if (calls_ >= preemption_.limits.place_calls + static_cast<int>(k)) break;
       std::vector<size_t> without = chosen;
       without.erase(without.begin() + static_cast<ptrdiff_t>(r));
-      if (without.empty() || !sumFits(scope, without)) continue;
+      if (without.empty() || !mayFit(scope, without)) continue;
       if (auto p = fits(sim, request, global(without))) {
         chosen = std::move(without);
         at_hi = std::move(p);
@@ -414,12 +656,18 @@ class Chooser {
   const GangRequest& request_;
   const PreemptionRequest& preemption_;
   ClusterCache& cache_;
-  const PlacementOptions& options_;
+  PlacementOptions options_;  // a copy, without diagnosis
   Resources need_;
+  bool homogeneous_ = false;  // every member asks the same (per_pod_), none bound
+  mutable std::vector<Resources> free_before_;  // by NodeId
+  Resources per_pod_;
+  int64_t count_ = 0;
   std::vector<Candidate> all_;
   std::optional<Found> best_;
+  std::unique_ptr<Cost> best_cost_;
   GangPlacement best_placement_;
   int calls_ = 0;
+  size_t subsets_ = 0;  // enumerated by exhaustive scope searches
 };
 
 }  // namespace
@@ -433,58 +681,11 @@ bool cheaper(const std::vector<const VictimUnit*>& a, const std::vector<const Vi
 std::vector<VictimUnit> preemptionCandidates(const GangRequest& request,
                                              const PreemptionRequest& preemption,
                                              const ClusterCache& cache) {
-  struct Acc {
-    VictimUnit unit;
-    absl::Time newest = absl::InfinitePast();
-    bool excluded = false;
-  };
-  absl::flat_hash_map<GangKey, Acc> units;
-  const std::optional<ResourceId> gpu = findResource(vocab::kGpuResource);
-  const std::optional<ResourceId> amd = findResource(vocab::kAmdGpuResource);
-  std::vector<std::string> own;
-  for (const auto& [pod, node] : request.bound) own.push_back(pod);
-  cache.forEachPlacedPodEntry([&](std::string_view key, const PlacedPod& placed, NodeId node,
-                                  const Resources& requests, bool assumed) {
-    Acc& a = units[placed.unit];
-    if (a.unit.pods.empty()) {
-      a.unit.key = placed.unit;
-      a.unit.priority = placed.priority;
-    }
-    a.unit.priority = std::max(a.unit.priority, placed.priority);
-    a.unit.pods.emplace_back(key);
-    a.unit.nodes.push_back(cache.node(node).name);
-    a.newest = std::max(a.newest, placed.started);
-    if (assumed || placed.terminating || placed.preempted) a.excluded = true;
-    const double running =
-        placed.started == absl::InfinitePast()
-            ? 0
-            : std::max(0.0, absl::ToDoubleSeconds(preemption.now - placed.started));
-    const int64_t gpus = (gpu ? requests[*gpu] : 0) + (amd ? requests[*amd] : 0);
-    a.unit.gpu_seconds += static_cast<double>(gpus) * running;
-    a.unit.cpu_seconds += static_cast<double>(requests[kCpu]) / 1000.0 * running;
-    a.unit.running_seconds += running;
-  });
   std::vector<VictimUnit> out;
-  for (auto& [key, a] : units) {
-    if (a.excluded || key == request.key) continue;
-    if (a.unit.priority >= preemption.priority) continue;
-    if (a.unit.priority >= preemption.protected_priority) continue;
-    if (preemption.cooling_down && preemption.cooling_down(key)) continue;
-    const int64_t min_runtime =
-        preemption.min_runtime_seconds ? preemption.min_runtime_seconds(a.unit.priority) : 0;
-    if (min_runtime > 0 &&
-        (a.newest == absl::InfinitePast() || preemption.now - a.newest < absl::Seconds(min_runtime)))
-      continue;
-    bool ours = false;
-    for (const std::string& p : a.unit.pods) ours |= std::find(own.begin(), own.end(), p) != own.end();
-    if (ours) continue;
-    std::sort(a.unit.pods.begin(), a.unit.pods.end());
-    std::sort(a.unit.nodes.begin(), a.unit.nodes.end());
-    a.unit.nodes.erase(std::unique(a.unit.nodes.begin(), a.unit.nodes.end()), a.unit.nodes.end());
-    out.push_back(std::move(a.unit));
+  for (Candidate& c : collect(request, preemption, cache)) {
+    describeMembers(cache, *c.members, &c.unit);
+    out.push_back(std::move(c.unit));
   }
-  std::sort(out.begin(), out.end(),
-            [](const VictimUnit& a, const VictimUnit& b) { return a.key < b.key; });
   return out;
 }
 

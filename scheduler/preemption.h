@@ -46,14 +46,15 @@ struct VictimUnit {
   int32_t priority = 0;             // the highest of its pods
   std::vector<std::string> pods;    // "namespace/name", sorted
   std::vector<std::string> nodes;   // where they run, sorted, distinct
-  double gpu_seconds = 0;           // Σ GPUs × running time: the work lost
-  double cpu_seconds = 0;           // Σ cpu cores × running time
-  double running_seconds = 0;       // Σ running time
+  int64_t gpu_seconds = 0;          // Σ GPUs × running time (s): the work lost
+  int64_t cpu_seconds = 0;          // Σ cpu cores × running time (millicore-seconds / 1000)
+  int64_t running_seconds = 0;      // Σ running time
 };
 
 struct PreemptionLimits {
   int exact_units = 10;      // scopes with at most this many candidates are searched exhaustively
-  int place_calls = 96;      // simulations per decision, at most (one is always allowed per scope
+  int subsets = 2048;        // ... while the subsets enumerated so far stay within this
+  int place_calls = 64;      // simulations per decision, at most (one is always allowed per scope
                              // that is the first to fit)
 };
 
@@ -63,8 +64,8 @@ struct PreemptionRequest {
   int64_t protected_priority = 1000000000;
   std::function<int64_t(int64_t priority)> min_runtime_seconds;  // null: 0
   std::function<bool(const GangKey&)> cooling_down;               // null: none
-  // Whether a PodDisruptionBudget would refuse evicting these pods of the unit; null: never.
-  std::function<bool(const VictimUnit&)> pdb_refuses;
+  // Whether a PodDisruptionBudget would refuse evicting the gang's pods; null: never.
+  std::function<bool(const GangKey&, const std::vector<UnitMember>&)> pdb_refuses;
   PreemptionLimits limits;
 };
 

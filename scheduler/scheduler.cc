@@ -730,14 +730,13 @@ int Scheduler::drainingOn(const std::set<std::string>& nodes, int32_t priority) 
   return n;
 }
 
-bool Scheduler::pdbRefuses(const VictimUnit& unit) const {
-  if (unit.pods.empty()) return false;
-  const std::string ns = unit.key.namespace_;
+bool Scheduler::pdbRefuses(const GangKey& unit, const std::vector<UnitMember>& members) const {
+  const std::string& ns = unit.namespace_;
   for (const auto& budget : pdbs_.byIndex(kBudgetsByNamespaceIndex, ns)) {
     if (!budget->selector) continue;
     int32_t matched = 0;
-    for (const std::string& key : unit.pods) {
-      auto pod = pods_.get(ns, std::string_view(key).substr(ns.size() + 1));
+    for (const UnitMember& m : members) {
+      auto pod = pods_.get(ns, std::string_view(m.pod).substr(ns.size() + 1));
       if (pod && budget->selector->matches(pod->meta.labels)) ++matched;
     }
     if (matched > 0 && matched > budget->disruptions_allowed) return true;
@@ -791,7 +790,9 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
     return it != preempted_at_.end() &&
            now - it->second < absl::Seconds(config_.preemption_victim_cooldown_seconds);
   };
-  p.pdb_refuses = [this](const VictimUnit& unit) { return pdbRefuses(unit); };
+  p.pdb_refuses = [this](const GangKey& unit, const std::vector<UnitMember>& members) {
+    return pdbRefuses(unit, members);
+  };
   PlacementOptions options;
   options.single_pod_strategy = config_.single_pod_strategy;
   options.namespace_labels = [this](std::string_view ns) { return namespaceLabels(ns); };

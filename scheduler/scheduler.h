@@ -98,7 +98,7 @@ class Scheduler {
   // Pods of priority below `priority` terminating or marked preempted on `nodes`.
   int drainingOn(const std::set<std::string>& nodes, int32_t priority) const;
   // Whether a PodDisruptionBudget would refuse evicting the unit's pods now.
-  bool pdbRefuses(const VictimUnit& unit) const;
+  bool pdbRefuses(const GangKey& unit, const std::vector<UnitMember>& members) const;
   // Marks every pod (muster.dev/Preempted) and then evicts the marked ones. No mark, no eviction.
   void markAndEvict(std::vector<PodRef> unmarked, std::vector<PodRef> marked,
                     std::string message);
