@@ -15,15 +15,24 @@
 // - The chosen set is the cheapest whose removal lets place() put the whole gang: cost compares
 //   the victims' priorities from the highest down (fewer units of lower priorities win), then
 //   the work lost (GPU-seconds, then CPU-seconds of running time), then the total running time
-//   (the newest go first), then the keys. The search is per scope: each domain of the required
-//   level (a node for the host level); for a preferred level first each of its domains (so the
-//   gang lands in one), then the whole cluster; a single pod without a level, each node; any
-//   other gang, the whole cluster. A unit is a candidate in a scope when one of its pods is
-//   there. Within a scope of at most PreemptionLimits::exact_units candidates every subset is
-//   considered in cost order (the first that fits is optimal); larger scopes add candidates in
-//   cost order until the gang fits, then drop every one it does not need (no victim the
-//   placement does not need). Scopes are visited cheapest estimate first, within a budget of
-//   place() calls.
+//   (the newest go first), then the keys. Only a simulation decides that a set fits.
+// - The search is per scope, a place where the victims are: each domain of the required level (a
+//   node for the host level); for a preferred level first each of its domains (so the gang lands
+//   in one), then the whole cluster; a single pod without a level, each node; any other gang,
+//   each domain of the lowest level that could hold it, then the whole cluster (only when that
+//   found nothing, or it is small enough to search every subset). A unit is a candidate in a scope
+//   when one of its pods is there.
+// - Scopes are visited by a lower bound on what any set there costs (the candidates without which
+//   even all the others cannot make room by the sums, and the highest priority the cheapest
+//   prefix needs) and the search ends at the first scope whose bound exceeds the best set found.
+// - Inside a scope of at most PreemptionLimits::exact_units candidates (while the subsets
+//   enumerated stay within PreemptionLimits::subsets) every subset is considered cheapest first,
+//   and the first that fits is the scope's optimum. Larger scopes add candidates cheapest first
+//   until the gang fits, drop those with no pod where the placement went, then every other one it
+//   does not need (dearest first): no victim the placement does not need.
+// - Before a simulation, necessary conditions rule sets out: the summed free resources, and for a
+//   gang of equal pods how many fit node by node. Simulations are bounded by
+//   PreemptionLimits::place_calls once a set was found.
 // - PodDisruptionBudgets: units that one would refuse to let go are left out; when only they
 //   would make room the result says so (NoPreemption::pdb_blocked).
 
