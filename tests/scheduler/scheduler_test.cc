@@ -904,3 +904,45 @@ TEST_CASE("an eviction refused for a preempted pod is sent again until its gang 
 
 }  // namespace
 }  // namespace muster::scheduler
+
+namespace muster::scheduler {
+namespace {
+
+TEST_CASE("a gang preempted once is not chosen again within the cooldown, and is after it",
+          "[scheduler][preemption]") {
+  Fixture f;
+  fullOfLowPriority(f);
+  // big1 takes both nodes of the rack from "low".
+  for (const char* p : {"big1-0", "big1-1"}) f.cluster.put("pods", podJson(p).gpus(8).gang("big1", 2).priority(100));
+  SchedulerConfig c = config();
+  c.preemption_victim_cooldown_seconds = 600;
+  f.start(c);
+  REQUIRE(f.cluster.runUntil([&] { return !f.exists("low-0") && !f.exists("low-1"); }));
+  f.afterBackoff();
+  REQUIRE(f.cluster.runUntil([&] { return f.bound({"big1-0", "big1-1"}) == 2; }));
+  // Its controller recreates "low"; two more nodes come and it runs there.
+  f.cluster.put("nodes", nodeJson("n3").rack("r2"));
+  f.cluster.put("nodes", nodeJson("n4").rack("r2"));
+  for (const char* p : {"low-0", "low-1"})
+    f.cluster.put("pods", podJson(p).gpus(8).gang("low", 2).priority(1).controlledBy("low"));
+  REQUIRE(f.cluster.runUntil([&] { return f.bound({"low-0", "low-1"}) == 2; }));
+  // A second high-priority pod fits only where "low" runs: not within the cooldown.
+  f.cluster.put("pods", podJson("big2").gpus(8).priority(100));
+  for (int i = 0; i < 5; ++i) {
+    f.afterBackoff();
+    f.cluster.settle();
+  }
+  CHECK(f.api->evictions.size() == 2);  // low's first two only
+  CHECK(f.nodeOf("big2").empty());
+  CHECK(f.bound({"low-0", "low-1"}) == 2);
+  // Past it, "low" is a victim again, whole.
+  f.clock.advance(absl::Seconds(601));
+  f.scheduler->wake();
+  REQUIRE(f.cluster.runUntil([&] { return !f.exists("low-0") && !f.exists("low-1"); }));
+  CHECK(f.api->evictions.size() == 4);
+  f.afterBackoff();
+  REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("big2").empty(); }));
+}
+
+}  // namespace
+}  // namespace muster::scheduler
