@@ -866,14 +866,14 @@ void Scheduler::markAndEvict(std::vector<PodRef> unmarked, std::vector<PodRef> m
           absl::Status s = co_await api->setPodCondition(ref, mark);
           if (s.ok()) {
             marked.push_back(ref);
-          } else if (!proto::isNotFound(s)) {
+          } else if (!proto::isNotFound(s) && !proto::isConflict(s)) {  // gone, or replaced
             MUSTER_LOG_WARNING("Cannot mark pod preempted", "pod", ref.key(), "error", s.ToString());
           }
         }
         for (const PodRef& ref : marked) {
           if (stopping_) co_return;
           absl::Status s = co_await api->evict(ref);
-          if (!s.ok() && !proto::isNotFound(s))
+          if (!s.ok() && !proto::isNotFound(s) && !proto::isConflict(s))
             MUSTER_LOG_WARNING("Eviction of a preempted pod refused; sent again shortly", "pod",
                                ref.key(), "error", s.ToString());
         }
