@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common.h"
 #include "proto/objects.h"
 #include "scheduler/cache.h"
 #include "scheduler/placement.h"
@@ -32,31 +33,9 @@ namespace {
 using muster::proto::Quantity;
 using namespace muster::scheduler;
 
-constexpr int kNodesPerRack = 16;
-constexpr int kRacksPerSpine = 8;
-constexpr int kSpinesPerBlock = 8;
-const std::vector<std::string> kLevels{"muster.dev/block", "muster.dev/spine", "muster.dev/rack"};
-
-Quantity q(const char* s) { return *Quantity::parse(s); }
-
-muster::proto::Node makeNode(int i) {
-  muster::proto::Node n;
-  int rack = i / kNodesPerRack;
-  int spine = rack / kRacksPerSpine;
-  int block = spine / kSpinesPerBlock;
-  n.meta.name = "node-" + std::to_string(i);
-  n.meta.labels["kubernetes.io/hostname"] = n.meta.name;
-  n.meta.labels["muster.dev/block"] = "b" + std::to_string(block);
-  n.meta.labels["muster.dev/spine"] = "s" + std::to_string(spine);
-  n.meta.labels["muster.dev/rack"] = "r" + std::to_string(rack);
-  n.status.allocatable = {{"cpu", q("128")},
-                          {"memory", q("1Ti")},
-                          {"pods", q("110")},
-                          {"nvidia.com/gpu", q("8")},
-                          {"preferred.jp/rdma", q("8")}};
-  n.status.conditions.push_back({"Ready", "True", "KubeletReady", ""});
-  return n;
-}
+using muster::bench::kLevels;
+using muster::bench::makeNode;
+using muster::bench::percentile;
 
 muster::proto::Pod makePod(const std::string& ns, const std::string& name, int gpus,
                            const std::string& node = "") {
@@ -107,13 +86,6 @@ struct Stats {
   double total_ms = 0;
   int failures = 0;
 };
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
 
 long peakRssMiB() {
   rusage u{};

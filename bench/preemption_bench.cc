@@ -1,7 +1,7 @@
 // In-process preemption benchmark (no API server): how long choosePreemption() takes to pick the
 // victims for a gang that does not fit, on a full cluster.
 //
-// The cluster: N 8-GPU nodes in racks of 16 (block / spine / rack / host, as the placement bench),
+// The cluster: N 8-GPU nodes in racks of 16 (bench/common.h, as the placement bench),
 // every GPU held by running gangs of 4 pods × 2 GPUs, one pod per node over 4 nodes of a rack
 // (so 4 pods per node: 20,000 pods on 5,000 nodes). Each gang has a priority from 0 to 900 and
 // has run 1 minute to 1 day. Preemptors of priority 100 to 1000 (so the candidates vary):
@@ -28,6 +28,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "bench/common.h"
 #include "proto/objects.h"
 #include "scheduler/cache.h"
 #include "scheduler/placement.h"
@@ -38,29 +39,11 @@ namespace {
 using muster::proto::Quantity;
 using namespace muster::scheduler;
 
-constexpr int kNodesPerRack = 16;
-constexpr int kRacksPerSpine = 8;
-constexpr int kSpinesPerBlock = 8;
-const std::vector<std::string> kLevels{"muster.dev/block", "muster.dev/spine", "muster.dev/rack"};
+using muster::bench::kLevels;
+using muster::bench::makeNode;
+using muster::bench::percentile;
 constexpr int kRackLevel = 2;
 
-Quantity q(const char* s) { return *Quantity::parse(s); }
-
-muster::proto::Node makeNode(int i) {
-  muster::proto::Node n;
-  int rack = i / kNodesPerRack;
-  int spine = rack / kRacksPerSpine;
-  int block = spine / kSpinesPerBlock;
-  n.meta.name = "node-" + std::to_string(i);
-  n.meta.labels["kubernetes.io/hostname"] = n.meta.name;
-  n.meta.labels["muster.dev/block"] = "b" + std::to_string(block);
-  n.meta.labels["muster.dev/spine"] = "s" + std::to_string(spine);
-  n.meta.labels["muster.dev/rack"] = "r" + std::to_string(rack);
-  n.status.allocatable = {{"cpu", q("128")}, {"memory", q("1Ti")}, {"pods", q("110")},
-                          {"nvidia.com/gpu", q("8")}};
-  n.status.conditions.push_back({"Ready", "True", "KubeletReady", ""});
-  return n;
-}
 
 muster::proto::Pod makePod(const std::string& name, int gpus, int32_t priority,
                            const std::string& gang, int gang_size, const std::string& node = "",
@@ -84,13 +67,6 @@ muster::proto::Pod makePod(const std::string& name, int gpus, int32_t priority,
                           {"nvidia.com/gpu", Quantity::fromValue(gpus)}};
   p.spec.containers.push_back(std::move(c));
   return p;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 struct Scenario {

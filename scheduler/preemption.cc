@@ -247,7 +247,11 @@ class Chooser {
     const Topology& topo = cache_.topology();
     const int configured = static_cast<int>(cache_.levels().size());
     std::vector<Scope> scopes;
-    absl::flat_hash_map<uint32_t, size_t> by_key;  // domain index or position → scope
+    // Domain index or position → index into scopes + 1 (0: none yet).
+    std::vector<uint32_t> by_key(level < 0 ? 1
+                                 : level >= configured ? topo.order.size()
+                                                       : topo.levels[level].size(),
+                                 0);
     auto scopeOf = [&](NodeId node) -> std::optional<uint32_t> {
       if (!cache_.node(node).present) return std::nullopt;
       if (level < 0) return 0;
@@ -264,8 +268,9 @@ class Chooser {
         const Resources& requests = m.requests;
         std::optional<uint32_t> key = scopeOf(node);
         if (!key) continue;
-        auto [it, inserted] = by_key.emplace(*key, scopes.size());
-        if (inserted) {
+        uint32_t& slot = by_key[*key];
+        if (slot == 0) {
+          slot = static_cast<uint32_t>(scopes.size()) + 1;
           Scope s;
           if (level < 0) {
             s.begin = 0;
@@ -283,7 +288,7 @@ class Chooser {
           }
           scopes.push_back(std::move(s));
         }
-        Scope& s = scopes[it->second];
+        Scope& s = scopes[slot - 1];
         // A candidate's members come one after another.
         if (s.candidates.empty() || s.candidates.back() != i) {
           s.candidates.push_back(i);
@@ -466,7 +471,7 @@ class Chooser {
         if (!c_.cache_.node(m.node).present) continue;
         const uint32_t pos = topo.position[m.node];
         if (!scope_.confined || (pos >= scope_.begin && pos < scope_.end)) {
-          Resources& f = freed_[m.node];
+          Resources& f = freedOn(m.node);
           total_ -= capOf(m.node, f);
           f += m.requests;
           total_ += capOf(m.node, f);
@@ -494,7 +499,22 @@ class Chooser {
     }
     const Chooser& c_;
     const Scope& scope_;
-    absl::flat_hash_map<NodeId, Resources> freed_;
+    // What is freed per node: scanned while few nodes are touched, indexed beyond.
+    Resources& freedOn(NodeId node) {
+      if (index_.empty()) {
+        for (auto& [n, f] : freed_)
+          if (n == node) return f;
+        freed_.emplace_back(node, Resources{});
+        if (freed_.size() > 32)
+          for (size_t i = 0; i < freed_.size(); ++i) index_.emplace(freed_[i].first, i);
+        return freed_.back().second;
+      }
+      auto [it, inserted] = index_.emplace(node, freed_.size());
+      if (inserted) freed_.emplace_back(node, Resources{});
+      return freed_[it->second].second;
+    }
+    std::vector<std::pair<NodeId, Resources>> freed_;
+    absl::flat_hash_map<NodeId, size_t> index_;
     int64_t total_;
   };
 

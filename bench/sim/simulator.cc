@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "bench/common.h"
 #include "proto/objects.h"
 #include "scheduler/cache.h"
 #include "scheduler/config.h"
@@ -27,6 +28,7 @@
 namespace muster::bench {
 namespace {
 
+
 using proto::Quantity;
 using scheduler::ClusterCache;
 using scheduler::GangPlacement;
@@ -37,7 +39,6 @@ using scheduler::PlacementResult;
 using scheduler::Resources;
 using scheduler::Unschedulable;
 
-const std::vector<std::string> kLevels{"muster.dev/block", "muster.dev/spine", "muster.dev/rack"};
 constexpr char kModelLabel[] = "muster.dev/gpu-model";
 constexpr char kSchedulerName[] = "muster-scheduler";
 const absl::Time kEpoch = absl::FromUnixSeconds(1'700'000'000);
@@ -151,13 +152,6 @@ GpuNicCount countAligned(const GangRequest& req, const GangPlacement& placement,
     out.aligned += std::min<int64_t>(k, a.numa);
   }
   return out;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 // The baselines. Members with the same constraints are placed as a group: first-fit fills nodes
