@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -176,23 +177,25 @@ class Fixture {
   std::unique_ptr<SchedulerProcess> scheduler_;
 };
 
-// Watches the namespace's job pods and records whether pods of two attempts ever coexisted.
-class AttemptOverlapWatch {
+// Watches the namespace's job pods: each pod created while another pod exists that `clash`
+// names (a reason, or "" for none) is recorded (the informer sees events in the API server's order).
+class OverlapWatch {
  public:
-  AttemptOverlapWatch(Fixture& f) {
+  using Clash = std::function<std::string(const Pod& created, const Pod& other)>;
+  OverlapWatch(Fixture& f, Clash clash) : clash_(std::move(clash)) {
     proto::ListWatchOptions lw;
     lw.namespace_ = f.ns();
     lw.label_selector = proto::vocabulary::kJobUidLabel;
     informer_ = std::make_unique<proto::Informer<Pod>>(
         proto::makeClientListerWatcher(f.client(), proto::resources::kPods, lw), f.executor());
     informer_->addHandlers({[this](const std::shared_ptr<const Pod>& pod) {
-                              const std::string& attempt = pod->meta.labels.at(proto::vocabulary::kAttemptLabel);
-                              for (const auto& other : informer_->list())
-                                if (other->meta.labels.at(proto::vocabulary::kAttemptLabel) != attempt) {
-                                  std::lock_guard<std::mutex> l(mu_);
-                                  overlaps_.push_back(pod->meta.name + " created while " +
-                                                      other->meta.name + " exists");
-                                }
+                              for (const auto& other : informer_->list()) {
+                                if (other->meta.uid == pod->meta.uid) continue;
+                                std::string why = clash_(*pod, *other);
+                                if (why.empty()) continue;
+                                std::lock_guard<std::mutex> l(mu_);
+                                overlaps_.push_back(std::move(why));
+                              }
                             },
                             nullptr, nullptr});
     informer_->start();
@@ -204,10 +207,30 @@ class AttemptOverlapWatch {
   }
 
  private:
+  Clash clash_;
   std::unique_ptr<proto::Informer<Pod>> informer_;
   std::mutex mu_;
   std::vector<std::string> overlaps_;
 };
+
+// Pods of two attempts of a job never coexist.
+OverlapWatch::Clash otherAttempt() {
+  return [](const Pod& pod, const Pod& other) -> std::string {
+    const std::string& attempt = pod.meta.labels.at(proto::vocabulary::kAttemptLabel);
+    if (other.meta.labels.at(proto::vocabulary::kAttemptLabel) == attempt) return "";
+    return pod.meta.name + " created while " + other.meta.name + " exists";
+  };
+}
+
+// No pod is created while a pod marked muster.dev/Preempted=True is left.
+OverlapWatch::Clash preemptedLeft() {
+  return [](const Pod& pod, const Pod& other) -> std::string {
+    const auto* c = other.findCondition(proto::vocabulary::kPreemptedCondition);
+    if (c == nullptr || c->status != "True") return "";
+    return pod.meta.name + " created while the preempted " + other.meta.name + " exists";
+  };
+}
+
 
 TEST_CASE("the seed's mpi-sample-job, applied verbatim, runs as one gang and succeeds") {
   Fixture f;
@@ -359,7 +382,7 @@ TEST_CASE("objects of someone else under the attempt's names are never used: Nam
 TEST_CASE("with maxRestarts 1 a failing launcher restarts the job once, then it fails naming the "
           "pod and exit code") {
   Fixture f;
-  AttemptOverlapWatch overlap(f);
+  OverlapWatch overlap(f, otherAttempt());
   // The seed's maxRestarts example verbatim. In each attempt, once the gang runs, kwok is told
   // to fail the launcher's containers with exit code 3.
   f.apply(seedYaml("seed-2-max-restarts.yaml"));
@@ -387,7 +410,7 @@ TEST_CASE("with maxRestarts 1 a failing launcher restarts the job once, then it 
 TEST_CASE("a worker deleted mid-run restarts the whole job, with no old pod left when the new "
           "attempt starts") {
   Fixture f;
-  AttemptOverlapWatch overlap(f);
+  OverlapWatch overlap(f, otherAttempt());
   f.apply(seedYaml("seed-1-mpi-sample-job.yaml"));
   f.waitAttemptRunning("mpi-sample-job-0", 3);
   f.waitPhase("mpi-sample-job", "Running");
@@ -404,45 +427,11 @@ TEST_CASE("a worker deleted mid-run restarts the whole job, with no old pod left
   CHECK(events.find("pod mpi-sample-job-0-1 (worker 1) was deleted") != std::string::npos);
 }
 
-// Records each pod of the namespace's jobs created while a pod marked muster.dev/Preempted=True
-// still existed (the informer sees events in the API server's order).
-class PreemptedOverlapWatch {
- public:
-  explicit PreemptedOverlapWatch(Fixture& f) {
-    proto::ListWatchOptions lw;
-    lw.namespace_ = f.ns();
-    lw.label_selector = proto::vocabulary::kJobUidLabel;
-    informer_ = std::make_unique<proto::Informer<Pod>>(
-        proto::makeClientListerWatcher(f.client(), proto::resources::kPods, lw), f.executor());
-    informer_->addHandlers({[this](const std::shared_ptr<const Pod>& pod) {
-                              for (const auto& other : informer_->list()) {
-                                const auto* c = other->findCondition(proto::vocabulary::kPreemptedCondition);
-                                if (other->meta.uid != pod->meta.uid && c != nullptr && c->status == "True") {
-                                  std::lock_guard<std::mutex> l(mu_);
-                                  overlaps_.push_back(pod->meta.name + " created while the preempted " +
-                                                      other->meta.name + " exists");
-                                }
-                              }
-                            },
-                            nullptr, nullptr});
-    informer_->start();
-    REQUIRE(informer_->waitForSync(std::chrono::seconds(30)));
-  }
-  std::vector<std::string> overlaps() {
-    std::lock_guard<std::mutex> l(mu_);
-    return overlaps_;
-  }
-
- private:
-  std::unique_ptr<proto::Informer<Pod>> informer_;
-  std::mutex mu_;
-  std::vector<std::string> overlaps_;
-};
 
 TEST_CASE("a gang preempted by Muster's scheduler is requeued without a restart: condition and "
           "Event Preempted, the same attempt's pods again, running again") {
   Fixture f;
-  PreemptedOverlapWatch overlap(f);
+  OverlapWatch overlap(f, preemptedLeft());
   f.apply(seedYaml("seed-1-mpi-sample-job.yaml"));
   auto before = f.waitAttemptRunning("mpi-sample-job-0", 3);
   f.waitPhase("mpi-sample-job", "Running");
