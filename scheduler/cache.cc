@@ -319,6 +319,8 @@ void ClusterCache::indexUnit(const std::string& key, const CachedPod& cached) {
   it->started = cached.placed->started;
   it->requests = cached.requests;
   it->busy = cached.assumed || cached.placed->terminating || cached.placed->preempted;
+  it->terminating = cached.placed->terminating;
+  it->preempted = cached.placed->preempted;
 }
 
 void ClusterCache::unindexUnit(const std::string& key, const GangKey& unit) {

@@ -84,6 +84,8 @@ struct UnitMember {
   // Assumed (its bind in flight), terminating, or already marked preempted: the gang is not a
   // candidate victim.
   bool busy = false;
+  bool terminating = false;  // deletionTimestamp set
+  bool preempted = false;    // marked muster.dev/Preempted: its whole gang is being evicted
 };
 
 struct NodeInfo {

@@ -74,6 +74,29 @@ std::vector<Candidate> collect(const GangRequest& request, const PreemptionReque
   return out;
 }
 
+// The placed pods already on their way out for another's benefit, whose room the preemptor may
+// count on: every pod of a lower-priority unit Muster has marked preempted (finishPreemptions
+// evicts the rest of it), and lower-priority pods being deleted. Nothing is gained by choosing
+// them again, and counting them as present would make a decision taken after a restart, midway
+// through the evictions, choose victims beyond those already going.
+std::vector<std::string> draining(const GangRequest& request, const PreemptionRequest& preemption,
+                                  const ClusterCache& cache) {
+  std::vector<std::string> out;
+  cache.forEachUnit([&](const GangKey& key, const std::vector<UnitMember>& members) {
+    if (key == request.key) return;
+    int32_t priority = std::numeric_limits<int32_t>::min();
+    bool marked = false;
+    for (const UnitMember& m : members) {
+      priority = std::max(priority, m.priority);
+      marked |= m.preempted;
+    }
+    if (priority >= preemption.priority) return;
+    for (const UnitMember& m : members)
+      if (marked || m.terminating) out.push_back(m.pod);
+  });
+  return out;
+}
+
 // Fills in the unit's pods and nodes (sorted).
 void describeMembers(const ClusterCache& cache, const std::vector<UnitMember>& members,
                      VictimUnit* unit) {
@@ -215,7 +238,31 @@ class Chooser {
     count_ = static_cast<int64_t>(request.members.size());
   }
 
+  ~Chooser() {
+    for (const std::string& pod : drained_) {
+      absl::Status s = cache_.resume(pod);
+      if (!s.ok()) MUSTER_LOG_ERROR("Preemption simulation", "error", s.ToString());
+    }
+  }
+
   PreemptionResult run() {
+    // What earlier preemptions are freeing counts as free throughout; when that is enough, the
+    // plan has no victims and the gang waits for it.
+    for (std::string& pod : draining(request_, preemption_, cache_)) {
+      absl::Status s = cache_.suspend(pod);
+      if (s.ok()) drained_.push_back(std::move(pod));
+      else MUSTER_LOG_ERROR("Preemption simulation", "error", s.ToString());
+    }
+    if (!drained_.empty()) {
+      ++calls_;
+      PlacementResult r = place(request_, cache_, options_);
+      if (auto* p = std::get_if<GangPlacement>(&r)) {
+        PreemptionPlan plan;
+        plan.placement = std::move(*p);
+        plan.place_calls = calls_;
+        return plan;
+      }
+    }
     all_ = collect(request_, preemption_, cache_);
     if (all_.empty()) return NoPreemption{};  // nothing to say: no candidate at all
     if (homogeneous_) (void)freeBefore(0);  // now, while nothing is suspended
@@ -683,6 +730,7 @@ class Chooser {
   Resources per_pod_;
   int64_t count_ = 0;
   std::vector<Candidate> all_;
+  std::vector<std::string> drained_;  // suspended for the chooser's life (draining())
   std::optional<Found> best_;
   std::unique_ptr<Cost> best_cost_;
   GangPlacement best_placement_;

@@ -33,6 +33,11 @@
 // - Before a simulation, necessary conditions rule sets out: the summed free resources, and for a
 //   gang of equal pods how many fit node by node. Simulations are bounded by
 //   PreemptionLimits::place_calls once a set was found.
+// - Room already being freed for someone (every pod of a lower-priority unit marked preempted,
+//   lower-priority pods being deleted) counts as free in every simulation and costs nothing: a
+//   decision taken while earlier evictions are under way (after a restart of the scheduler, say)
+//   adds no victims beyond them. When that room alone is enough the plan has no victims, and the
+//   gang waits for it.
 // - PodDisruptionBudgets: units that one would refuse to let go are left out; when only they
 //   would make room the result says so (NoPreemption::pdb_blocked).
 
@@ -80,7 +85,7 @@ struct PreemptionRequest {
 
 struct PreemptionPlan {
   GangPlacement placement;           // where the gang fits once the victims are gone
-  std::vector<VictimUnit> victims;   // cheapest first
+  std::vector<VictimUnit> victims;   // cheapest first; none: what is already going is enough
   int place_calls = 0;               // simulations it took
   int victimPods() const;
   std::vector<std::string> victimNodes() const;  // sorted, distinct

@@ -807,6 +807,37 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
     return;
   }
   const PreemptionPlan& plan = std::get<PreemptionPlan>(result);
+  // Hold the room: each member nominated to the node the simulation gave it, the nodes it uses
+  // (and its victims') watched for pods still terminating.
+  Hold h;
+  for (const std::string& n : plan.victimNodes()) h.nodes.insert(n);
+  for (const Assignment& a : plan.placement.assignments) h.nodes.insert(a.node);
+  h.until = now + absl::Seconds(config_.preemption_nomination_timeout_seconds);
+  auto nominate = [&] {
+    for (size_t i = 0; i < attempt.members.size() && i < plan.placement.assignments.size(); ++i) {
+      const Pod& pod = attempt.members[i]->pod;
+      const std::string& node = plan.placement.assignments[i].node;
+      h.nominated.push_back(PodRef::of(pod));
+      if (pod.status.nominated_node_name == node) continue;
+      asio::co_spawn(strand_, [api = api_, ref = PodRef::of(pod), node]() -> asio::awaitable<void> {
+        absl::Status s = co_await api->setNominatedNodeName(ref, node);
+        if (!s.ok() && !proto::isNotFound(s))
+          MUSTER_LOG_WARNING("nominatedNodeName not written", "pod", ref.key(), "error", s.ToString());
+      }, proto::dieOnException("nominate"));
+    }
+    holds_[attempt.key] = std::move(h);
+  };
+  if (plan.victims.empty()) {
+    // Pods preempted earlier (by this gang before a restart, or by a gang since gone) are
+    // terminating where it fits: wait for them rather than choose more.
+    const int draining = drainingOn(h.nodes, attempt.priority);
+    MUSTER_LOG_INFO(2, "Waiting for preempted pods", "gang", attempt.key.toString(), "pods",
+                    draining, "placement", plan.placement.describe());
+    absl::StrAppend(&verdict->message, " Waiting for ", draining, draining == 1 ? " pod" : " pods",
+                    " preempted earlier to terminate on ", joinNodes(h.nodes), ".");
+    nominate();
+    return;
+  }
   const std::string preemptor = attempt.key.toString();
   const std::string message = absl::StrCat("Preempted by ", preemptor);
   std::vector<std::string> victim_names;
@@ -831,22 +862,7 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
                   absl::StrJoin(plan.victimNodes(), ","), "placement", plan.placement.describe(),
                   "simulations", plan.place_calls);
   markAndEvict(std::move(victims), {}, message);
-  // Hold the room: each member nominated to the node the simulation gave it.
-  Hold h;
-  for (const std::string& n : plan.victimNodes()) h.nodes.insert(n);
-  h.until = now + absl::Seconds(config_.preemption_nomination_timeout_seconds);
-  for (size_t i = 0; i < attempt.members.size() && i < plan.placement.assignments.size(); ++i) {
-    const Pod& pod = attempt.members[i]->pod;
-    const std::string& node = plan.placement.assignments[i].node;
-    h.nominated.push_back(PodRef::of(pod));
-    if (pod.status.nominated_node_name == node) continue;
-    asio::co_spawn(strand_, [api = api_, ref = PodRef::of(pod), node]() -> asio::awaitable<void> {
-      absl::Status s = co_await api->setNominatedNodeName(ref, node);
-      if (!s.ok() && !proto::isNotFound(s))
-        MUSTER_LOG_WARNING("nominatedNodeName not written", "pod", ref.key(), "error", s.ToString());
-    }, proto::dieOnException("nominate"));
-  }
-  holds_[attempt.key] = std::move(h);
+  nominate();
   const std::string what = absl::StrCat("Preempting ", plan.describe());
   for (size_t i = 0; i < attempt.members.size() && i < kEventsPerAttempt; ++i)
     events_.event(attempt.members[i]->pod, "Normal", "Preempting", what);

@@ -109,7 +109,7 @@ class Scheduler {
   void releaseHold(const GangAttempt& attempt);
   void releaseExpiredHolds();
   struct Hold {
-    std::set<std::string> nodes;  // the victims' nodes
+    std::set<std::string> nodes;  // the victims' nodes and those the gang will use
     absl::Time until;
     std::vector<PodRef> nominated;
   };

@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "tests/scheduler/builders.h"
 
 namespace muster::scheduler {
@@ -198,6 +199,54 @@ TEST_CASE("a PodDisruptionBudget's gang is passed over, and the preemptor waits 
   const NoPreemption n = refused(choosePreemption(big, p, cache));
   CHECK(n.pdb_blocked);
   CHECK_THAT(n.message, Catch::Contains("PodDisruptionBudget") && Catch::Contains("ml/guarded"));
+}
+
+TEST_CASE("room earlier preemptions are freeing counts: no victims beyond those already going, "
+          "and none at all when it is enough", "[preemption]") {
+  // Two racks of two full nodes, one single-pod gang on each node; rack r0's gangs ran the
+  // shortest, so a gang needing a whole rack would take them.
+  Cluster c;
+  for (int r = 0; r < 2; ++r) {
+    for (int n = 0; n < 2; ++n) c.addNode(absl::StrCat("r", r, "-n", n), absl::StrCat("r", r), 8);
+    c.addGang(absl::StrCat("g", r, "a"), 0, 8, {absl::StrCat("r", r, "-n0")});
+    c.addGang(absl::StrCat("g", r, "b"), 0, 8, {absl::StrCat("r", r, "-n1")});
+  }
+  for (proto::Pod& p : c.pods)
+    if (p.spec.node_name.starts_with("r0")) p.status.start_time = "2027-01-15T09:30:00Z";
+  GangRequest big = preemptor("big", 2, 8, 100, kRackLevel);
+  {
+    ClusterCache cache = c.cache();
+    CHECK(victimGangs(choosePreemption(big, at(100), cache)) == std::set<std::string>{"g0a", "g0b"});
+  }
+  // The scheduler died after marking g1a (or g1a is being deleted): r1 now needs only g1b, which
+  // is cheaper than both of r0's. Without counting g1a's room, r0's two would go as well.
+  proto::PodCondition mark;
+  mark.type = proto::vocabulary::kPreemptedCondition;
+  mark.status = "True";
+  for (bool marked : {true, false}) {
+    Cluster going = c;
+    for (proto::Pod& p : going.pods) {
+      if (p.meta.name != "g1a") continue;
+      if (marked) p.status.conditions.push_back(mark);
+      else p.meta.deletion_timestamp = "2027-01-15T09:59:00Z";
+    }
+    ClusterCache cache = going.cache();
+    PreemptionResult r = choosePreemption(big, at(100), cache);
+    CHECK(victimGangs(r) == std::set<std::string>{"g1b"});
+    std::set<std::string> nodes;
+    for (const Assignment& a : std::get<PreemptionPlan>(r).placement.assignments) nodes.insert(a.node);
+    CHECK(nodes == std::set<std::string>{"r1-n0", "r1-n1"});
+    // Both of r1 going: nothing more to preempt, the plan is to wait there.
+    for (proto::Pod& p : going.pods)
+      if (p.meta.name == "g1b") p.status.conditions.push_back(mark);
+    ClusterCache both = going.cache();
+    r = choosePreemption(big, at(100), both);
+    REQUIRE(std::holds_alternative<PreemptionPlan>(r));
+    CHECK(std::get<PreemptionPlan>(r).victims.empty());
+    CHECK(std::get<PreemptionPlan>(r).placement.assignments.size() == 2);
+    // Not for a preemptor of the same priority as what is going: their room is not its to count.
+    CHECK(refused(choosePreemption(preemptor("eq", 2, 8, 0, kRackLevel), at(0), both)).message.empty());
+  }
 }
 
 TEST_CASE("the simulation leaves the cache exactly as it was", "[preemption]") {
