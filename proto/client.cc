@@ -33,10 +33,10 @@ struct Attempt {
 
 // One exchange on a pooled connection.
 asio::awaitable<Attempt> exchange(State& s, http::request<http::string_body>& req,
-                                  std::chrono::milliseconds timeout) {
+                                  std::chrono::milliseconds timeout, bool urgent) {
   Attempt a;
   bool retryable = true;
-  auto acquired = co_await s.pool->acquire(timeout, &retryable);
+  auto acquired = co_await s.pool->acquire(timeout, &retryable, urgent);
   if (!acquired.ok()) {
     a.ec = asio::error::not_connected;
     a.failure = std::string(acquired.status().message());
@@ -161,7 +161,7 @@ asio::awaitable<absl::StatusOr<Response>> State::send(Request r) {
   for (int attempt = 0;; ++attempt) {
     if (!co_await rateLimit()) co_return absl::CancelledError("client shut down");
     authorize(req);
-    Attempt a = co_await exchange(*this, req, timeout);
+    Attempt a = co_await exchange(*this, req, timeout, r.urgent);
     if (a.ec) {
       if (closed) co_return absl::CancelledError("client shut down");
       // A kept-alive connection the server closed under us: try a fresh one right away.
@@ -493,6 +493,7 @@ asio::awaitable<absl::Status> Client::bind(std::string_view ns, std::string_view
   req.verb = Verb::kPost;
   req.path = resources::kPods.objectPath(ns, pod, "binding");
   req.body = bindingJson(ns, pod, pod_uid, node);
+  req.urgent = true;
   auto state = impl_->state;
   return onStrand(state, bindOn(state, std::move(req)));
 }

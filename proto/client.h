@@ -62,6 +62,9 @@ struct Request {
   std::string content_type = "application/json";
   // Overrides ClientOptions::request_timeout for this call (watches set their own).
   std::optional<std::chrono::milliseconds> timeout;
+  // Waits for a pooled connection ahead of every ordinary request (Bindings: a gang's binds do
+  // not queue behind status patches and Events).
+  bool urgent = false;
 };
 
 struct Response {

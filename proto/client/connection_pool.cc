@@ -81,7 +81,7 @@ asio::awaitable<absl::StatusOr<ConnectionPtr>> ConnectionPool::connect(
 }
 
 asio::awaitable<absl::StatusOr<ConnectionPtr>> ConnectionPool::acquire(
-    std::chrono::milliseconds timeout, bool* retryable) {
+    std::chrono::milliseconds timeout, bool* retryable, bool urgent) {
   *retryable = true;
   for (;;) {
     if (closed_) co_return absl::CancelledError("client shut down");
@@ -105,20 +105,24 @@ asio::awaitable<absl::StatusOr<ConnectionPtr>> ConnectionPool::acquire(
       co_return conn;
     }
     asio::steady_timer waiter(strand_, Clock::time_point::max());
-    auto it = waiters_.insert(waiters_.end(), &waiter);
+    auto& queue = urgent ? urgent_waiters_ : waiters_;
+    auto it = queue.insert(queue.end(), &waiter);
     boost::system::error_code ec;
     co_await waiter.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    waiters_.erase(it);
+    queue.erase(it);
   }
 }
 
-// Wakes the longest-waiting acquire(); its entry is nulled (woken) and erased by the waiter.
+// Wakes the longest-waiting urgent acquire(), else the longest-waiting other; its entry is
+// nulled (woken) and erased by the waiter.
 void ConnectionPool::wakeWaiter() {
-  for (asio::steady_timer*& waiter : waiters_) {
-    if (waiter != nullptr) {
-      waiter->cancel();
-      waiter = nullptr;
-      return;
+  for (auto* queue : {&urgent_waiters_, &waiters_}) {
+    for (asio::steady_timer*& waiter : *queue) {
+      if (waiter != nullptr) {
+        waiter->cancel();
+        waiter = nullptr;
+        return;
+      }
     }
   }
 }
@@ -138,8 +142,9 @@ void ConnectionPool::shutdown() {
   closed_ = true;
   for (Connection* c : live_) c->close();
   idle_.clear();
-  for (asio::steady_timer* w : waiters_)
-    if (w != nullptr) w->cancel();
+  for (auto* queue : {&urgent_waiters_, &waiters_})
+    for (asio::steady_timer* w : *queue)
+      if (w != nullptr) w->cancel();
 }
 
 }  // namespace muster::proto::client_internal

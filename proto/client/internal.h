@@ -180,9 +180,10 @@ class ConnectionPool {
   asio::awaitable<absl::StatusOr<ConnectionPtr>> connect(std::chrono::milliseconds timeout,
                                                          bool* retryable);
   // A pooled connection: an idle one that is still open, or a new one within the limit (waiting
-  // for one to come back otherwise).
+  // for one to come back otherwise; `urgent` waiters are served before all others, each kind in
+  // the order it came).
   asio::awaitable<absl::StatusOr<ConnectionPtr>> acquire(std::chrono::milliseconds timeout,
-                                                         bool* retryable);
+                                                         bool* retryable, bool urgent = false);
   // Back into the pool (keep) or closed.
   void release(ConnectionPtr conn, bool keep);
   // Closes every connection (pooled and streams); later acquires fail with Cancelled.
@@ -206,6 +207,7 @@ class ConnectionPool {
   std::vector<ConnectionPtr> idle_;
   int pooled_ = 0;  // idle + busy pooled connections
   std::list<asio::steady_timer*> waiters_;
+  std::list<asio::steady_timer*> urgent_waiters_;
 };
 
 // --- client.cc / stream.cc ---

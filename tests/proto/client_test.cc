@@ -569,6 +569,43 @@ TEST_CASE("concurrent requests share at most max_connections keep-alive connecti
   CHECK(server.connections() == before);
 }
 
+TEST_CASE("an urgent request (a Binding) waiting for a pooled connection goes before ordinary "
+          "ones that waited longer", "[client]") {
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  TestServer server([&](const Seen& seen, int) {
+    if (seen.target == "/gate") {
+      entered.set_value();
+      released.wait();  // the one connection stays busy until every other request waits for it
+    }
+    return Reply().body("{}");
+  });
+  ClientHarness h;
+  ClientOptions options = fastRetries(0);
+  options.max_connections = 1;
+  h.start(configFor(server), options);
+  auto gate = h.spawn(h.client->call(get("/gate")));
+  entered.get_future().wait();
+  std::vector<std::future<absl::StatusOr<std::string>>> results;
+  for (int i = 0; i < 4; ++i) results.push_back(h.spawn(h.client->call(get("/ordinary"))));
+  Request urgent = get("/urgent");
+  urgent.urgent = true;
+  results.push_back(h.spawn(h.client->call(urgent)));
+  // The io_context runs on one thread, FIFO: once a handler posted after the requests has hopped
+  // more times than any of them needs to reach the pool, all of them wait there.
+  h.await([&]() -> asio::awaitable<void> {
+    for (int i = 0; i < 32; ++i) co_await asio::post(h.io_, asio::use_awaitable);
+  }());
+  release.set_value();
+  REQUIRE(gate.get().ok());
+  for (auto& r : results) CHECK(r.get().ok());
+  const std::vector<Seen> seen = server.requests();
+  REQUIRE(seen.size() == 6);
+  CHECK(seen[0].target == "/gate");
+  CHECK(seen[1].target == "/urgent");
+  CHECK(server.connections() == 1);
+}
+
 TEST_CASE("a kept-alive connection the server dropped is replaced transparently", "[client]") {
   SECTION("closed while idle") {
     TestServer server([](const Seen&, int) { return Reply().body("{}").closeAfter(); });
