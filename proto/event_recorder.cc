@@ -75,6 +75,9 @@ ObjectReference referenceTo(const Pod& pod) { return reference(pod.meta, "Pod", 
 ObjectReference referenceTo(const PodGroup& group) {
   return reference(group.meta, "PodGroup", "scheduling.x-k8s.io/v1alpha1");
 }
+ObjectReference referenceTo(const WorkloadPodGroup& group) {
+  return reference(group.meta, "PodGroup", "scheduling.k8s.io/v1alpha2");
+}
 ObjectReference referenceTo(const ParallelJob& job) {
   return reference(job.meta, "ParallelJob", "preferred.jp/v1alpha1");
 }

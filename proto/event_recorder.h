@@ -60,6 +60,7 @@ struct EventRecorderOptions {
 // core/v1 ObjectReference for an object Muster reports about.
 ObjectReference referenceTo(const Pod& pod);
 ObjectReference referenceTo(const PodGroup& group);
+ObjectReference referenceTo(const WorkloadPodGroup& group);  // scheduling.k8s.io/v1alpha2
 ObjectReference referenceTo(const ParallelJob& job);
 
 class EventRecorder {

@@ -1,5 +1,8 @@
 #include "scheduler/binder.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "proto/codec.h"
 #include "proto/coroutine.h"
@@ -16,6 +19,11 @@ namespace {
 struct Metrics {
   metrics::Family<metrics::Counter>& binds = metrics::defaultRegistry().counter(
       "muster_binds_total", "Pod bindings by result (success, error).", {"result"});
+  metrics::Family<metrics::Histogram>& bind_duration = metrics::defaultRegistry().histogram(
+      "muster_gang_bind_duration_seconds",
+      "From a gang's placement being sent to its first member bound (first_bound) and to every "
+      "member answered (all_answered).",
+      metrics::exponentialBuckets(0.0005, 2, 16), {"stage"});
   metrics::Counter& evictions = metrics::defaultRegistry()
                                     .counter("muster_gang_evictions_total",
                                              "Bound gang members evicted because the rest of "
@@ -37,18 +45,62 @@ struct Binder::Batch {
   size_t remaining = 0;
   Result result;
   Done done;
+  bool per_pod_events = true;
+  std::optional<proto::ObjectReference> regarding;  // the gang's Event (else its first bound pod)
+  std::vector<size_t> bound;                        // indices into pods, as they answered
+  std::string domain;                               // GangPlacement::describe()
+  std::chrono::steady_clock::time_point sent;       // bind() called
+  double first_bound_ms = -1;
 };
 
-Binder::Binder(SchedulerApiPtr api, asio::strand<asio::any_io_executor> strand,
-               proto::EventRecorder& events, proto::Clock clock)
-    : api_(std::move(api)), strand_(std::move(strand)), events_(events), clock_(std::move(clock)) {
-  for (const char* r : {"success", "error"}) m().binds.with({r});
+namespace {
+
+proto::ObjectReference podReference(const PodRef& pod) {
+  proto::ObjectReference ref;
+  ref.kind = "Pod";
+  ref.api_version = "v1";
+  ref.namespace_ = pod.namespace_;
+  ref.name = pod.name;
+  ref.uid = pod.uid;
+  return ref;
 }
 
-void Binder::bind(const GangAttempt& attempt, const GangPlacement& placement, Done done) {
+// "n1, n2, n3 and 5 more": the distinct nodes, in order of first use.
+std::string someNodes(const std::vector<std::string>& nodes, const std::vector<size_t>& which) {
+  constexpr size_t kShown = 8;
+  std::vector<std::string> distinct;
+  for (size_t i : which)
+    if (std::find(distinct.begin(), distinct.end(), nodes[i]) == distinct.end())
+      distinct.push_back(nodes[i]);
+  std::string out;
+  for (size_t i = 0; i < distinct.size() && i < kShown; ++i)
+    absl::StrAppend(&out, i ? ", " : "", distinct[i]);
+  if (distinct.size() > kShown) absl::StrAppend(&out, " and ", distinct.size() - kShown, " more");
+  return out;
+}
+
+}  // namespace
+
+Binder::Binder(SchedulerApiPtr api, asio::strand<asio::any_io_executor> strand,
+               proto::EventRecorder& events, proto::Clock clock, bool per_pod_events)
+    : api_(std::move(api)),
+      strand_(std::move(strand)),
+      events_(events),
+      clock_(std::move(clock)),
+      per_pod_events_(per_pod_events) {
+  for (const char* r : {"success", "error"}) m().binds.with({r});
+  for (const char* s : {"first_bound", "all_answered"}) m().bind_duration.with({s});
+}
+
+void Binder::bind(const GangAttempt& attempt, const GangPlacement& placement, Done done,
+                  std::optional<proto::ObjectReference> regarding) {
   auto batch = std::make_shared<Batch>();
   batch->gang = attempt.key;
   batch->done = std::move(done);
+  batch->per_pod_events = per_pod_events_ || attempt.key.single_pod;
+  batch->regarding = std::move(regarding);
+  batch->domain = placement.describe();
+  batch->sent = std::chrono::steady_clock::now();
   batch->remaining = placement.assignments.size();
   for (size_t i = 0; i < placement.assignments.size(); ++i) {
     batch->pods.push_back(PodRef::of(attempt.members[i]->pod));
@@ -75,14 +127,16 @@ void Binder::answered(const std::shared_ptr<Batch>& batch, size_t index, absl::S
   if (status.ok()) {
     m().binds.with({"success"}).inc();
     MUSTER_LOG_INFO(2, "Bound pod", "pod", key, "node", node, "gang", batch->gang.toString());
-    proto::ObjectReference ref;
-    ref.kind = "Pod";
-    ref.api_version = "v1";
-    ref.namespace_ = pod.namespace_;
-    ref.name = pod.name;
-    ref.uid = pod.uid;
-    events_.event(std::move(ref), "Normal", "Scheduled",
-                  absl::StrCat("Successfully assigned ", key, " to ", node));
+    if (batch->bound.empty()) {
+      const auto d = std::chrono::steady_clock::now() - batch->sent;
+      batch->first_bound_ms = std::chrono::duration<double, std::milli>(d).count();
+      m().bind_duration.with({"first_bound"}).observe(std::chrono::duration<double>(d).count());
+    }
+    if (batch->per_pod_events) {
+      events_.event(podReference(pod), "Normal", "Scheduled",
+                    absl::StrCat("Successfully assigned ", key, " to ", node));
+    }
+    batch->bound.push_back(index);
     batch->result.bound.push_back(key);
   } else {
     m().binds.with({"error"}).inc();
@@ -90,6 +144,24 @@ void Binder::answered(const std::shared_ptr<Batch>& batch, size_t index, absl::S
     batch->result.failed.push_back({key, std::move(status)});
   }
   if (--batch->remaining > 0) return;
+  const auto all = std::chrono::steady_clock::now() - batch->sent;
+  m().bind_duration.with({"all_answered"}).observe(std::chrono::duration<double>(all).count());
+  MUSTER_LOG_INFO(2, "Gang bound", "gang", batch->gang.toString(), "pods", batch->pods.size(),
+                  "bound", batch->bound.size(), "firstBoundMs", batch->first_bound_ms,
+                  "allAnsweredMs", std::chrono::duration<double, std::milli>(all).count());
+  if (!batch->per_pod_events && !batch->bound.empty()) {
+    // One Event for the gang: its bound members' nodes in the order they were sent.
+    std::vector<size_t> bound = batch->bound;
+    std::sort(bound.begin(), bound.end());
+    const size_t n = bound.size();
+    std::string message = absl::StrCat(
+        "Successfully assigned ", n, n == 1 ? " pod" : " pods", " of gang ", batch->gang.toString(),
+        " to ", batch->domain, ": ", n == 1 ? "node " : "nodes ", someNodes(batch->nodes, bound));
+    if (!batch->result.failed.empty())
+      absl::StrAppend(&message, " (", batch->result.failed.size(), " more failed to bind)");
+    events_.event(batch->regarding ? *batch->regarding : podReference(batch->pods[bound.front()]),
+                  "Normal", "Scheduled", std::move(message));
+  }
   batch->done(std::move(batch->result));
 }
 

@@ -6,8 +6,13 @@
 // Contract:
 // - bind(attempt, placement): one Binding per assignment, all sent at once (concurrently, over
 //   the client's connection pool); `done` runs on the strand given at construction once every
-//   member has answered, with the members that bound and the ones that failed (and why). A bound
-//   member gets a `Scheduled` Event. Members that bound stay bound even when others failed: the
+//   member has answered, with the members that bound and the ones that failed (and why). The
+//   bound members of a gang get one `Scheduled` Event together once all have answered, on
+//   `regarding` (the gang's PodGroup) or else the first bound member in `placement`'s order,
+//   naming how many pods, the domain and the nodes; each pod's own record is the
+//   PodScheduled=True condition the bind sets. With `per_pod_events`, and always for a single
+//   pod, each bound pod gets its own Event, as kube-scheduler writes. Members that bound stay
+//   bound even when others failed: the
 //   gang's next placement must join them (the queue knows them as bound members), and when it
 //   cannot, or when the gang's binds have failed 3 attempts in a row, the scheduler calls
 //   rollback(). A gang is therefore never left partly bound for longer than a few retries -
@@ -26,6 +31,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,9 +63,10 @@ class Binder {
       std::function<std::shared_ptr<const proto::Pod>(std::string_view ns, std::string_view name)>;
 
   Binder(SchedulerApiPtr api, proto::asio::strand<proto::asio::any_io_executor> strand,
-         proto::EventRecorder& events, proto::Clock clock);
+         proto::EventRecorder& events, proto::Clock clock, bool per_pod_events = false);
 
-  void bind(const GangAttempt& attempt, const GangPlacement& placement, Done done);
+  void bind(const GangAttempt& attempt, const GangPlacement& placement, Done done,
+            std::optional<proto::ObjectReference> regarding = std::nullopt);
   void rollback(const GangAttempt& attempt, const std::string& why, const PodLookup& lookup);
   void stop() { stopping_ = true; }
 
@@ -71,6 +78,7 @@ class Binder {
   proto::asio::strand<proto::asio::any_io_executor> strand_;
   proto::EventRecorder& events_;
   proto::Clock clock_;
+  bool per_pod_events_;
   std::atomic<bool> stopping_{false};
 };
 

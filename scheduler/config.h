@@ -72,6 +72,10 @@ struct SchedulerConfig {
   std::vector<MinRuntimeBand> preemption_min_runtime;  // sorted by priority, ascending
   int64_t preemption_victim_cooldown_seconds = 600;
   int64_t preemption_nomination_timeout_seconds = 300;
+  // events.scheduled (the process's events key, scheduler/cmd/config.h): false ("gang") writes
+  // one Scheduled Event per bound gang, true ("pod") one per bound pod as kube-scheduler does.
+  // Single pods get theirs either way.
+  bool scheduled_events_per_pod = false;
   // The minimum runtime of a pod of `priority` before it may be preempted.
   int64_t minRuntimeSeconds(int64_t priority) const;
 

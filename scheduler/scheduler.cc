@@ -118,7 +118,7 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       namespaces_(informers.informer<proto::Namespace>(proto::resources::kNamespaces)),
       pdbs_(informers.informer<proto::PodDisruptionBudget>(proto::resources::kPodDisruptionBudgets)),
       api_(api),
-      binder_(api, strand_, events_, clock_),
+      binder_(api, strand_, events_, clock_, config_.scheduled_events_per_pod),
       status_(api, executor, clock_),
       cache_(config_.topology_levels),
       queue_(config_, clock_,
@@ -538,6 +538,7 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
   options.single_pod_strategy = config_.single_pod_strategy;
   options.namespace_labels = [this](std::string_view ns) { return namespaceLabels(ns); };
   PlacementResult result = place(request, cache_, options);
+  const auto placed_at = std::chrono::steady_clock::now();
   if (auto* verdict = std::get_if<Unschedulable>(&result)) {
     observe("unschedulable");
     if (!verdict->waiting_for_members && !verdict->evict_bound_members)
@@ -566,13 +567,24 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
   }
   queue_.reportPlaced(attempt, placement);
   observe("scheduled");
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
   MUSTER_LOG_INFO(2, "Gang placed", "gang", attempt.key.toString(), "pods",
-                  placement.assignments.size(), "domain", placement.describe(), "gpuNicPods",
+                  placement.assignments.size(), "placeMs", ms(placed_at - started), "assumeMs",
+                  ms(std::chrono::steady_clock::now() - placed_at), "domain", placement.describe(), "gpuNicPods",
                   placement.gpu_nic_pods, "alignedPCIeSwitch", placement.gpu_nic_pix, "alignedPCIe", placement.gpu_nic_pcie,
                   "alignedNUMANode", placement.gpu_nic_numa);
+  // The gang's Scheduled Event goes on its PodGroup when it has one.
+  std::optional<proto::ObjectReference> regarding;
+  const std::string group_key = proto::objectKey(attempt.key.namespace_, attempt.key.name);
+  if (attempt.spec.source == GangSource::kPodGroup) {
+    if (auto it = groups_.find(group_key); it != groups_.end()) regarding = proto::referenceTo(*it->second);
+  } else if (attempt.spec.source == GangSource::kWorkloadPodGroup) {
+    auto it = workload_groups_.find(proto::objectKey(attempt.key.namespace_, attempt.spec.workload_pod_group));
+    if (it != workload_groups_.end()) regarding = proto::referenceTo(*it->second);
+  }
   binder_.bind(attempt, placement, [this, attempt, placement](Binder::Result result) {
     onBound(attempt, placement, std::move(result));
-  });
+  }, std::move(regarding));
 }
 
 // Events per gang attempt: the first few members only.

@@ -21,8 +21,17 @@ cfg::Keys processKeys(ProcessConfig* c) {
                                   {"leaseDurationSeconds", cfg::intInto(&le->lease_duration_seconds)},
                                   {"renewDeadlineSeconds", cfg::intInto(&le->renew_deadline_seconds)},
                                   {"retryPeriodSeconds", cfg::intInto(&le->retry_period_seconds)}})},
-      {"events", cfg::mapInto({{"maxPerGangPerMinute",
-                           cfg::intInto(&c->events_max_per_object_per_minute)}})},
+      {"events",
+       cfg::mapInto({{"maxPerGangPerMinute", cfg::intInto(&c->events_max_per_object_per_minute)},
+                     {"scheduled",
+                      [c](const YAML::Node& n, const std::string& key) -> absl::Status {
+                        std::string s;
+                        if (absl::Status st = cfg::readString(n, key, &s); !st.ok()) return st;
+                        if (s != "gang" && s != "pod")
+                          return cfg::bad(key, absl::StrCat("must be gang or pod, got \"", s, "\""));
+                        c->scheduler.scheduled_events_per_pod = s == "pod";
+                        return absl::OkStatus();
+                      }}})},
   };
 }
 

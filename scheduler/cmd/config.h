@@ -19,6 +19,10 @@
 //   events:
 //     maxPerGangPerMinute: 10              # new Events per object per minute (repeats of one
 //                                          # Event only raise its count)
+//     scheduled: gang                      # gang: one Scheduled Event per bound gang (on its
+//                                          #   PodGroup, else its first member), naming its size,
+//                                          #   domain and nodes; pod: one per bound pod, as
+//                                          #   kube-scheduler writes. Single pods get one either way
 //
 // The metrics port is kube-scheduler's (10259) but served over plain HTTP, on all addresses so that
 // Prometheus and the kubelet's probes reach it through the pod IP.

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/clock.h"
 #include "proto/event_recorder.h"
@@ -152,20 +153,60 @@ void racks(Fixture& f) {
   f.cluster.put("nodes", nodeJson("n4").rack("r2"));
 }
 
-TEST_CASE("a gang of 4 is bound whole, one bind per member, each with a Scheduled Event",
-          "[scheduler]") {
+TEST_CASE("a gang of 4 is bound whole, one bind per member, with one Scheduled Event for the "
+          "gang (or one per pod when configured)", "[scheduler]") {
+  const bool per_pod = GENERATE(false, true);
   Fixture f;
   racks(f);
   for (const auto& p : kGang4) f.cluster.put("pods", podJson(p).gpus(4).gang("train", 4));
-  f.start();
+  SchedulerConfig c = config();
+  c.scheduled_events_per_pod = per_pod;
+  f.start(c);
   REQUIRE(f.cluster.runUntil([&] { return f.bound(kGang4) == 4; }));
   f.cluster.settle();
   CHECK(f.api->binds.size() == 4);
-  for (const auto& p : kGang4) CHECK(f.sink->count("Scheduled", "ml/" + p) == 1);
   // 16 GPUs: exactly one rack's two nodes.
   std::set<std::string> nodes;
   for (const auto& p : kGang4) nodes.insert(f.nodeOf(p));
   CHECK((nodes == std::set<std::string>{"n1", "n2"} || nodes == std::set<std::string>{"n3", "n4"}));
+  if (per_pod) {
+    for (const auto& p : kGang4) CHECK(f.sink->count("Scheduled", "ml/" + p) == 1);
+    return;
+  }
+  REQUIRE(f.sink->count("Scheduled") == 1);
+  const proto::Event& e = *std::find_if(f.sink->created.begin(), f.sink->created.end(),
+                                        [](const proto::Event& e) { return e.reason == "Scheduled"; });
+  CHECK(e.involved_object.kind == "Pod");
+  CHECK(std::find(kGang4.begin(), kGang4.end(), e.involved_object.name) != kGang4.end());
+  CHECK(e.message == absl::StrCat("Successfully assigned 4 pods of gang ml/train to muster.dev/rack=",
+                                  *nodes.begin() == "n1" ? "r1" : "r2", ": nodes ",
+                                  f.nodeOf(e.involved_object.name) == *nodes.begin()
+                                      ? absl::StrCat(*nodes.begin(), ", ", *nodes.rbegin())
+                                      : absl::StrCat(*nodes.rbegin(), ", ", *nodes.begin())));
+}
+
+TEST_CASE("a single pod gets kube-scheduler's Scheduled Event, and a PodGroup's gang gets its "
+          "one on the PodGroup", "[scheduler]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("podgroups", podGroupJson("g", 3));
+  for (const auto& p : {"w0", "w1", "w2"}) f.cluster.put("pods", podJson(p).gpus(2).podGroup("g"));
+  f.cluster.put("pods", podJson("solo").gpus(1));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.bound({"w0", "w1", "w2", "solo"}) == 4; }));
+  f.cluster.settle();
+  CHECK(f.sink->count("Scheduled") == 2);
+  CHECK(f.sink->count("Scheduled", "ml/solo") == 1);
+  CHECK(f.sink->count("Scheduled", "ml/g") == 1);
+  for (const proto::Event& e : f.sink->created) {
+    if (e.reason != "Scheduled") continue;
+    if (e.involved_object.name == "solo") {
+      CHECK(e.message == "Successfully assigned ml/solo to " + f.nodeOf("solo"));
+    } else {
+      CHECK(e.involved_object.kind == "PodGroup");
+      CHECK_THAT(e.message, Catch::StartsWith("Successfully assigned 3 pods of gang ml/g to "));
+    }
+  }
 }
 
 TEST_CASE("a gang of 3 is not bound at all while only 2 of its members fit", "[scheduler]") {

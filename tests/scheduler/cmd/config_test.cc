@@ -29,6 +29,7 @@ TEST_CASE("an empty config file gives the documented defaults", "[config]") {
   CHECK(c->job_engine.enabled);
   CHECK(c->job_engine.cluster_domain == "cluster.local");
   CHECK(c->events_max_per_object_per_minute == 10);
+  CHECK_FALSE(c->scheduler.scheduled_events_per_pod);
   CHECK(c->scheduler.levelCount() == 1);
 }
 
@@ -43,7 +44,7 @@ client: {qps: 50.5, burst: 100}
 metricsBindAddress: "127.0.0.1:9090"
 leaderElection: {enabled: false, leaseName: x, leaseNamespace: y}
 jobEngine: {enabled: false, clusterDomain: k8s.example.org}
-events: {maxPerGangPerMinute: 3}
+events: {maxPerGangPerMinute: 3, scheduled: pod}
 )");
   REQUIRE(c.ok());
   CHECK(c->scheduler.scheduler_names.size() == 2);
@@ -58,6 +59,7 @@ events: {maxPerGangPerMinute: 3}
   CHECK_FALSE(c->job_engine.enabled);
   CHECK(c->job_engine.cluster_domain == "k8s.example.org");
   CHECK(c->events_max_per_object_per_minute == 3);
+  CHECK(c->scheduler.scheduled_events_per_pod);
 }
 
 TEST_CASE("config errors name the key and what is wrong", "[config]") {
@@ -89,6 +91,7 @@ TEST_CASE("config errors name the key and what is wrong", "[config]") {
   CHECK(errorOf("gang: 5") == "gang: must be a mapping, got \"5\"");
   CHECK(errorOf("events: {maxPerGangPerMinute: 0}") ==
         "events.maxPerGangPerMinute: must be positive, got 0");
+  CHECK(errorOf("events: {scheduled: node}") == "events.scheduled: must be gang or pod, got \"node\"");
   CHECK(errorOf("[1, 2").find("not valid YAML") != std::string::npos);
   CHECK(errorOf("jobEngine: {clusterDomain: \"not a domain\"}") ==
         "jobEngine.clusterDomain: must be a DNS domain such as cluster.local, got \"not a domain\"");
