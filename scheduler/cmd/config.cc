@@ -13,7 +13,8 @@ cfg::Keys processKeys(ProcessConfig* c) {
   LeaderElectionConfig* le = &c->leader_election;
   return {
       {"client", cfg::mapInto({{"qps", cfg::doubleInto(&c->client_qps)},
-                          {"burst", cfg::intInto(&c->client_burst)}})},
+                          {"burst", cfg::intInto(&c->client_burst)},
+                          {"maxConnections", cfg::intInto(&c->client_max_connections)}})},
       {"metricsBindAddress", cfg::stringInto(&c->metrics_bind_address)},
       {"leaderElection", cfg::mapInto({{"enabled", cfg::boolInto(&le->enabled)},
                                   {"leaseName", cfg::stringInto(&le->lease_name)},
@@ -43,6 +44,11 @@ absl::Status validateProcessConfig(const ProcessConfig& c) {
   if (!(c.client_qps >= 0)) return cfg::bad("client.qps", "must not be negative");
   if (absl::Status s = cfg::nonNegative("client.burst", c.client_burst); !s.ok())
     return s;
+  if (absl::Status s = cfg::positive("client.maxConnections", c.client_max_connections); !s.ok())
+    return s;
+  if (c.client_max_connections > 1024)
+    return cfg::bad("client.maxConnections",
+                    absl::StrCat("must be at most 1024, got ", c.client_max_connections));
   if (absl::Status s = cfg::validateAddress("metricsBindAddress", c.metrics_bind_address);
       !s.ok())
     return s;

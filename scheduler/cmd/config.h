@@ -8,6 +8,9 @@
 //   client:
 //     qps: 0                               # API client rate limit; 0: unlimited
 //     burst: 0
+//     maxConnections: 64                   # keep-alive HTTPS connections for requests (binds,
+//                                          #   patches, Events; watches have their own). HTTP/1.1:
+//                                          #   one request in flight per connection
 //   metricsBindAddress: "0.0.0.0:10259"    # plain HTTP: /metrics, /healthz, /readyz, /livez
 //   leaderElection:
 //     enabled: true
@@ -51,6 +54,7 @@ struct ProcessConfig {
   jobengine::JobEngineConfig job_engine;
   double client_qps = 0;
   int64_t client_burst = 0;
+  int64_t client_max_connections = 64;
   std::string metrics_bind_address = "0.0.0.0:10259";
   LeaderElectionConfig leader_election;
   int64_t events_max_per_object_per_minute = 10;

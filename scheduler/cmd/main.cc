@@ -126,6 +126,7 @@ int run(int argc, char** argv) {
   proto::ClientOptions client_options;
   client_options.qps = config.client_qps;
   client_options.burst = static_cast<int>(config.client_burst);
+  client_options.max_connections = static_cast<int>(config.client_max_connections);
   client_options.user_agent = "muster-scheduler/0.1";
   auto client = proto::Client::create(io.get_executor(), *rest, client_options);
   if (!client.ok()) {

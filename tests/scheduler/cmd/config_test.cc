@@ -30,6 +30,7 @@ TEST_CASE("an empty config file gives the documented defaults", "[config]") {
   CHECK(c->job_engine.cluster_domain == "cluster.local");
   CHECK(c->events_max_per_object_per_minute == 10);
   CHECK_FALSE(c->scheduler.scheduled_events_per_pod);
+  CHECK(c->client_max_connections == 64);
   CHECK(c->scheduler.levelCount() == 1);
 }
 
@@ -40,7 +41,7 @@ topologyLevels: [muster.dev/block, muster.dev/spine, muster.dev/rack]
 singlePodStrategy: spread
 gang: {defaultScheduleTimeoutSeconds: 600}
 queue: {reservationAfterSeconds: 120, initialBackoffSeconds: 2, maxBackoffSeconds: 30}
-client: {qps: 50.5, burst: 100}
+client: {qps: 50.5, burst: 100, maxConnections: 64}
 metricsBindAddress: "127.0.0.1:9090"
 leaderElection: {enabled: false, leaseName: x, leaseNamespace: y}
 jobEngine: {enabled: false, clusterDomain: k8s.example.org}
@@ -54,6 +55,7 @@ events: {maxPerGangPerMinute: 3, scheduled: pod}
   CHECK(c->scheduler.levelIndex("zone") == -1);
   CHECK(c->scheduler.single_pod_strategy == scheduler::SinglePodStrategy::kSpread);
   CHECK(c->client_qps == 50.5);
+  CHECK(c->client_max_connections == 64);
   CHECK(c->scheduler.queue_reservation_after_seconds == 120);
   CHECK_FALSE(c->leader_election.enabled);
   CHECK_FALSE(c->job_engine.enabled);
@@ -91,6 +93,8 @@ TEST_CASE("config errors name the key and what is wrong", "[config]") {
   CHECK(errorOf("gang: 5") == "gang: must be a mapping, got \"5\"");
   CHECK(errorOf("events: {maxPerGangPerMinute: 0}") ==
         "events.maxPerGangPerMinute: must be positive, got 0");
+  CHECK(errorOf("client: {maxConnections: 0}") == "client.maxConnections: must be positive, got 0");
+  CHECK(errorOf("client: {maxConnections: 5000}") == "client.maxConnections: must be at most 1024, got 5000");
   CHECK(errorOf("events: {scheduled: node}") == "events.scheduled: must be gang or pod, got \"node\"");
   CHECK(errorOf("[1, 2").find("not valid YAML") != std::string::npos);
   CHECK(errorOf("jobEngine: {clusterDomain: \"not a domain\"}") ==
