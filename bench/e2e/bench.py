@@ -19,6 +19,11 @@ Per run (scheduler x workload):
      concurrently) and each is waited for: latency = last member's create returned -> every member
      seen bound by the watch (closed loop: no queueing behind other gangs).
   3. the scheduler's peak RSS (VmHWM) and CPU seconds (utime + stime) over the whole run.
+  4. its API requests over both phases, by verb and resource, per pod bound: from kube-apiserver's
+     audit log (Metadata level; leases and nodes/status left out), attributed by user agent
+     (muster-scheduler/, kube-scheduler/, muster-trivial-binder). apiserver_request_total has no client
+     label, so kwok's pod status patches and the driver's creates would be counted with the
+     scheduler's. Check: its Binding creates equal apiserver_request_total's (bindings_metric).
 Recovery, once per scale and scheduler: R pods (default 20,000) pending, then the scheduler is
 started; time to its first bind. All schedulers use one schedulerName for it, so the pods are
 created once; each scheduler is stopped at its first bind (the few pods bound in between are
@@ -31,6 +36,7 @@ Only the standard library; talks to the API server over HTTPS with the admin tok
 """
 
 import argparse
+import collections
 import concurrent.futures
 import http.client
 import json
@@ -98,6 +104,27 @@ class Api:
                 if attempt == retries:
                     raise
                 time.sleep(0.2 * (attempt + 1))
+
+    def text(self, path):
+        c = self.conn()
+        try:
+            c.request("GET", path, headers={"Authorization": "Bearer " + self.token})
+            r = c.getresponse()
+            payload = r.read()
+            if r.status != 200:
+                raise RuntimeError(f"GET {path}: HTTP {r.status}")
+            return payload.decode()
+        finally:
+            c.close()
+
+    def bindings_served(self):
+        """apiserver_request_total for Binding creates (any client, any code)."""
+        total = 0
+        for line in self.text("/metrics").splitlines():
+            if (line.startswith("apiserver_request_total{") and 'resource="pods"' in line
+                    and 'subresource="binding"' in line and 'verb="POST"' in line):
+                total += float(line.rsplit(" ", 1)[1])
+        return int(total)
 
     def watch(self, path):
         """Yields (event type, object) from a watch; the connection is this generator's own."""
@@ -265,6 +292,61 @@ def proc_hwm_mib(pid):
 
 LIVE = set()  # schedulers started and not yet stopped (stopped on exit, also on SIGTERM)
 
+AGENTS = {"muster": "muster-scheduler/", "kube": "kube-scheduler/", "kube-gang": "kube-scheduler/",
+          "trivial": "muster-trivial-binder"}
+WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: None
+  resources: [{group: coordination.k8s.io, resources: [leases]}, {group: "", resources: [nodes/status]}]
+- level: Metadata
+"""
+
+
+def audit_counts(path, agent_prefix, start=0):
+    """Completed requests in kube-apiserver's JSON audit log from byte `start` on, of the user
+    agents starting with `agent_prefix`: {(verb, resource[/subresource]): count}. A last line still
+    being written is left out."""
+    counts = collections.Counter()
+    with open(path, "rb") as f:
+        f.seek(start)
+        for line in f:
+            if not line.endswith(b"\n"):
+                break
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if not ev.get("userAgent", "").startswith(agent_prefix):
+                continue
+            if ev.get("stage") not in ("ResponseComplete", "Panic"):
+                continue
+            ref = ev.get("objectRef") or {}
+            res = ref.get("resource", "") + ("/" + ref["subresource"] if ref.get("subresource") else "")
+            counts[(ev.get("verb", "?"), res or ev.get("requestURI", "?").split("?")[0])] += 1
+    return counts
+
+
+class AuditLog:
+    """The API server's audit log (one JSON object per completed request): requests per user agent
+    between two offsets, by "verb resource[/subresource]"."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def mark(self):
+        try:
+            return os.path.getsize(self.path)
+        except OSError:
+            return 0
+
+    def count(self, start, agent_prefix):
+        if self.mark() < start:
+            raise RuntimeError(f"{self.path} was rotated during the run")
+        return {f"{verb} {what}": n for (verb, what), n in audit_counts(self.path, agent_prefix, start).items()}
+
 
 class Scheduler:
     def __init__(self, kind, cfg):
@@ -274,11 +356,13 @@ class Scheduler:
         c = self.cfg
         if self.kind == "muster":
             path = os.path.join(c["work"], "muster.yaml")
+            self.metrics_port = free_port()
             with open(path, "w") as f:
                 f.write(f"schedulerNames: [muster-scheduler, {RECOVERY_NAME}]\n"
                         "topologyLevels: [muster.dev/block, muster.dev/spine, muster.dev/rack]\n"
-                        "metricsBindAddress: 127.0.0.1:0\nleaderElection: {enabled: false}\n"
-                        "client: {qps: 0, burst: 0}\nevents: {maxPerGangPerMinute: 10}\n")
+                        f"metricsBindAddress: 127.0.0.1:{self.metrics_port}\nleaderElection: {{enabled: false}}\n"
+                        f"client: {os.environ.get('BENCH_MUSTER_CLIENT', '{qps: 0, burst: 0}')}\n"
+                        f"events: {{maxPerGangPerMinute: 10, scheduled: {os.environ.get('BENCH_MUSTER_SCHEDULED_EVENTS', 'gang')}}}\n")
             argv = [c["muster_bin"], "--kubeconfig", c["kubeconfig"], "--config", path,
                     "--leader-elect=false"] + os.environ.get("BENCH_MUSTER_ARGS", "").split()
         elif self.kind in ("kube", "kube-gang"):
@@ -305,6 +389,30 @@ class Scheduler:
     def usage(self):
         return {"cpu_s": proc_cpu(self.proc.pid), "peak_rss_mib": proc_hwm_mib(self.proc.pid)}
 
+    def histograms(self):
+        """Muster's /metrics: {(histogram, label values): (sum, count)}; {} for the others."""
+        if self.kind != "muster":
+            return {}
+        c = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=10)
+        try:
+            c.request("GET", "/metrics")
+            text = c.getresponse().read().decode()
+        except OSError:
+            return {}
+        finally:
+            c.close()
+        out = {}
+        for line in text.splitlines():
+            for suffix, slot in (("_sum", 0), ("_count", 1)):
+                name = line.split("{", 1)[0].split(" ", 1)[0]
+                if not name.endswith(suffix):
+                    continue
+                labels = line[len(name):].rsplit(" ", 1)[0]
+                key = (name[:-len(suffix)], labels)
+                v = out.setdefault(key, [0.0, 0.0])
+                v[slot] = float(line.rsplit(" ", 1)[1])
+        return out
+
     def stop(self):
         LIVE.discard(self)
         if self.proc and self.proc.poll() is None:
@@ -315,6 +423,31 @@ class Scheduler:
                 self.proc.kill()
                 self.proc.wait()
         self.logf.close()
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# Where a gang's time goes inside Muster, from its histograms over the latency phase (means, ms).
+BIND_PATH = {
+    "decide (place + assume)": ("scheduler_scheduling_attempt_duration_seconds", '{result="scheduled"}'),
+    "sent -> first bound": ("muster_gang_bind_duration_seconds", '{stage="first_bound"}'),
+    "sent -> all answered": ("muster_gang_bind_duration_seconds", '{stage="all_answered"}'),
+}  # (muster_gang_placement_duration_seconds starts at a creationTimestamp: whole seconds, too coarse)
+
+
+def bind_path(before, after):
+    out = {}
+    for what, key in BIND_PATH.items():
+        s1, n1 = after.get(key, (0, 0))
+        s0, n0 = before.get(key, (0, 0))
+        if n1 > n0:
+            out[what] = round((s1 - s0) / (n1 - n0) * 1000, 2)
+    return out
 
 
 def cpu_snapshot(pids):
@@ -342,6 +475,7 @@ def pct(values, p):
 # ---------------------------------------------------------------- one run
 
 def run_one(api, creator, cfg, kind, workload, scale, rep, run_id, pids, a):
+    audit = cfg["audit"]
     log(f"run {run_id}: {kind} {workload} at {scale} nodes (rep {rep})")
     sched = Scheduler(kind, cfg)
     sched_name = SCHEDULER_NAMES[kind]
@@ -362,6 +496,8 @@ def run_one(api, creator, cfg, kind, workload, scale, rep, run_id, pids, a):
     created = creator.pods(bodies)
     result["create_s"] = round(time.monotonic() - t0, 2)
     names = list(created)
+    audit_start = audit.mark()
+    bindings_before = api.bindings_served()
     c0 = cpu_snapshot(pids)
     started = sched.start(os.path.join(cfg["work"], f"{kind}.log"))
     pids_now = dict(pids, scheduler=sched.proc.pid)
@@ -399,6 +535,7 @@ def run_one(api, creator, cfg, kind, workload, scale, rep, run_id, pids, a):
     time.sleep(2)  # let the scheduler's cache see the deletions
     lat_plan = gang_plan(workload, a.latency_pods)
     latencies = {}
+    hist_before = sched.histograms()
     for g, size in lat_plan:
         g2 = f"{run_id}-l{g}"
         if gang_api and size > 1:
@@ -417,14 +554,27 @@ def run_one(api, creator, cfg, kind, workload, scale, rep, run_id, pids, a):
     result["latency_p50_s"] = pct(ok, 0.5)
     result["latency_p99_s"] = pct(ok, 0.99)
     result["latency_timeouts"] = sum(1 for v in latencies.values() for x in v if x is None)
+    result["bind_path_ms"] = bind_path(hist_before, sched.histograms())
     result.update(sched.usage())
     result["watch_error"] = watch.error
     result["watch_reconnects"] = watch.reconnects
     sched.stop()
+    # Its requests from its start to its exit (Events it flushes on the way out included). The
+    # Binding creates in the audit log must be what the API server counted (only it binds).
+    requests = audit.count(audit_start, AGENTS[kind])
+    result["bindings_metric"] = api.bindings_served() - bindings_before
+    result["bindings_audit"] = requests.get("create pods/binding", 0)
+    pods_bound = result["bound"] + sum(size for size, v in latencies.items() for x in v if x is not None)
+    result["requests"] = requests
+    result["pods_bound_total"] = pods_bound
+    writes = {k: v for k, v in requests.items() if k.split()[0] in WRITE_VERBS}
+    result["writes_per_pod"] = round(sum(writes.values()) / pods_bound, 3) if pods_bound else None
+    result["writes_per_pod_by_kind"] = {k: round(v / pods_bound, 3) for k, v in sorted(writes.items())} if pods_bound else {}
     delete_all(api, gang_api)
     log(f"  {result.get('pods_per_s')} pods/s, start->first bind {result.get('start_to_first_bind_s')} s, "
         f"latency p50 {result['latency_p50_s']} p99 {result['latency_p99_s']}, "
-        f"cpu {result['cpu_s']} s, rss {result['peak_rss_mib']} MiB")
+        f"cpu {result['cpu_s']} s, rss {result['peak_rss_mib']} MiB, "
+        f"writes/pod {result['writes_per_pod']} {result['writes_per_pod_by_kind']}")
     return result
 
 
@@ -488,6 +638,12 @@ def summarize(runs, recov):
             "peak_rss_mib": median([r.get("peak_rss_mib") for r in rs]),
             "cpu_s": median([r.get("cpu_s") for r in rs]),
             "racks_per_gang_vs_min": median([r.get("racks_per_gang_vs_min") for r in rs]),
+            "writes_per_pod": median([r.get("writes_per_pod") for r in rs]),
+            "writes_per_pod_by_kind": {k: median([r.get("writes_per_pod_by_kind", {}).get(k, 0) for r in rs])
+                                       for k in sorted({k for r in rs for k in r.get("writes_per_pod_by_kind", {})})},
+            "bindings_metric_vs_audit": [(r.get("bindings_metric"), r.get("bindings_audit")) for r in rs],
+            "bind_path_ms": {k: median([r.get("bind_path_ms", {}).get(k) for r in rs]) for k in BIND_PATH
+                             if any(r.get("bind_path_ms", {}).get(k) is not None for r in rs)},
             "bottleneck": bottleneck(rs),
         })
     return summary
@@ -518,8 +674,8 @@ def ratio(a, b):
 def markdown(summary, recov, meta):
     md = [f"# Scheduler benchmark (bench/e2e)\n", f"{meta}\n",
           "| nodes | workload | scheduler | pods | bound | pods/s (median; each rep) | start→first bind (s) "
-          "| gang latency p50 / p99 (ms) | peak RSS (MiB) | CPU (s) | racks/gang ÷ min | CPU cores in throughput phase (top) |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "| gang latency p50 / p99 (ms) | peak RSS (MiB) | CPU (s) | racks/gang ÷ min | writes/pod | CPU cores in throughput phase (top) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
         each = ", ".join(fmt(x, 0) for x in s["pods_per_s_all"])
         lat = f"{fmt(s['latency_p50_s'] and s['latency_p50_s'] * 1000, 0)} / {fmt(s['latency_p99_s'] and s['latency_p99_s'] * 1000, 0)}"
@@ -527,7 +683,8 @@ def markdown(summary, recov, meta):
             lat += f" ({s['latency_timeouts']} timed out)"
         md.append(f"| {s['nodes']} | {s['workload']} | {s['scheduler']} | {s['pods']} | {s['bound']} | "
                   f"{fmt(s['pods_per_s'], 0)} ({each}) | {fmt(s['start_to_first_bind_s'], 2)} | {lat} | "
-                  f"{fmt(s['peak_rss_mib'], 0)} | {fmt(s['cpu_s'], 1)} | {fmt(s['racks_per_gang_vs_min'], 2)} | {s['bottleneck']} |")
+                  f"{fmt(s['peak_rss_mib'], 0)} | {fmt(s['cpu_s'], 1)} | {fmt(s['racks_per_gang_vs_min'], 2)} | "
+                  f"{fmt(s.get('writes_per_pod'), 2)} | {s['bottleneck']} |")
     md += ["", "## Ratios (Muster ÷ other; pods/s: > 1 is better for Muster; p99 latency: < 1 is better)", "",
            "| nodes | workload | pods/s ÷ kube | pods/s ÷ kube-gang | pods/s ÷ trivial | p99 ÷ kube | p99 ÷ kube-gang | p99 ÷ trivial |",
            "|---|---|---|---|---|---|---|---|"]
@@ -542,6 +699,24 @@ def markdown(summary, recov, meta):
                 o = idx.get((n, w, other))
                 cells.append(fmt(ratio(m[key], o[key]) if o else None, 2))
         md.append(f"| {n} | {w} | " + " | ".join(cells) + " |")
+    md += ["", "## API writes per bound pod, by verb and resource (audit log, the scheduler's user agent; "
+           "both phases; median over reps)", "",
+           "| nodes | workload | scheduler | writes/pod | by verb and resource | Binding creates: apiserver_request_total / audit |",
+           "|---|---|---|---|---|---|"]
+    for s in summary:
+        kinds = ", ".join(f"{k} {v:.3f}" for k, v in s.get("writes_per_pod_by_kind", {}).items() if v)
+        check = "; ".join(f"{m} / {a}" for m, a in s.get("bindings_metric_vs_audit", []))
+        md.append(f"| {s['nodes']} | {s['workload']} | {s['scheduler']} | {fmt(s.get('writes_per_pod'), 3)} | {kinds} | {check} |")
+    timed = [s for s in summary if s.get("bind_path_ms")]
+    if timed:
+        md += ["", "## Where a gang's time goes in Muster (latency phase, means in ms, median over reps; "
+               "from its histograms)", "",
+               "| nodes | workload | gang p50 / p99 seen by the driver | " + " | ".join(BIND_PATH) + " |",
+               "|---|---|---|" + "---|" * len(BIND_PATH)]
+        for s in timed:
+            seen = f"{fmt(s['latency_p50_s'] and s['latency_p50_s'] * 1000, 0)} / {fmt(s['latency_p99_s'] and s['latency_p99_s'] * 1000, 0)}"
+            md.append(f"| {s['nodes']} | {s['workload']} | {seen} | "
+                      + " | ".join(fmt(s["bind_path_ms"].get(k), 1) for k in BIND_PATH) + " |")
     if recov:
         md += ["", "## Recovery: scheduler start → first bind with pods already pending", "",
                "| nodes | scheduler | pending pods | start→first bind (s) | peak RSS at that point (MiB) |",
@@ -701,9 +876,18 @@ def main():
     for scale in scales:
         cdir = os.path.join(out, f"cluster-{scale}")
         log(f"starting the control plane with {scale} nodes in {cdir}")
+        policy = os.path.join(out, "audit-policy.yaml")
+        with open(policy, "w") as f:
+            f.write(AUDIT_POLICY)
+        audit_path = os.path.join(out, f"audit-{scale}.log")
         up = subprocess.run(["bash", os.path.join(ROOT, "tests/cluster/up.sh"), "--dir", cdir, "--nodes", str(scale),
                              "--feature-gates", "GenericWorkload=true,GangScheduling=true",
-                             "--runtime-config", "scheduling.k8s.io/v1alpha2=true"],
+                             "--runtime-config", "scheduling.k8s.io/v1alpha2=true",
+                             "--apiserver-arg", f"--audit-policy-file={policy}",
+                             "--apiserver-arg", f"--audit-log-path={audit_path}",
+                             "--apiserver-arg", "--audit-log-format=json",
+                             # never rotated (the default rotates at 100 MB, under a reader's feet)
+                             "--apiserver-arg", "--audit-log-maxsize=1000000"],
                             stdout=subprocess.PIPE, text=True)
         if up.returncode != 0:
             sys.exit(f"up.sh failed ({up.returncode}); logs in {cdir}/logs")
@@ -726,7 +910,8 @@ def main():
             work = os.path.join(out, f"logs-{scale}")
             os.makedirs(work, exist_ok=True)
             cfg = {"work": work, "kubeconfig": os.path.join(cdir, "kubeconfig"), "bin_dir": env["MUSTER_BIN_DIR"],
-                   "muster_bin": muster_bin, "trivial_bin": trivial_bin, "rack_of": rack_map(api)}
+                   "muster_bin": muster_bin, "trivial_bin": trivial_bin, "rack_of": rack_map(api),
+                   "audit": AuditLog(audit_path)}
             creator = Creator(api, a.threads)
             if a.recovery_pods > 0:
                 rk = [k for k in kinds if k != "kube-gang"]

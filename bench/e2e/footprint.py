@@ -17,7 +17,6 @@ Only the standard library. The cluster is torn down at the end.
 """
 
 import argparse
-import collections
 import concurrent.futures
 import json
 import os
@@ -69,22 +68,6 @@ def metric(url, name, labels=""):
     return total
 
 
-def audit_counts(path, agent_prefix):
-    counts = collections.Counter()
-    with open(path) as f:
-        for line in f:
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if not ev.get("userAgent", "").startswith(agent_prefix):
-                continue
-            if ev.get("stage") not in ("ResponseComplete", "Panic"):
-                continue
-            ref = ev.get("objectRef") or {}
-            res = ref.get("resource", "") + ("/" + ref["subresource"] if ref.get("subresource") else "")
-            counts[(ev.get("verb", "?"), res or ev.get("requestURI", "?").split("?")[0])] += 1
-    return counts
 
 
 def main():
@@ -184,7 +167,7 @@ def main():
         sliced = os.path.join(out, "audit-muster.log")
         with open(sliced, "w") as f:
             f.write(tail)
-        counts = audit_counts(sliced, "muster-scheduler/")
+        counts = bench.audit_counts(sliced, "muster-scheduler/")
         result = {"binary": binary, "nodes": a.nodes, "pods": a.pods, "bound": bound,
                   "seconds_to_all_bound": round(done_at - started, 2) if done_at else None,
                   **usage, "requests_total": sum(counts.values()),
