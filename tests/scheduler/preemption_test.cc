@@ -213,11 +213,10 @@ TEST_CASE("room earlier preemptions are freeing counts: no victims beyond those 
   }
   for (proto::Pod& p : c.pods)
     if (p.spec.node_name.starts_with("r0")) p.status.start_time = "2027-01-15T09:30:00Z";
+  // (Requests are read once a node advertises the resource: the preemptor after the cache.)
+  ClusterCache fresh = c.cache();
   GangRequest big = preemptor("big", 2, 8, 100, kRackLevel);
-  {
-    ClusterCache cache = c.cache();
-    CHECK(victimGangs(choosePreemption(big, at(100), cache)) == std::set<std::string>{"g0a", "g0b"});
-  }
+  CHECK(victimGangs(choosePreemption(big, at(100), fresh)) == std::set<std::string>{"g0a", "g0b"});
   // The scheduler died after marking g1a (or g1a is being deleted): r1 now needs only g1b, which
   // is cheaper than both of r0's. Without counting g1a's room, r0's two would go as well.
   proto::PodCondition mark;
