@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -257,6 +258,45 @@ int main(int argc, char** argv) {
     double pps = r.all.pods / (r.all.total_ms / 1000);
     std::printf("%-7d all    pods placed %lld, %.0f pods/s (target >= 20000: %s)\n", r.nodes,
                 static_cast<long long>(r.all.pods), pps, pps >= 20000 ? "met" : "MISSED");
+  }
+  // How the cost grows with the cluster: the least-squares slope of log(cost) over log(nodes)
+  // (1: linear; below 1: sub-linear), for the whole stream's time per pod and the p99s.
+  if (results.size() >= 2) {
+    auto slope = [&](auto cost) {
+      double sx = 0, sy = 0, sxx = 0, sxy = 0;
+      int k = 0;
+      for (const RunResult& r : results) {
+        const double c = cost(r);
+        if (!(c > 0)) continue;
+        const double x = std::log(r.nodes), y = std::log(c);
+        sx += x, sy += y, sxx += x * x, sxy += x * y, ++k;
+      }
+      const double d = k * sxx - sx * sx;
+      return k >= 2 && d != 0 ? (k * sxy - sx * sy) / d : 0.0;
+    };
+    auto p99Of = [](const RunResult& r, int size) {
+      auto it = r.by_size.find(size);
+      return it == r.by_size.end() ? 0.0 : percentile(it->second.ms, 0.99);
+    };
+    const double whole = slope([](const RunResult& r) { return r.all.total_ms / r.all.pods; });
+    const double single = slope([&](const RunResult& r) { return p99Of(r, 1); });
+    const double gang64 = slope([&](const RunResult& r) { return p99Of(r, 64); });
+    std::printf("{\"bench\":\"placement\",\"growth_exponent\":{\"time_per_pod\":%.3f,"
+                "\"single_p99\":%.3f,\"gang64_p99\":%.3f}}\n", whole, single, gang64);
+    std::printf("growth exponent over %zu sizes (cost ~ nodes^k; 1 is linear): time per pod %.2f, "
+                "single-pod p99 %.2f, 64-pod gang p99 %.2f\n", results.size(), whole, single, gang64);
+  }
+  for (const RunResult& r : results) {
+    if (r.nodes != 50000) continue;
+    const double pps = r.all.pods / (r.all.total_ms / 1000);
+    auto p99 = [&](int size) {
+      auto it = r.by_size.find(size);
+      return it == r.by_size.end() ? 0.0 : percentile(it->second.ms, 0.99);
+    };
+    std::printf("50,000-node targets: whole stream %.0f pods/s (>= 20000: %s), single-pod p99 %.3f ms "
+                "(< 1 ms: %s), 64-pod gang p99 %.3f ms (< 10 ms: %s)\n",
+                pps, pps >= 20000 ? "met" : "MISSED", p99(1), p99(1) < 1 ? "met" : "MISSED", p99(64),
+                p99(64) < 10 ? "met" : "MISSED");
   }
   std::printf("peak RSS %ld MiB\n", peakRssMiB());
   return 0;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/log.h"
+#include "proto/vocabulary.h"
 
 namespace muster::scheduler {
 namespace {
@@ -67,6 +68,28 @@ bool markedPreempted(const proto::Pod& pod) {
 ClusterCache::ClusterCache(std::vector<std::string> topology_levels)
     : levels_(std::move(topology_levels)) {
   if (levels_.size() > static_cast<size_t>(kMaxTopologyLevels)) levels_.resize(kMaxTopologyLevels);
+  if (std::optional<ResourceId> gpu = internResource(proto::vocabulary::kGpuResource)) gpu_ = *gpu;
+}
+
+namespace {
+int gpuBucket(int64_t free) { return static_cast<int>(std::clamp<int64_t>(free, 0, kGpuBuckets - 1)); }
+void addToBucket(Domain& d, int bucket, int sign) {
+  uint32_t& n = d.gpu_nodes[bucket];
+  n = sign > 0 ? n + 1 : n - 1;
+  if (n > 0) d.gpu_mask |= uint64_t{1} << bucket;
+  else d.gpu_mask &= ~(uint64_t{1} << bucket);
+}
+}  // namespace
+
+void ClusterCache::moveGpuBucket(NodeId id, const Resources& before, const Resources& after) const {
+  const int from = gpuBucket(before[gpu_]), to = gpuBucket(after[gpu_]);
+  if (from == to) return;
+  const auto& domains = topology_.domain[id];
+  for (size_t l = 0; l < levels_.size(); ++l) {
+    Domain& d = topology_.levels[l][domains[l]];
+    addToBucket(d, from, -1);
+    addToBucket(d, to, +1);
+  }
 }
 
 NodeId ClusterCache::slotFor(std::string_view name) {
@@ -134,6 +157,7 @@ void ClusterCache::upsertNode(const proto::Node& node) {
   n.present = true;
   if (!topology_dirty_) {
     Resources after = clampedFree(n);
+    moveGpuBucket(id, before, after);
     after -= before;
     const auto& domains = topology_.domain[id];
     for (size_t l = 0; l < levels_.size(); ++l) topology_.levels[l][domains[l]].free += after;
@@ -175,6 +199,7 @@ void ClusterCache::account(NodeId id, const Resources& requests,
   }
   if (track) {
     Resources after = clampedFree(n);
+    moveGpuBucket(id, before, after);
     after -= before;
     const auto& domains = topology_.domain[id];
     for (size_t l = 0; l < levels_.size(); ++l) topology_.levels[l][domains[l]].free += after;
@@ -459,6 +484,7 @@ void ClusterCache::rebuildTopology() const {
       Domain& d = at.back();
       d.end = pos + 1;
       d.free += free;
+      addToBucket(d, gpuBucket(free[gpu_]), +1);
       t.domain[id][l] = static_cast<int32_t>(at.size() - 1);
     }
   }

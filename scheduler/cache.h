@@ -127,6 +127,13 @@ struct NodeInfo {
 
 // A topology domain: nodes sharing the label values of levels 0..level. Nodes without the label at
 // a level are grouped into a domain whose value is "" (they belong to no real domain there).
+// Free GPUs (nvidia.com/gpu) per node are indexed per domain: how many of its nodes have each
+// count free (kGpuBuckets - 1 or more in the last bucket) and a bit per non-empty bucket. A search
+// reads from the mask, in O(1), whether any node of the domain has enough GPUs for a pod, and the
+// fewest a fitting node has free: placement skips domains where no node fits, or where none could
+// beat the node it already has (same result as visiting every node).
+inline constexpr int kGpuBuckets = 64;
+
 struct Domain {
   int level = 0;
   std::string value;
@@ -136,6 +143,14 @@ struct Domain {
   uint32_t child_begin = 0;   // [child_begin, child_end) indices into levels[level + 1]
   uint32_t child_end = 0;
   Resources free;             // sum over its nodes of max(0, allocatable - requested)
+  std::array<uint32_t, kGpuBuckets> gpu_nodes{};  // nodes by free GPUs (the last: that or more)
+  uint64_t gpu_mask = 0;                           // bit b: gpu_nodes[b] > 0
+  // Bit b set for the buckets holding at least `want` free GPUs.
+  static uint64_t atLeast(int64_t want) {
+    if (want <= 0) return ~uint64_t{0};
+    if (want >= kGpuBuckets - 1) return uint64_t{1} << (kGpuBuckets - 1);
+    return ~uint64_t{0} << want;
+  }
 };
 
 struct Topology {
@@ -262,6 +277,8 @@ class ClusterCache {
   void releaseSlotIfUnused(NodeId id);
   void account(NodeId id, const Resources& requests, const std::vector<HostPort>& ports, int sign);
   void rebuildTopology() const;
+  // Moves node `id` from the GPU bucket of `before` free to that of `after` in its domains.
+  void moveGpuBucket(NodeId id, const Resources& before, const Resources& after) const;
 
   std::vector<std::string> levels_;
   std::vector<NodeInfo> nodes_;
@@ -283,6 +300,10 @@ class ClusterCache {
   int resource_count_seen_ = 0;  // resourceCount() when unadvertised pods were last re-accounted
   mutable Topology topology_;
   mutable bool topology_dirty_ = true;
+  ResourceId gpu_ = kCpu;  // nvidia.com/gpu (interned at construction)
+ public:
+  // The resource the domains' GPU index counts.
+  ResourceId gpuResource() const { return gpu_; }
 };
 
 }  // namespace muster::scheduler

@@ -1,6 +1,7 @@
 #include "scheduler/placement.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <optional>
 #include <type_traits>
@@ -449,6 +450,11 @@ std::optional<uint32_t> Placer::bestNodeForSinglePod() {
       }
     }
   };
+  // By the domains' GPU index: whether any node has `want` GPUs free, and (packing, when only the
+  // leftover orders nodes) the fewest a fitting node can have left.
+  const bool indexed = options_.gpu_index && dominant_ == cache_.gpuResource() && want > 0;
+  const bool leftover_only = indexed && !spread && !g.prefers && !g.align;
+  const uint64_t enough = Domain::atLeast(want);
   if (levels_ == 0) {
     visitRange(0, n_);
   } else {
@@ -460,6 +466,12 @@ std::optional<uint32_t> Placer::bestNodeForSinglePod() {
       stack.pop_back();
       const Domain& d = topo_.levels[level][idx];
       if (!sumFits(g.req, d.free)) continue;
+      if (indexed) {
+        const uint64_t fitting = d.gpu_mask & enough;
+        if (fitting == 0) continue;
+        // Ties go to the node found first, so only a strictly smaller leftover is worth a visit.
+        if (leftover_only && best != n_ && std::countr_zero(fitting) - want >= best_free) continue;
+      }
       if (level + 1 == levels_) {
         visitRange(d.begin, d.end);
         continue;
@@ -475,7 +487,9 @@ void Placer::computeCapsIn(Group& g, int level, uint32_t idx) {
   // level is a configured level here; prune the domain when its summed free cannot hold one pod.
   const Domain& d = topo_.levels[level][idx];
   std::vector<int32_t>& cap = *g.cap;
-  if (!sumFits(g.req, d.free)) {
+  const int64_t gpus = g.rep->requests[cache_.gpuResource()];
+  if (!sumFits(g.req, d.free) ||
+      (options_.gpu_index && gpus > 0 && (d.gpu_mask & Domain::atLeast(gpus)) == 0)) {
     std::fill(cap.begin() + d.begin, cap.begin() + d.end, 0);
     return;
   }

@@ -73,6 +73,10 @@ struct PlacementOptions {
   // false: an Unschedulable verdict carries no message or per-node reasons (preemption's
   // simulations only ask whether the gang fits; the diagnosis visits every node).
   bool diagnose = true;
+  // Skip topology domains by their free-GPU index (Domain::gpu_mask) where no node could take a
+  // pod, or none could beat the node found; false visits every node (the same placements: tests
+  // compare the two).
+  bool gpu_index = true;
 };
 
 struct Assignment {

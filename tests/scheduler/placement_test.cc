@@ -1,6 +1,7 @@
 #include "scheduler/placement.h"
 
 #include <catch2/catch.hpp>
+#include <random>
 #include <set>
 
 #include "tests/scheduler/builders.h"
@@ -340,6 +341,72 @@ TEST_CASE("room nominated to a pod of equal or higher priority is not taken, low
   own.key = GangKey{"ml", "vip", true};
   own.members.push_back(pod("vip").gpus(8).priority(1000).nominatedTo("a").info());
   CHECK(placed(place(own, cache)).assignments[0].node == "a");
+}
+
+
+TEST_CASE("the free-GPU index skips domains without changing a single placement: a seeded stream "
+          "on a fragmented cluster, placed with and without it", "[placement]") {
+  std::mt19937 rng(20261204);
+  ClusterCache indexed(kLevels), scanned(kLevels);
+  for (ClusterCache* c : {&indexed, &scanned}) addRacks(*c, 24, 8, 8, 4);
+  // Background pods of all sizes, some nodes full, some empty.
+  std::vector<std::string> nodes;
+  for (int r = 0; r < 24; ++r)
+    for (int n = 0; n < 8; ++n) nodes.push_back("r" + std::to_string(r) + "-n" + std::to_string(n));
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const int used = static_cast<int>(rng() % 9);
+    if (used == 0) continue;
+    proto::Pod bg = pod("bg-" + std::to_string(i)).gpus(used).onNode(nodes[i]).build();
+    indexed.addPod(bg);
+    scanned.addPod(bg);
+  }
+  PlacementOptions with, without;
+  without.gpu_index = false;
+  std::vector<std::pair<GangRequest, GangPlacement>> running;
+  int placed_count = 0, refused_count = 0;
+  for (int step = 0; step < 400; ++step) {
+    const int sizes[] = {1, 1, 1, 1, 2, 4, 8, 16};
+    const int n = sizes[rng() % 8];
+    const int gpus = 1 + static_cast<int>(rng() % 8);
+    const std::string name = "g" + std::to_string(step);
+    GangRequest r = gang(name, n, [&](int i) {
+      testing::PodBuilder b = pod(name + "-" + std::to_string(i)).gpus(gpus);
+      if (n > 1) b.gang(name, n);
+      return b;
+    });
+    if (n == 1) r.key.single_pod = true;
+    if (rng() % 4 == 0) r.preferred_level = kRackLevel;
+    PlacementOptions spread_with = with, spread_without = without;
+    if (n == 1 && rng() % 5 == 0) {
+      spread_with.single_pod_strategy = spread_without.single_pod_strategy = SinglePodStrategy::kSpread;
+    }
+    PlacementResult a = place(r, indexed, spread_with);
+    PlacementResult b = place(r, scanned, spread_without);
+    REQUIRE(a.index() == b.index());
+    if (const auto* pa = std::get_if<GangPlacement>(&a)) {
+      const GangPlacement& pb = std::get<GangPlacement>(b);
+      INFO("step " << step << ": " << n << " x " << gpus << " GPUs");
+      REQUIRE(pa->assignments == pb.assignments);
+      assumeAll(indexed, r, *pa);
+      assumeAll(scanned, r, pb);
+      running.emplace_back(std::move(r), *pa);
+      ++placed_count;
+    } else {
+      ++refused_count;
+    }
+    // Gangs finish now and then, so the cluster keeps changing both ways.
+    if (!running.empty() && rng() % 3 == 0) {
+      const size_t k = rng() % running.size();
+      for (const auto& m : running[k].first.members) {
+        REQUIRE(indexed.forget(m->key).ok());
+        REQUIRE(scanned.forget(m->key).ok());
+      }
+      running.erase(running.begin() + static_cast<ptrdiff_t>(k));
+    }
+  }
+  // The stream exercised both outcomes.
+  CHECK(placed_count > 100);
+  CHECK(refused_count > 10);
 }
 
 }  // namespace
