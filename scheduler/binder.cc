@@ -9,6 +9,7 @@
 #include "proto/log.h"
 #include "proto/metrics.h"
 #include "proto/vocabulary.h"
+#include "scheduler/strings.h"
 
 namespace muster::scheduler {
 namespace asio = proto::asio;
@@ -65,18 +66,14 @@ proto::ObjectReference podReference(const PodRef& pod) {
   return ref;
 }
 
-// "n1, n2, n3 and 5 more": the distinct nodes, in order of first use.
-std::string someNodes(const std::vector<std::string>& nodes, const std::vector<size_t>& which) {
-  constexpr size_t kShown = 8;
+// The distinct nodes of `which`, in order of first use.
+std::vector<std::string> distinctNodes(const std::vector<std::string>& nodes,
+                                       const std::vector<size_t>& which) {
   std::vector<std::string> distinct;
   for (size_t i : which)
     if (std::find(distinct.begin(), distinct.end(), nodes[i]) == distinct.end())
       distinct.push_back(nodes[i]);
-  std::string out;
-  for (size_t i = 0; i < distinct.size() && i < kShown; ++i)
-    absl::StrAppend(&out, i ? ", " : "", distinct[i]);
-  if (distinct.size() > kShown) absl::StrAppend(&out, " and ", distinct.size() - kShown, " more");
-  return out;
+  return distinct;
 }
 
 }  // namespace
@@ -156,7 +153,7 @@ void Binder::answered(const std::shared_ptr<Batch>& batch, size_t index, absl::S
     const size_t n = bound.size();
     std::string message = absl::StrCat(
         "Successfully assigned ", n, n == 1 ? " pod" : " pods", " of gang ", batch->gang.toString(),
-        " to ", batch->domain, ": ", n == 1 ? "node " : "nodes ", someNodes(batch->nodes, bound));
+        " to ", batch->domain, ": ", n == 1 ? "node " : "nodes ", joinSome(distinctNodes(batch->nodes, bound)));
     if (!batch->result.failed.empty())
       absl::StrAppend(&message, " (", batch->result.failed.size(), " more failed to bind)");
     events_.event(batch->regarding ? *batch->regarding : podReference(batch->pods[bound.front()]),

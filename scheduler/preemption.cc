@@ -772,13 +772,9 @@ std::vector<std::string> PreemptionPlan::victimNodes() const {
 }
 
 std::string PreemptionPlan::describe() const {
-  std::vector<std::string> nodes = victimNodes();
-  constexpr size_t kShown = 8;
-  std::string shown = absl::StrJoin(nodes.begin(), nodes.begin() + std::min(nodes.size(), kShown), ", ");
-  if (nodes.size() > kShown) absl::StrAppend(&shown, " and ", nodes.size() - kShown, " more");
   const int pods = victimPods();
   return absl::StrCat(pods, pods == 1 ? " pod" : " pods", " of ", victims.size(),
-                      victims.size() == 1 ? " gang" : " gangs", " on ", shown);
+                      victims.size() == 1 ? " gang" : " gangs", " on ", joinSome(victimNodes()));
 }
 
 PreemptionResult choosePreemption(const GangRequest& request, const PreemptionRequest& preemption,

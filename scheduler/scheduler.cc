@@ -575,9 +575,9 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
                   "alignedNUMANode", placement.gpu_nic_numa);
   // The gang's Scheduled Event goes on its PodGroup when it has one.
   std::optional<proto::ObjectReference> regarding;
-  const std::string group_key = proto::objectKey(attempt.key.namespace_, attempt.key.name);
   if (attempt.spec.source == GangSource::kPodGroup) {
-    if (auto it = groups_.find(group_key); it != groups_.end()) regarding = proto::referenceTo(*it->second);
+    auto it = groups_.find(proto::objectKey(attempt.key.namespace_, attempt.key.name));
+    if (it != groups_.end()) regarding = proto::referenceTo(*it->second);
   } else if (attempt.spec.source == GangSource::kWorkloadPodGroup) {
     auto it = workload_groups_.find(proto::objectKey(attempt.key.namespace_, attempt.spec.workload_pod_group));
     if (it != workload_groups_.end()) regarding = proto::referenceTo(*it->second);
@@ -715,19 +715,6 @@ proto::PodCondition preemptedCondition(std::string message, absl::Time now) {
   return c;
 }
 
-std::string joinNodes(const std::set<std::string>& nodes) {
-  constexpr size_t kShown = 8;
-  std::string out;
-  size_t i = 0;
-  for (const std::string& n : nodes) {
-    if (i == kShown) {
-      absl::StrAppend(&out, " and ", nodes.size() - kShown, " more");
-      break;
-    }
-    absl::StrAppend(&out, i++ ? ", " : "", n);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -785,7 +772,7 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
     }
     if (draining > 0 && now < hold->second.until) {
       absl::StrAppend(&verdict->message, " Waiting for ", draining, draining == 1 ? " pod" : " pods",
-                      " preempted for it to terminate on ", joinNodes(nominated), ".");
+                      " preempted for it to terminate on ", joinSome(nominated), ".");
       return;
     }
     // The victims are gone (or the hold ran out) and it still does not fit: the cluster changed
@@ -846,7 +833,7 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
     MUSTER_LOG_INFO(2, "Waiting for preempted pods", "gang", attempt.key.toString(), "pods",
                     draining, "placement", plan.placement.describe());
     absl::StrAppend(&verdict->message, " Waiting for ", draining, draining == 1 ? " pod" : " pods",
-                    " preempted earlier to terminate on ", joinNodes(h.nodes), ".");
+                    " preempted earlier to terminate on ", joinSome(h.nodes), ".");
     nominate();
     return;
   }
