@@ -129,6 +129,7 @@ absl::Status decodePodSpec(const rapidjson::Value& v, const JsonPath& path,
             }));
         return withObject(volume, p, "ephemeral", [&](const rapidjson::Value&, const JsonPath&) {
           out->pvc_claim_names.push_back(pod_name + "-" + volume_name);
+          out->ephemeral_claim_names.push_back(pod_name + "-" + volume_name);
           return absl::OkStatus();
         });
       }));
@@ -524,6 +525,17 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentV
   MUSTER_RETURN_IF_ERROR(
       withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
         MUSTER_RETURN_IF_ERROR(readStringList(spec, p, "accessModes", &out->access_modes));
+        MUSTER_RETURN_IF_ERROR(readString(spec, p, "storageClassName", &out->storage_class_name));
+        MUSTER_RETURN_IF_ERROR(readString(spec, p, "volumeMode", &out->volume_mode));
+        MUSTER_RETURN_IF_ERROR(decodeOptionalSelector(spec, p, "selector", &out->selector));
+        MUSTER_RETURN_IF_ERROR(withObject(
+            spec, p, "resources", [out](const rapidjson::Value& r, const JsonPath& rp) {
+              return withObject(r, rp, "requests", [out](const rapidjson::Value& req, const JsonPath& qp) {
+                const rapidjson::Value* storage = findField(req, "storage");
+                if (storage == nullptr || storage->IsNull()) return absl::OkStatus();
+                return decode(*storage, qp.field("storage"), &out->storage_request);
+              });
+            }));
         return readString(spec, p, "volumeName", &out->volume_name);
       }));
   return withObject(v, path, "status", [out](const rapidjson::Value& status, const JsonPath& p) {
@@ -535,18 +547,60 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentV
   *out = PersistentVolume{};
   MUSTER_RETURN_IF_ERROR(expectObject(v, path));
   MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
-  return withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
+  MUSTER_RETURN_IF_ERROR(withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
     MUSTER_RETURN_IF_ERROR(
         withObject(spec, p, "nodeAffinity", [out](const rapidjson::Value& na, const JsonPath& np) {
           const rapidjson::Value* required = findField(na, "required");
           if (required == nullptr) return absl::OkStatus();
           return decode(*required, np.field("required"), &out->node_affinity.emplace());
         }));
+    MUSTER_RETURN_IF_ERROR(readString(spec, p, "storageClassName", &out->storage_class_name));
+    MUSTER_RETURN_IF_ERROR(readStringList(spec, p, "accessModes", &out->access_modes));
+    MUSTER_RETURN_IF_ERROR(readString(spec, p, "volumeMode", &out->volume_mode));
+    MUSTER_RETURN_IF_ERROR(
+        withObject(spec, p, "capacity", [out](const rapidjson::Value& c, const JsonPath& cp) {
+          const rapidjson::Value* storage = findField(c, "storage");
+          if (storage == nullptr || storage->IsNull()) return absl::OkStatus();
+          return decode(*storage, cp.field("storage"), &out->capacity);
+        }));
     return withObject(spec, p, "claimRef", [out](const rapidjson::Value& ref, const JsonPath& rp) {
       MUSTER_RETURN_IF_ERROR(readString(ref, rp, "namespace", &out->claim_namespace));
+      MUSTER_RETURN_IF_ERROR(readString(ref, rp, "uid", &out->claim_uid));
       return readString(ref, rp, "name", &out->claim_name);
     });
+  }));
+  return withObject(v, path, "status", [out](const rapidjson::Value& status, const JsonPath& p) {
+    return readString(status, p, "phase", &out->phase);
   });
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, StorageClass* out) {
+  *out = StorageClass{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "provisioner", &out->provisioner));
+  MUSTER_RETURN_IF_ERROR(readString(v, path, "volumeBindingMode", &out->volume_binding_mode));
+  if (const rapidjson::Value* t = findField(v, "allowedTopologies"); t == nullptr || t->IsNull())
+    return absl::OkStatus();
+  NodeSelector& topologies = out->allowed_topologies.emplace();
+  // TopologySelectorTerm{matchLabelExpressions: [{key, values}]}: a node selector term of In.
+  return forEachElement(v, path, "allowedTopologies", [&](const rapidjson::Value& term,
+                                                          const JsonPath& tp) {
+    MUSTER_RETURN_IF_ERROR(expectObject(term, tp));
+    NodeSelectorTerm& t = topologies.node_selector_terms.emplace_back();
+    return forEachElement(term, tp, "matchLabelExpressions", [&](const rapidjson::Value& e,
+                                                                 const JsonPath& ep) {
+      MUSTER_RETURN_IF_ERROR(expectObject(e, ep));
+      NodeSelectorRequirement& r = t.match_expressions.emplace_back();
+      r.operator_ = "In";
+      MUSTER_RETURN_IF_ERROR(readString(e, ep, "key", &r.key));
+      return readStringList(e, ep, "values", &r.values);
+    });
+  });
+}
+
+absl::Status decode(const rapidjson::Value& v, StorageClass* out) {
+  return decode(v, JsonPath(), out);
 }
 
 namespace {
@@ -1020,6 +1074,38 @@ std::string nominatedNodeNamePatch(std::string_view node) {
   JsonWriter w;
   w.beginObject().key("status").beginObject();
   w.stringOrNullField("nominatedNodeName", node);
+  w.endObject().endObject();
+  return w.str();
+}
+
+std::string selectedNodePatch(std::string_view node, std::string_view claim_uid) {
+  JsonWriter w;
+  w.beginObject().key("metadata").beginObject();
+  w.stringFieldIfSet("uid", claim_uid);
+  w.key("annotations").beginObject();
+  w.stringOrNullField(vocabulary::kSelectedNodeAnnotation, node);
+  w.endObject().endObject().endObject();
+  return w.str();
+}
+
+std::string claimRefPatch(std::string_view claim_namespace, std::string_view claim_name,
+                          std::string_view claim_uid, std::string_view resource_version) {
+  JsonWriter w;
+  w.beginObject().key("metadata").beginObject();
+  w.stringFieldIfSet("resourceVersion", resource_version);
+  if (!claim_name.empty()) {
+    // What the PersistentVolume controller marks a binding it made itself with.
+    w.key("annotations").beginObject().stringField("pv.kubernetes.io/bound-by-controller", "yes");
+    w.endObject();
+  }
+  w.endObject().key("spec").beginObject();
+  if (claim_name.empty()) {
+    w.key("claimRef").null();
+  } else {
+    w.key("claimRef").beginObject().stringField("kind", "PersistentVolumeClaim");
+    w.stringField("apiVersion", "v1").stringField("namespace", claim_namespace);
+    w.stringField("name", claim_name).stringFieldIfSet("uid", claim_uid).endObject();
+  }
   w.endObject().endObject();
   return w.str();
 }

@@ -49,6 +49,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, WorkloadPod
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, SlurmStepStatus* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolumeClaim* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolume* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, StorageClass* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Namespace* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob* out);
 
@@ -61,6 +62,7 @@ absl::Status decode(const rapidjson::Value& v, PodGroup* out);
 absl::Status decode(const rapidjson::Value& v, WorkloadPodGroup* out);
 absl::Status decode(const rapidjson::Value& v, PersistentVolumeClaim* out);
 absl::Status decode(const rapidjson::Value& v, PersistentVolume* out);
+absl::Status decode(const rapidjson::Value& v, StorageClass* out);
 absl::Status decode(const rapidjson::Value& v, PodDisruptionBudget* out);
 absl::Status decode(const rapidjson::Value& v, Namespace* out);
 absl::Status decode(const rapidjson::Value& v, ParallelJob* out);
@@ -119,5 +121,13 @@ std::string workloadPodGroupConditionPatch(const Condition& condition,
 std::string podConditionPatch(const PodCondition& condition, std::string_view uid = "");
 // {"status":{"nominatedNodeName":"<node>"}}, or null for "" (a merge patch that clears it).
 std::string nominatedNodeNamePatch(std::string_view node);
+// Volume binding's writes (as kube-scheduler's VolumeBinding makes them), merge patches:
+// the claim's volume.kubernetes.io/selected-node annotation (null for "") with the claim's uid as
+// precondition - what asks a provisioner for a volume reachable from that node;
+std::string selectedNodePatch(std::string_view node, std::string_view claim_uid);
+// a PersistentVolume's spec.claimRef to the claim (null when `claim_name` is ""), with the
+// volume's resourceVersion as precondition so a volume bound meanwhile is not taken over.
+std::string claimRefPatch(std::string_view claim_namespace, std::string_view claim_name,
+                          std::string_view claim_uid, std::string_view resource_version);
 
 }  // namespace muster::proto

@@ -192,6 +192,8 @@ struct PodSpec {
   // Claims the pod's volumes need bound: persistentVolumeClaim.claimName, and for generic
   // ephemeral volumes the claim Kubernetes creates for them ("<pod name>-<volume name>").
   std::vector<std::string> pvc_claim_names;
+  // Of those, the ones generic ephemeral volumes make: they must exist and be owned by the pod.
+  std::vector<std::string> ephemeral_claim_names;
   std::string hostname;
   std::string subdomain;
   // spec.schedulingGates[].name: while any is present the pod must not be placed.
@@ -305,14 +307,30 @@ struct Lease {
   LeaseSpec spec;
 };
 
-// core/v1 PersistentVolumeClaim: only whether it is bound, which is all the scheduler asks.
+// core/v1 PersistentVolumeClaim: whether it is bound, and what a volume for it must offer.
 struct PersistentVolumeClaim {
   ObjectMeta meta;
   std::string volume_name;  // spec.volumeName
   std::string phase;        // status.phase: "Pending", "Bound", "Lost"
   std::vector<std::string> access_modes;  // spec.accessModes ("ReadWriteOncePod", ...)
+  // spec.storageClassName; absent and "" both mean no class (kube-scheduler treats a claim
+  // without a class as Immediate binding).
+  std::string storage_class_name;
+  Quantity storage_request;  // spec.resources.requests.storage
+  std::string volume_mode;   // spec.volumeMode; "" is Filesystem
+  std::optional<LabelSelector> selector;  // spec.selector: which PersistentVolumes may be bound
 
   bool isBound() const { return !volume_name.empty() && phase == "Bound"; }
+};
+
+// storage.k8s.io/v1 StorageClass: how claims of the class are bound.
+struct StorageClass {
+  ObjectMeta meta;
+  std::string provisioner;
+  std::string volume_binding_mode;  // "Immediate" (also when empty) or "WaitForFirstConsumer"
+  // allowedTopologies as node selector terms (each matchLabelExpressions entry a key In values);
+  // absent: every node.
+  std::optional<NodeSelector> allowed_topologies;
 };
 
 // core/v1 Namespace: its labels are what inter-pod terms' namespaceSelector matches.
@@ -327,6 +345,12 @@ struct PersistentVolume {
   std::optional<NodeSelector> node_affinity;
   std::string claim_namespace;
   std::string claim_name;
+  std::string claim_uid;                  // spec.claimRef.uid
+  std::string storage_class_name;         // spec.storageClassName
+  Quantity capacity;                      // spec.capacity.storage
+  std::vector<std::string> access_modes;  // spec.accessModes
+  std::string volume_mode;                // spec.volumeMode; "" is Filesystem
+  std::string phase;                      // status.phase: "Available", "Bound", "Released", ...
 };
 
 // policy/v1 PodDisruptionBudget: what the scheduler needs to predict whether the Eviction API

@@ -87,6 +87,11 @@ inline constexpr char kGangRollbackReason[] = "GangRollback";
 // preemptor (the same words as the victim's Event). The whole gang is marked and evicted, never
 // part of it. The job engine requeues a job whose pods carry it without counting a restart.
 inline constexpr char kPreemptedCondition[] = "muster.dev/Preempted";
+
+// Volume binding (as kube-scheduler's VolumeBinding): the node a WaitForFirstConsumer claim's
+// volume must be provisioned for, and the provisioner that never provisions (static volumes only).
+inline constexpr char kSelectedNodeAnnotation[] = "volume.kubernetes.io/selected-node";
+inline constexpr char kNoProvisioner[] = "kubernetes.io/no-provisioner";
 inline constexpr char kPreemptedReason[] = "Preempted";
 
 // --- what the job engine creates (ParallelJob attempts) ---------------------------------------------

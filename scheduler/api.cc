@@ -78,6 +78,30 @@ class ClientSchedulerApi final : public SchedulerApi {
     co_return result.status();
   }
 
+  asio::awaitable<absl::Status> setClaimSelectedNode(std::string claim_namespace,
+                                                    std::string claim, std::string claim_uid,
+                                                    std::string node) override {
+    proto::Request req;
+    req.verb = proto::Verb::kPatch;
+    req.path = proto::resources::kPersistentVolumeClaims.objectPath(claim_namespace, claim);
+    req.content_type = std::string(proto::contentType(proto::PatchType::kMerge));
+    req.body = proto::selectedNodePatch(node, claim_uid);
+    auto result = co_await client_->call(std::move(req));
+    co_return result.status();
+  }
+
+  asio::awaitable<absl::Status> setVolumeClaimRef(std::string volume, std::string claim_namespace,
+                                                 std::string claim, std::string claim_uid,
+                                                 std::string resource_version) override {
+    proto::Request req;
+    req.verb = proto::Verb::kPatch;
+    req.path = proto::resources::kPersistentVolumes.objectPath("", volume);
+    req.content_type = std::string(proto::contentType(proto::PatchType::kMerge));
+    req.body = proto::claimRefPatch(claim_namespace, claim, claim_uid, resource_version);
+    auto result = co_await client_->call(std::move(req));
+    co_return result.status();
+  }
+
  private:
   std::shared_ptr<proto::Client> client_;
 };

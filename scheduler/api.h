@@ -54,6 +54,19 @@ class SchedulerApi {
   virtual proto::asio::awaitable<absl::Status> setWorkloadPodGroupCondition(
       std::string group_namespace, std::string group_name, proto::Condition condition,
       int64_t observed_generation) = 0;
+  // Volume binding (volume_binding.h). Sets (or, with "", removes) a PersistentVolumeClaim's
+  // volume.kubernetes.io/selected-node annotation, only on the claim with this uid (merge patch).
+  virtual proto::asio::awaitable<absl::Status> setClaimSelectedNode(std::string claim_namespace,
+                                                                    std::string claim,
+                                                                    std::string claim_uid,
+                                                                    std::string node) = 0;
+  // Sets (or, with claim "", clears) a PersistentVolume's spec.claimRef, only while the volume
+  // is at `resource_version` (409 Conflict once it changed).
+  virtual proto::asio::awaitable<absl::Status> setVolumeClaimRef(std::string volume,
+                                                                 std::string claim_namespace,
+                                                                 std::string claim,
+                                                                 std::string claim_uid,
+                                                                 std::string resource_version) = 0;
 };
 using SchedulerApiPtr = std::shared_ptr<SchedulerApi>;
 

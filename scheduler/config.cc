@@ -72,6 +72,8 @@ cfg::Keys schedulerConfigKeys(SchedulerConfig* c) {
                      {"victimCooldownSeconds", cfg::intInto(&c->preemption_victim_cooldown_seconds)},
                      {"nominationTimeoutSeconds",
                       cfg::intInto(&c->preemption_nomination_timeout_seconds)}})},
+      {"volumeBinding",
+       cfg::mapInto({{"timeoutSeconds", cfg::intInto(&c->volume_binding_timeout_seconds)}})},
   };
 }
 
@@ -170,6 +172,11 @@ absl::Status validateConfig(const SchedulerConfig& c) {
   }
   if (absl::Status s = cfg::positive("preemption.nominationTimeoutSeconds",
                                      c.preemption_nomination_timeout_seconds);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = cfg::positive("volumeBinding.timeoutSeconds",
+                                     c.volume_binding_timeout_seconds);
       !s.ok()) {
     return s;
   }

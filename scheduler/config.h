@@ -32,6 +32,10 @@
 //     victimCooldownSeconds: 600           # a gang preempted once is not chosen again this long
 //     nominationTimeoutSeconds: 300        # the preemptor's hold on the freed room (its pods'
 //                                          #   nominatedNodeName) is released after this
+//   volumeBinding:
+//     timeoutSeconds: 600                  # a gang's WaitForFirstConsumer claims must be bound
+//                                          #   (provisioned) this soon after Muster asked, or the
+//                                          #   request is withdrawn and the gang tried again
 
 #include <cstdint>
 #include <string>
@@ -72,6 +76,7 @@ struct SchedulerConfig {
   std::vector<MinRuntimeBand> preemption_min_runtime;  // sorted by priority, ascending
   int64_t preemption_victim_cooldown_seconds = 600;
   int64_t preemption_nomination_timeout_seconds = 300;
+  int64_t volume_binding_timeout_seconds = 600;
   // events.scheduled (the process's events key, scheduler/cmd/config.h): false ("gang") writes
   // one Scheduled Event per bound gang, true ("pod") one per bound pod as kube-scheduler does.
   // Single pods get theirs either way.

@@ -56,8 +56,28 @@ Status filterNodeAffinity(const PodInfo& pod, const NodeInfo& node) {
   return Status::success();
 }
 
+std::optional<std::string> volumeFor(const VolumeConstraint& v, const proto::Labels& node_labels,
+                                     std::string_view node_name,
+                                     const std::set<std::string, std::less<>>& taken) {
+  for (const CandidateVolume& c : v.candidates) {
+    if (taken.contains(c.name)) continue;
+    if (!c.node_affinity || c.node_affinity->matches(node_labels, node_name)) return c.name;
+  }
+  if (!v.provisionable) return std::nullopt;
+  if (!v.selected_node.empty() && v.selected_node != node_name) return std::nullopt;
+  if (v.provision_topology && !v.provision_topology->node_selector_terms.empty() &&
+      !v.provision_topology->matches(node_labels, ""))
+    return std::nullopt;
+  return std::string();
+}
+
 Status filterVolumeBinding(const PodInfo& pod, const NodeInfo& node) {
   for (const VolumeConstraint& v : pod.volumes) {
+    if (v.to_bind) {
+      if (!volumeFor(v, node.labels, node.name))
+        return Status::unresolvable(std::string(kReasonVolumeBindConflict));
+      continue;
+    }
     if (!v.found) {
       return Status::unresolvable(absl::StrCat("PersistentVolume ", v.volume, " of claim ", v.claim,
                                                " not found"));
@@ -145,16 +165,10 @@ std::string FilterDiagnosis::message() const {
   return absl::StrCat(msg, ": ", absl::StrJoin(parts, ", "), ".");
 }
 
-std::vector<std::string> unsupported(const proto::Pod& pod, const ClaimIsBound& claim_is_bound) {
+std::vector<std::string> unsupported(const proto::Pod& pod) {
   std::vector<std::string> out;
   if (pod.spec.has_resource_claims) {
     out.push_back("dynamic resource allocation (spec.resourceClaims)");
-  }
-  for (const std::string& claim : pod.spec.pvc_claim_names) {
-    if (claim_is_bound && claim_is_bound(pod.meta.namespace_, claim)) continue;
-    out.push_back(absl::StrCat("PersistentVolumeClaim ", claim,
-                               claim_is_bound ? " that is not bound yet (volume binding)"
-                                              : " (volume binding)"));
   }
   return out;
 }

@@ -26,6 +26,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +71,10 @@ inline constexpr std::string_view kReasonTooManyPods = "Too many pods";
 // kube-scheduler's VolumeBinding words for a bound volume the node cannot reach.
 inline constexpr std::string_view kReasonVolumeNodeAffinity =
     "node(s) had volume node affinity conflict";
+// kube-scheduler's VolumeBinding words for a claim no volume on the node can serve (none matches
+// and its class cannot provision one there).
+inline constexpr std::string_view kReasonVolumeBindConflict =
+    "node(s) didn't find available persistent volumes to bind";
 // kube-scheduler's VolumeRestrictions words for a ReadWriteOncePod claim another pod uses.
 inline constexpr std::string_view kReasonReadWriteOncePod =
     "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already "
@@ -85,7 +91,8 @@ Status filterNodeName(const PodInfo& pod, const NodeInfo& node);
 Status filterTaintToleration(const PodInfo& pod, const NodeInfo& node);
 Status filterNodeAffinity(const PodInfo& pod, const NodeInfo& node);
 Status filterNodePorts(const PodInfo& pod, const NodeInfo& node);
-// The PersistentVolumes of the pod's bound claims: each must exist and its node affinity match.
+// The PersistentVolumes of the pod's bound claims: each must exist and its node affinity match;
+// each claim waiting for its first consumer must find a volume or be provisionable there.
 Status filterVolumeBinding(const PodInfo& pod, const NodeInfo& node);
 // Against the node's free resources minus `extra` (what a tentative placement has added).
 Status filterNodeResourcesFit(const PodInfo& pod, const NodeInfo& node,
@@ -118,12 +125,21 @@ class FilterDiagnosis {
   std::map<std::string, int> reasons_;
 };
 
-// Features a pod uses that Muster does not implement, one phrase each, e.g. "inter-pod affinity".
-// Such a pod must not be scheduled as if the constraint were absent; the caller reports it in an
-// Event and leaves the pod pending. `claim_is_bound(namespace, claim)` says whether a
-// PersistentVolumeClaim is already bound; without it every claim counts as needing binding.
-// (A bound claim's PersistentVolume is checked by filterVolumeBinding.)
-using ClaimIsBound = std::function<bool(std::string_view pod_namespace, std::string_view claim)>;
-std::vector<std::string> unsupported(const proto::Pod& pod, const ClaimIsBound& claim_is_bound = {});
+// Features a pod uses that Muster does not implement, one phrase each ("dynamic resource
+// allocation (spec.resourceClaims)"). Such a pod must not be scheduled as if the constraint were
+// absent; the caller reports it in an Event and leaves the pod pending.
+std::vector<std::string> unsupported(const proto::Pod& pod);
+
+// Why a pod's PersistentVolumeClaims keep it from being placed now, in kube-scheduler's words
+// ("pod has unbound immediate PersistentVolumeClaims"), or "" when each claim is bound or waits
+// for its first consumer.
+using ClaimCheck = std::function<std::string(const proto::Pod& pod)>;
+
+// For a claim waiting for its first consumer, on a node: the volume to bind it to - the first
+// candidate the node reaches that is not in `taken` - or "" when none does and the class can
+// provision one there; nullopt when neither.
+std::optional<std::string> volumeFor(const VolumeConstraint& v, const proto::Labels& node_labels,
+                                     std::string_view node_name,
+                                     const std::set<std::string, std::less<>>& taken = {});
 
 }  // namespace muster::scheduler

@@ -806,13 +806,20 @@ GangPlacement Placer::makePlacement(int level, uint32_t idx) const {
 }
 
 std::string Placer::needs() const {
-  auto shape = [](const Group& g) { return formatResources(g.rep->requests); };
-  if (groups_.size() == 1) {
-    return absl::StrCat(groups_[0].count, groups_[0].count == 1 ? " pod" : " pods", " × ",
-                        shape(groups_[0]));
+  // Groups differing only in constraints (each member's own claim, say) read as one shape.
+  std::vector<std::pair<std::string, int>> shapes;
+  for (const Group& g : groups_) {
+    std::string shape = formatResources(g.rep->requests);
+    auto it = std::find_if(shapes.begin(), shapes.end(), [&](const auto& s) { return s.first == shape; });
+    if (it == shapes.end()) shapes.emplace_back(std::move(shape), g.count);
+    else it->second += g.count;
+  }
+  if (shapes.size() == 1) {
+    return absl::StrCat(shapes[0].second, shapes[0].second == 1 ? " pod" : " pods", " × ",
+                        shapes[0].first);
   }
   std::vector<std::string> parts;
-  for (const Group& g : groups_) parts.push_back(absl::StrCat(g.count, " × ", shape(g)));
+  for (const auto& [shape, count] : shapes) parts.push_back(absl::StrCat(count, " × ", shape));
   return absl::StrCat(total_count_, " pods (", absl::StrJoin(parts, " + "), ")");
 }
 

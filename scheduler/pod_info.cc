@@ -51,10 +51,20 @@ std::string signatureOf(const PodInfo& info) {
   for (const VolumeConstraint& v : info.volumes) {
     absl::StrAppend(&s, v.claim, "\x1f", v.volume, "\x1f", v.found ? "1" : "0",
                     v.read_write_once_pod ? "o" : "");
-    if (v.node_affinity) {
+    auto selector = [&s](const std::optional<proto::NodeSelector>& selector) {
+      if (!selector) return;
       absl::StrAppend(&s, "[");
-      for (const auto& t : v.node_affinity->node_selector_terms) appendTerm(&s, t);
+      for (const auto& t : selector->node_selector_terms) appendTerm(&s, t);
       absl::StrAppend(&s, "]");
+    };
+    selector(v.node_affinity);
+    if (v.to_bind) {
+      absl::StrAppend(&s, "|b", v.provisionable ? "p" : "", ":", v.selected_node);
+      selector(v.provision_topology);
+      for (const CandidateVolume& c : v.candidates) {
+        absl::StrAppend(&s, "\x1d", c.name);
+        selector(c.node_affinity);
+      }
     }
     absl::StrAppend(&s, "\x1e");
   }

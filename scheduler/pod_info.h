@@ -32,7 +32,18 @@ std::vector<HostPort> hostPortsOf(const proto::Pod& pod);
 // NodePorts' conflict rule: same protocol and port, and the addresses equal or either 0.0.0.0.
 bool conflicts(const HostPort& a, const HostPort& b);
 
-// A bound PersistentVolumeClaim of a pending pod, and what its PersistentVolume asks of a node.
+// A PersistentVolume that a claim waiting for its first consumer could be bound to.
+struct CandidateVolume {
+  std::string name;
+  std::string resource_version;  // the precondition of the claimRef write
+  std::optional<proto::NodeSelector> node_affinity;  // spec.nodeAffinity.required
+  friend bool operator==(const CandidateVolume&, const CandidateVolume&) = default;
+};
+
+// A PersistentVolumeClaim of a pending pod, and what it asks of a node: a bound claim's
+// PersistentVolume's node affinity; for a claim whose StorageClass binds WaitForFirstConsumer
+// and that is not bound yet (`to_bind`), the volumes it could be bound to or whether its class
+// can provision one reachable from the node.
 struct VolumeConstraint {
   std::string claim;   // the claim's name, in the pod's namespace
   std::string volume;  // the PersistentVolume it is bound to
@@ -40,6 +51,16 @@ struct VolumeConstraint {
   std::optional<proto::NodeSelector> node_affinity;  // spec.nodeAffinity.required
   // The claim's access modes include ReadWriteOncePod: no other placed pod may use it.
   bool read_write_once_pod = false;
+
+  bool to_bind = false;
+  std::string claim_uid{};
+  // Matching unbound volumes (class, access modes, volume mode, size, selector), a volume
+  // pre-bound to the claim first, then smallest first.
+  std::vector<CandidateVolume> candidates{};
+  // The class has a provisioner (not kubernetes.io/no-provisioner) and the claim no selector.
+  bool provisionable = false;
+  std::optional<proto::NodeSelector> provision_topology{};  // the class's allowedTopologies
+  std::string selected_node{};  // volume.kubernetes.io/selected-node already on the claim
 };
 
 struct PodInfo {
@@ -52,7 +73,7 @@ struct PodInfo {
   std::vector<std::string> unadvertised;
   int resource_count = 0;
   std::vector<HostPort> host_ports;
-  // The pod's bound claims whose volumes constrain its node (filterVolumeBinding).
+  // The pod's claims whose volumes constrain its node (filterVolumeBinding).
   std::vector<VolumeConstraint> volumes;
   int32_t priority = 0;
   // Equal for two pods exactly when their requests, host ports, nodeName, nodeSelector, node

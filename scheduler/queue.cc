@@ -46,12 +46,12 @@ std::optional<Unschedulable> precheck(const GangAttempt& attempt) {
 }
 
 SchedulingQueue::SchedulingQueue(const SchedulerConfig& config, Clock clock,
-                                 PodGroupLookup pod_groups, ClaimIsBound claim_is_bound,
+                                 PodGroupLookup pod_groups, ClaimCheck claim_check,
                                  VolumesOf volumes_of)
     : config_(config),
       clock_(std::move(clock)),
       pod_groups_(std::move(pod_groups)),
-      claim_is_bound_(std::move(claim_is_bound)),
+      claim_check_(std::move(claim_check)),
       volumes_of_(std::move(volumes_of)) {}
 
 absl::Duration SchedulingQueue::backoffFor(int failures) const {
@@ -179,12 +179,16 @@ absl::Status SchedulingQueue::addOrUpdatePod(const proto::Pod& pod) {
     return spec.status();
   }
   if (pod.spec.node_name.empty()) {
-    std::vector<std::string> missing = unsupported(pod, claim_is_bound_);
+    std::vector<std::string> missing = unsupported(pod);
     if (!missing.empty()) {
       removePod(key);
       return absl::UnimplementedError(absl::StrCat(
           "pod ", key, " uses what muster-scheduler does not implement: ",
           absl::StrJoin(missing, ", "), "; it stays pending"));
+    }
+    if (std::string why = claim_check_ ? claim_check_(pod) : std::string(); !why.empty()) {
+      removePod(key);
+      return absl::FailedPreconditionError(why);
     }
   }
   // A pod whose gang changed leaves the old one.

@@ -91,10 +91,11 @@ std::optional<Unschedulable> precheck(const GangAttempt& attempt);
 
 class SchedulingQueue {
  public:
-  // `volumes_of(pod)`: what the pod's bound claims' PersistentVolumes ask of a node (none without).
+  // `claim_check(pod)`: why its claims keep a pod out (filter.h); `volumes_of(pod)`: what its
+  // claims ask of a node (none without).
   using VolumesOf = std::function<std::vector<VolumeConstraint>(const proto::Pod&)>;
   SchedulingQueue(const SchedulerConfig& config, Clock clock, PodGroupLookup pod_groups,
-                  ClaimIsBound claim_is_bound = {}, VolumesOf volumes_of = {});
+                  ClaimCheck claim_check = {}, VolumesOf volumes_of = {});
 
   // A pod for this scheduler was added or changed. Pending pods join their gang; bound pods are
   // remembered as bound members of theirs; terminal pods leave, and so do pending pods that are
@@ -209,7 +210,7 @@ class SchedulingQueue {
   PodGroupLookup pod_groups_;
   WorkloadPodGroupLookup workload_pod_groups_;
   std::function<const proto::Labels*(std::string_view)> namespace_labels_;
-  ClaimIsBound claim_is_bound_;
+  ClaimCheck claim_check_;
   VolumesOf volumes_of_;
   absl::flat_hash_map<GangKey, Gang> gangs_;
   absl::flat_hash_map<std::string, GangKey> pod_gang_;

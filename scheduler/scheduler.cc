@@ -31,6 +31,8 @@ constexpr absl::Duration kEvictionRetry = absl::Seconds(10);
 constexpr char kPodsByPodGroupIndex[] = "scheduler:podgroup";
 // ... and under the PersistentVolumeClaims their volumes use ("ns/claim").
 constexpr char kPodsByClaimIndex[] = "scheduler:claim";
+// ... and, when pending and using any claim, under "".
+constexpr char kPodsWithClaimsIndex[] = "scheduler:with-claims";
 
 struct Metrics {
   metrics::Family<metrics::Counter>& attempts = metrics::defaultRegistry().counter(
@@ -115,6 +117,8 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       claims_(informers.informer<proto::PersistentVolumeClaim>(
           proto::resources::kPersistentVolumeClaims)),
       volumes_(informers.informer<proto::PersistentVolume>(proto::resources::kPersistentVolumes)),
+      storage_classes_(
+          informers.informer<proto::StorageClass>(proto::resources::kStorageClasses)),
       namespaces_(informers.informer<proto::Namespace>(proto::resources::kNamespaces)),
       pdbs_(informers.informer<proto::PodDisruptionBudget>(proto::resources::kPodDisruptionBudgets)),
       api_(api),
@@ -126,11 +130,10 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
                auto it = groups_.find(proto::objectKey(ns, name));
                return it == groups_.end() ? nullptr : it->second.get();
              },
-             [this](std::string_view ns, std::string_view claim) {
-               std::shared_ptr<const proto::PersistentVolumeClaim> c = claims_.get(ns, claim);
-               return c != nullptr && c->isBound();
-             },
-             [this](const Pod& pod) { return volumesOf(pod); }),
+             [this](const Pod& pod) { return claimProblem(pod, volumeLookups()); },
+             [this](const Pod& pod) {
+               return volumeConstraints(pod, volumeLookups(), volumes_in_flight_);
+             }),
       group_status_(api, strand_, clock_, [this](const std::string& group_key) {
         return pods_.byIndex(kPodsByPodGroupIndex, group_key);
       }) {
@@ -156,6 +159,10 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
     for (const std::string& claim : p.spec.pvc_claim_names)
       keys.push_back(proto::objectKey(p.meta.namespace_, claim));
     return keys;
+  });
+  pods_.addIndex(kPodsWithClaimsIndex, [](const Pod& p) {
+    if (!p.spec.node_name.empty() || p.spec.pvc_claim_names.empty()) return std::vector<std::string>{};
+    return std::vector<std::string>{""};
   });
   pods_.addHandlers({
       [this](const auto& p) { asio::post(strand_, [this, p] { onPodAdd(p); }); },
@@ -207,6 +214,14 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
   };
   volumes_.addHandlers(
       {on_volume, [on_volume](const auto&, const auto& v) { on_volume(v); }, on_volume});
+  auto on_class = [this](const auto&) {
+    asio::post(strand_, [this] {
+      requeueClaimUsers();
+      kick();
+    });
+  };
+  storage_classes_.addHandlers(
+      {on_class, [on_class](const auto&, const auto& c) { on_class(c); }, on_class});
   topologies_.addHandlers({
       [this](const auto& t) { asio::post(strand_, [this, t] { onNodeTopology(t, false); }); },
       [this](const auto&, const auto& t) {
@@ -255,7 +270,8 @@ void Scheduler::queuePod(const Pod& pod) {
     return;
   }
   if (status.ok()) return;
-  if (!pod.spec.pvc_claim_names.empty() && !claims_.hasSynced()) {
+  if (!pod.spec.pvc_claim_names.empty() &&
+      !(claims_.hasSynced() && volumes_.hasSynced() && storage_classes_.hasSynced())) {
     // Its claims may be bound but not listed yet; decided when they are (waitForCaches).
     refused_before_claims_synced_.insert(key);
     return;
@@ -272,34 +288,29 @@ void Scheduler::onClaim(const proto::PersistentVolumeClaim& claim) {
   // Bound, unbound or gone: the pods using it are (re)decided.
   for (const auto& pod : pods_.byIndex(kPodsByClaimIndex, proto::objectKey(claim)))
     queuePod(*pod);
+  checkVolumeBindings();
   kick();
 }
 
-void Scheduler::onVolume(const proto::PersistentVolume& volume) {
-  // Its node affinity changed, or it came or went: the pods using its claim are decided again.
-  if (volume.claim_name.empty()) return;
-  for (const auto& pod : pods_.byIndex(
-           kPodsByClaimIndex, proto::objectKey(volume.claim_namespace, volume.claim_name)))
-    queuePod(*pod);
+void Scheduler::onVolume(const proto::PersistentVolume&) {
+  // Its node affinity changed, it came, went or was bound: the pods using its claim, and those
+  // whose claims wait for a volume, are decided again.
+  requeueClaimUsers();
+  checkVolumeBindings();
   kick();
 }
 
-std::vector<VolumeConstraint> Scheduler::volumesOf(const Pod& pod) const {
-  std::vector<VolumeConstraint> out;
-  for (const std::string& claim : pod.spec.pvc_claim_names) {
-    std::shared_ptr<const proto::PersistentVolumeClaim> c = claims_.get(pod.meta.namespace_, claim);
-    // An unbound claim keeps the pod out of the queue altogether (unsupported()).
-    if (c == nullptr || !c->isBound()) continue;
-    VolumeConstraint v{claim, c->volume_name, false, std::nullopt, false};
-    v.read_write_once_pod = std::find(c->access_modes.begin(), c->access_modes.end(),
-                                      "ReadWriteOncePod") != c->access_modes.end();
-    if (std::shared_ptr<const proto::PersistentVolume> pv = volumes_.get("", c->volume_name)) {
-      v.found = true;
-      v.node_affinity = pv->node_affinity;
-    }
-    out.push_back(std::move(v));
-  }
-  return out;
+void Scheduler::requeueClaimUsers() {
+  for (const auto& pod : pods_.byIndex(kPodsWithClaimsIndex, "")) queuePod(*pod);
+}
+
+VolumeLookups Scheduler::volumeLookups() const {
+  return {
+      [this](std::string_view ns, std::string_view name) { return claims_.get(ns, name); },
+      [this](std::string_view name) { return storage_classes_.get("", name); },
+      [this](std::string_view name) { return volumes_.get("", name); },
+      [this] { return volumes_.list(); },
+  };
 }
 
 void Scheduler::onPodAdd(const std::shared_ptr<const Pod>& pod) {
@@ -455,7 +466,8 @@ asio::awaitable<void> Scheduler::waitForCaches() {
   // PodGroups too (an API that is not served counts as listed): a gang whose PodGroup is merely
   // not listed yet must not be told that it does not exist.
   while (!stopping_ && !(pods_.hasSynced() && nodes_.hasSynced() && claims_.hasSynced() &&
-                        volumes_.hasSynced() && pod_groups_.hasSynced() &&
+                        volumes_.hasSynced() && storage_classes_.hasSynced() &&
+                        pod_groups_.hasSynced() &&
                         workload_pod_groups_.hasSynced() && namespaces_.hasSynced() &&
                         pdbs_.hasSynced()))
     co_await sleep(std::chrono::milliseconds(100));
@@ -492,6 +504,7 @@ asio::awaitable<void> Scheduler::loop() {
     if (auto now = std::chrono::steady_clock::now(); now - gauges_updated > std::chrono::seconds(1)) {
       updateGauges();
       releaseExpiredHolds();
+      checkVolumeBindings();
       gauges_updated = now;
     }
     // A preemption a crash or a refused eviction left unfinished is finished first.
@@ -502,7 +515,8 @@ asio::awaitable<void> Scheduler::loop() {
       auto wake = queue_.nextWakeup();
       auto wait = wake ? std::max(absl::ZeroDuration(), *wake - clock_()) : absl::Hours(1);
       // Evictions to send again, holds to release.
-      if (!marked_units_.empty() || !holds_.empty()) wait = std::min(wait, absl::Seconds(1));
+      if (!marked_units_.empty() || !holds_.empty() || !volume_bindings_.empty())
+        wait = std::min(wait, absl::Seconds(1));
       wakeup_->expires_after(absl::ToChronoMilliseconds(wait) + std::chrono::milliseconds(1));
       boost::system::error_code ec;
       co_await wakeup_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -565,6 +579,20 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
       return;
     }
   }
+  // Volumes for the claims that wait for their first consumer, decided for the whole gang before
+  // anything is written.
+  std::vector<std::string> nodes;
+  for (const Assignment& a : placement.assignments) nodes.push_back(a.node);
+  absl::StatusOr<std::vector<VolumeWrite>> writes =
+      planVolumes(attempt.members, nodes, cache_, volumes_in_flight_);
+  if (!writes.ok()) {
+    for (const auto& member : attempt.members) (void)cache_.forget(member->key);
+    observe("unschedulable");
+    Unschedulable verdict;
+    verdict.message = std::string(writes.status().message());
+    reportUnschedulable(attempt, verdict);
+    return;
+  }
   queue_.reportPlaced(attempt, placement);
   observe("scheduled");
   auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
@@ -582,9 +610,179 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
     auto it = workload_groups_.find(proto::objectKey(attempt.key.namespace_, attempt.spec.workload_pod_group));
     if (it != workload_groups_.end()) regarding = proto::referenceTo(*it->second);
   }
+  if (!writes->empty()) {
+    bindVolumes(std::move(attempt), std::move(placement), std::move(regarding), std::move(*writes));
+    return;
+  }
   binder_.bind(attempt, placement, [this, attempt, placement](Binder::Result result) {
     onBound(attempt, placement, std::move(result));
   }, std::move(regarding));
+}
+
+// --- volume binding -----------------------------------------------------------------------------
+
+void Scheduler::bindVolumes(GangAttempt attempt, GangPlacement placement,
+                            std::optional<proto::ObjectReference> regarding,
+                            std::vector<VolumeWrite> writes) {
+  const GangKey key = attempt.key;
+  for (const VolumeWrite& w : writes)
+    if (!w.volume.empty()) volumes_in_flight_.insert(w.volume);
+  MUSTER_LOG_INFO(2, "Binding the gang's volumes first", "gang", key.toString(), "claims",
+                  writes.size());
+  volume_bindings_[key] = PendingVolumes{
+      std::move(attempt), std::move(placement), std::move(regarding), std::move(writes), false,
+      clock_() + absl::Seconds(config_.volume_binding_timeout_seconds), {}};
+  asio::co_spawn(strand_, sendVolumeWrites(key), proto::dieOnException("volume binding"));
+}
+
+asio::awaitable<void> Scheduler::sendVolumeWrites(GangKey key) {
+  auto it = volume_bindings_.find(key);
+  if (it == volume_bindings_.end()) co_return;
+  const std::vector<VolumeWrite> writes = it->second.writes;
+  for (const VolumeWrite& w : writes) {
+    absl::Status status;
+    if (w.volume.empty()) {
+      status = co_await api_->setClaimSelectedNode(w.claim_namespace, w.claim, w.claim_uid, w.node);
+    } else {
+      status = co_await api_->setVolumeClaimRef(w.volume, w.claim_namespace, w.claim, w.claim_uid,
+                                                w.volume_resource_version);
+    }
+    co_await asio::post(strand_, asio::use_awaitable);  // back on the strand
+    if (stopping_ || !volume_bindings_.contains(key)) co_return;  // stopping, or timed out
+    if (!status.ok()) {
+      failVolumeBinding(key, absl::StrCat(w.volume.empty() ? "asking for a volume for"
+                                                           : "binding PersistentVolume " + w.volume + " to",
+                                          " claim ", w.claim_namespace, "/", w.claim,
+                                          " failed: ", status.message()));
+      co_return;
+    }
+  }
+  volume_bindings_[key].sent = true;
+  checkVolumeBindings();
+}
+
+void Scheduler::checkVolumeBindings() {
+  std::vector<GangKey> ready, late;
+  std::vector<std::pair<GangKey, std::string>> given_back;
+  for (auto& [key, pending] : volume_bindings_) {
+    if (!pending.sent) {
+      if (clock_() >= pending.deadline) late.push_back(key);
+      continue;
+    }
+    bool all_bound = true;
+    pending.annotated.resize(pending.writes.size());
+    for (size_t i = 0; i < pending.writes.size(); ++i) {
+      const VolumeWrite& w = pending.writes[i];
+      auto claim = claims_.get(w.claim_namespace, w.claim);
+      if (claim == nullptr || !claim->isBound()) all_bound = false;
+      if (claim == nullptr || claim->isBound() || !w.volume.empty()) continue;
+      // A provisioner that cannot provision for the node takes the annotation away again
+      // (asking the scheduler to choose again): no use waiting then.
+      auto a = claim->meta.annotations.find(proto::vocabulary::kSelectedNodeAnnotation);
+      const bool annotated = a != claim->meta.annotations.end() && a->second == w.node;
+      if (annotated) pending.annotated[i] = true;
+      else if (pending.annotated[i])
+        given_back.emplace_back(key, proto::objectKey(w.claim_namespace, w.claim));
+    }
+    if (all_bound) ready.push_back(key);
+    else if (clock_() >= pending.deadline) late.push_back(key);
+  }
+  for (const auto& [key, claim] : given_back) {
+    if (!volume_bindings_.contains(key)) continue;
+    failVolumeBinding(key, absl::StrCat("the provisioner of claim ", claim,
+                                        " removed its volume.kubernetes.io/selected-node (it "
+                                        "cannot provision there; see the claim's Events)"));
+  }
+  for (const GangKey& key : late) {
+    if (!volume_bindings_.contains(key)) continue;
+    failVolumeBinding(key, absl::StrCat("its PersistentVolumeClaims were not bound within ",
+                                        config_.volume_binding_timeout_seconds,
+                                        "s (volumeBinding.timeoutSeconds): is their provisioner running?"));
+  }
+  for (const GangKey& key : ready) {
+    if (!volume_bindings_.contains(key)) continue;
+    auto node = volume_bindings_.extract(key);
+    PendingVolumes& p = node.mapped();
+    for (const VolumeWrite& w : p.writes) volumes_in_flight_.erase(w.volume);
+    // The volumes bound must be reachable from every member that uses them (a provisioned
+    // volume's node affinity is only known now; members may share a claim).
+    std::string conflict;
+    for (size_t i = 0; i < p.attempt.members.size() && conflict.empty(); ++i) {
+      const PodInfo& member = *p.attempt.members[i];
+      const std::string& node_name = p.placement.assignments[i].node;
+      std::optional<NodeId> id = cache_.findNode(node_name);
+      for (const VolumeConstraint& v : member.volumes) {
+        if (!v.to_bind) continue;
+        auto claim = claims_.get(member.pod.meta.namespace_, v.claim);
+        auto pv = claim ? volumes_.get("", claim->volume_name) : nullptr;
+        if (pv && pv->node_affinity && id &&
+            !pv->node_affinity->matches(cache_.node(*id).labels, node_name)) {
+          conflict = absl::StrCat("PersistentVolume ", pv->meta.name, " bound to claim ", v.claim,
+                                  " cannot be reached from node ", node_name, " of pod ",
+                                  member.key, ": ", std::string(kReasonVolumeNodeAffinity));
+          break;
+        }
+      }
+    }
+    if (!conflict.empty()) {
+      volume_bindings_.insert(std::move(node));
+      failVolumeBinding(key, conflict);
+      continue;
+    }
+    MUSTER_LOG_INFO(2, "Gang's volumes bound", "gang", key.toString(), "claims", p.writes.size());
+    binder_.bind(p.attempt, p.placement,
+                 [this, attempt = p.attempt, placement = p.placement](Binder::Result result) {
+                   onBound(attempt, placement, std::move(result));
+                 },
+                 std::move(p.regarding));
+  }
+}
+
+void Scheduler::failVolumeBinding(const GangKey& key, const std::string& message) {
+  auto node = volume_bindings_.extract(key);
+  if (node.empty()) return;
+  PendingVolumes& p = node.mapped();
+  MUSTER_LOG_WARNING("Gang's volume binding failed, withdrawing it", "gang", key.toString(),
+                     "reason", message);
+  // Withdraw what is not bound yet: a provisioner that has not started does not start, and an
+  // existing volume is free for other claims again. A claim bound meanwhile stays bound (as
+  // kube-scheduler leaves it): the gang's next placement follows its volume.
+  std::vector<VolumeWrite> undo;
+  for (const VolumeWrite& w : p.writes) {
+    volumes_in_flight_.erase(w.volume);
+    auto claim = claims_.get(w.claim_namespace, w.claim);
+    if (claim == nullptr || claim->isBound()) continue;
+    if (w.volume.empty()) {
+      undo.push_back(w);
+    } else if (auto pv = volumes_.get("", w.volume);
+               pv && pv->claim_name == w.claim && pv->claim_namespace == w.claim_namespace &&
+               pv->phase != "Bound") {
+      VolumeWrite u = w;
+      u.volume_resource_version = pv->meta.resource_version;
+      undo.push_back(std::move(u));
+    }
+  }
+  if (!undo.empty()) {
+    asio::co_spawn(strand_, [api = api_, undo]() -> asio::awaitable<void> {
+      for (const VolumeWrite& w : undo) {
+        absl::Status s;
+        if (w.volume.empty()) {
+          s = co_await api->setClaimSelectedNode(w.claim_namespace, w.claim, w.claim_uid, "");
+        } else {
+          s = co_await api->setVolumeClaimRef(w.volume, "", "", "", w.volume_resource_version);
+        }
+        if (!s.ok())
+          MUSTER_LOG_WARNING("Withdrawing a volume binding failed", "claim",
+                             proto::objectKey(w.claim_namespace, w.claim), "error", s.ToString());
+      }
+    }, proto::dieOnException("volume binding withdrawal"));
+  }
+  // As a failed bind of every member: forgotten in the cache, requeued, an Event each.
+  Binder::Result result;
+  for (const auto& member : p.attempt.members)
+    result.failed.push_back({member->key, absl::FailedPreconditionError(
+                                              absl::StrCat("volume binding: ", message))});
+  onBound(p.attempt, p.placement, std::move(result));
 }
 
 // Events per gang attempt: the first few members only.

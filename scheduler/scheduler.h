@@ -42,6 +42,7 @@
 #include "scheduler/preemption.h"
 #include "scheduler/queue.h"
 #include "scheduler/status_writer.h"
+#include "scheduler/volume_binding.h"
 
 namespace muster::scheduler {
 
@@ -84,8 +85,32 @@ class Scheduler {
   void onNodeTopology(const std::shared_ptr<const proto::NodeTopology>& topology, bool deleted);
   void onClaim(const proto::PersistentVolumeClaim& claim);
   void onVolume(const proto::PersistentVolume& volume);
-  // What the PersistentVolumes of the pod's bound claims ask of a node.
-  std::vector<VolumeConstraint> volumesOf(const proto::Pod& pod) const;
+  // Pending pods with claims are decided again (a volume or StorageClass came, changed or went).
+  void requeueClaimUsers();
+  VolumeLookups volumeLookups() const;
+
+  // --- volume binding (scheduler/volume_binding.h) ---
+  // The gang is placed and assumed, and `writes` bind its unbound claims: they are sent, then
+  // the gang waits until every claim is bound before its pods are.
+  void bindVolumes(GangAttempt attempt, GangPlacement placement,
+                   std::optional<proto::ObjectReference> regarding, std::vector<VolumeWrite> writes);
+  proto::asio::awaitable<void> sendVolumeWrites(GangKey key);
+  // Gangs whose claims are all bound go on to bind their pods; those past the timeout fail.
+  void checkVolumeBindings();
+  // Withdraws the writes whose claims are still unbound and requeues the gang.
+  void failVolumeBinding(const GangKey& key, const std::string& message);
+  struct PendingVolumes {
+    GangAttempt attempt;
+    GangPlacement placement;
+    std::optional<proto::ObjectReference> regarding;
+    std::vector<VolumeWrite> writes;
+    bool sent = false;
+    absl::Time deadline;
+    std::vector<bool> annotated;  // per write: its claim was seen with the selected node
+  };
+  std::map<GangKey, PendingVolumes> volume_bindings_;
+  // Volumes those plans give to claims: offered to no other claim meanwhile.
+  std::set<std::string, std::less<>> volumes_in_flight_;
   void scheduleOne(GangAttempt attempt);
   void reportUnschedulable(const GangAttempt& attempt, const Unschedulable& verdict);
   void onBound(const GangAttempt& attempt, const GangPlacement& placement, Binder::Result result);
@@ -132,9 +157,11 @@ class Scheduler {
   proto::Informer<proto::WorkloadPodGroup>& workload_pod_groups_;
   // Not waited for: without the CRD or any agent, placement ignores GPU↔NIC alignment.
   proto::Informer<proto::NodeTopology>& topologies_;
-  // Pods with claims that are not bound are not queued; a claim's change re-queues its pods.
+  // Pods whose claims cannot be decided are not queued (claimProblem); a claim's, volume's or
+  // StorageClass's change re-queues the pods using claims.
   proto::Informer<proto::PersistentVolumeClaim>& claims_;
   proto::Informer<proto::PersistentVolume>& volumes_;
+  proto::Informer<proto::StorageClass>& storage_classes_;
   // Namespace labels, for inter-pod terms' namespaceSelector.
   proto::Informer<proto::Namespace>& namespaces_;
   // What preemption must not break.

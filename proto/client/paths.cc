@@ -157,6 +157,7 @@ const Resource kSecrets{"v1", "secrets", true};
 const Resource kConfigMaps{"v1", "configmaps", true};
 const Resource kPersistentVolumeClaims{"v1", "persistentvolumeclaims", true};
 const Resource kPersistentVolumes{"v1", "persistentvolumes", false};
+const Resource kStorageClasses{"storage.k8s.io/v1", "storageclasses", false};
 const Resource kPodDisruptionBudgets{"policy/v1", "poddisruptionbudgets", true};
 }  // namespace resources
 

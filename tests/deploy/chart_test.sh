@@ -241,6 +241,13 @@ can "list podgroups in all namespaces" list podgroups.scheduling.x-k8s.io -A
 can "list persistentvolumeclaims in all namespaces" list persistentvolumeclaims -A
 can "watch persistentvolumeclaims in all namespaces" watch persistentvolumeclaims -A
 cannot "update persistentvolumeclaims" update persistentvolumeclaims -n "$WORK_NS"
+can "patch persistentvolumeclaims (selected-node)" patch persistentvolumeclaims -n "$WORK_NS"
+cannot "delete persistentvolumeclaims" delete persistentvolumeclaims -n "$WORK_NS"
+can "patch persistentvolumes (claimRef)" patch persistentvolumes
+cannot "delete persistentvolumes" delete persistentvolumes
+can "list storageclasses" list storageclasses.storage.k8s.io
+can "watch storageclasses" watch storageclasses.storage.k8s.io
+cannot "update storageclasses" update storageclasses.storage.k8s.io
 can "list persistentvolumes" list persistentvolumes
 can "watch persistentvolumes" watch persistentvolumes
 can "list poddisruptionbudgets in all namespaces (preemption)" list poddisruptionbudgets.policy -A

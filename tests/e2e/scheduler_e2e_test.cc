@@ -485,12 +485,11 @@ TEST_CASE("pods naming another scheduler stay pending and untouched") {
   CHECK(theirs.findCondition("PodScheduled") == nullptr);
 }
 
-// A PersistentVolume `pv` and the claim `claim` bound to it, as a provisioner and the PV controller
-// leave them (no controller runs here: the test writes both sides of the binding). `source` is the
-// PV's volume source and anything more of its spec, as JSON members ending in a comma.
-void boundClaim(Env& env, const std::string& claim, const std::string& pv,
-                const std::string& access_mode, const std::string& storage_class,
-                const std::string& source) {
+// A PersistentVolume `pv` of the run, pre-bound to `claim` (claimRef). `source` is its volume
+// source and anything more of its spec, as JSON members ending in a comma.
+void createVolume(Env& env, const std::string& pv, const std::string& claim,
+                  const std::string& access_mode, const std::string& storage_class,
+                  const std::string& source) {
   proto::Request req;
   req.verb = proto::Verb::kPost;
   req.path = proto::resources::kPersistentVolumes.collectionPath();
@@ -502,6 +501,24 @@ void boundClaim(Env& env, const std::string& claim, const std::string& pv,
       R"("claimRef":{"namespace":"default","name":")", claim, R"("}}})");
   INFO(req.body);
   REQUIRE(env.client->callSync(req).ok());
+}
+
+// A local volume's source on `node`: the path and its node affinity (for createVolume).
+std::string localSource(const std::string& path, const std::string& node) {
+  return absl::StrCat(R"("local":{"path":")", path, R"("},)",
+                      R"("nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[)",
+                      R"({"key":"kubernetes.io/hostname","operator":"In","values":[")", node,
+                      R"("]}]}]}},)");
+}
+
+// A PersistentVolume `pv` and the claim `claim` bound to it, as a provisioner and the PV controller
+// leave them (no controller runs here: the test writes both sides of the binding).
+void boundClaim(Env& env, const std::string& claim, const std::string& pv,
+                const std::string& access_mode, const std::string& storage_class,
+                const std::string& source) {
+  createVolume(env, pv, claim, access_mode, storage_class, source);
+  proto::Request req;
+  req.verb = proto::Verb::kPost;
   req.path = proto::resources::kPersistentVolumeClaims.collectionPath("default");
   req.body = absl::StrCat(
       R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":")", claim,
@@ -530,10 +547,7 @@ TEST_CASE("pods with bound claims go where their local volumes live, a gang incl
   // A bound claim and its local PersistentVolume on `node`.
   auto volumeOn = [&](const std::string& claim, const std::string& node) {
     boundClaim(env, claim, absl::StrCat(env.run, "-pv-", claim), "ReadWriteOnce", "local",
-               absl::StrCat(R"("local":{"path":"/mnt/disks/)", claim, R"("},)",
-                            R"("nodeAffinity":{"required":{"nodeSelectorTerms":[{"matchExpressions":[)",
-                            R"({"key":"kubernetes.io/hostname","operator":"In","values":[")", node,
-                            R"("]}]}]}},)"));
+               localSource("/mnt/disks/" + claim, node));
   };
   const std::string c0 = env.run + "-w0", c1 = env.run + "-w1", gone = env.run + "-gone";
   volumeOn(c0, env.run + "-n2");
@@ -564,6 +578,134 @@ TEST_CASE("pods with bound claims go where their local volumes live, a gang incl
   CHECK(absl::EndsWith(message, ", 3 node(s) had volume node affinity conflict."));
   (void)TestCluster::get().kubectl({"delete", "pvc,pv", "-n", "default", "-l", "e2e-run=" + env.run,
                                     "--wait=false"});
+}
+
+// A claim of `storage_class` labelled with the run, not bound.
+void pendingClaim(Env& env, const std::string& claim, const std::string& storage_class) {
+  proto::Request req;
+  req.verb = proto::Verb::kPost;
+  req.path = proto::resources::kPersistentVolumeClaims.collectionPath("default");
+  req.body = absl::StrCat(
+      R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":")", claim,
+      R"(","labels":{"e2e-run":")", env.run,
+      R"("}},"spec":{"accessModes":["ReadWriteOnce"],"storageClassName":")", storage_class,
+      R"(","resources":{"requests":{"storage":"1Gi"}}}})");
+  INFO(req.body);
+  REQUIRE(env.client->callSync(req).ok());
+}
+
+// The run's claims: name → the node in their volume.kubernetes.io/selected-node ("" without),
+// and whether they are bound.
+struct ClaimState {
+  std::string selected_node;
+  std::string volume_name;
+};
+std::map<std::string, ClaimState> runClaims(Env& env) {
+  proto::Request req;
+  req.verb = proto::Verb::kGet;
+  req.path = proto::resources::kPersistentVolumeClaims.collectionPath("default") +
+             "?labelSelector=e2e-run%3D" + env.run;
+  auto body = env.client->callSync(req);
+  REQUIRE(body.ok());
+  rapidjson::Document d;
+  d.Parse(body->c_str());
+  std::map<std::string, ClaimState> out;
+  for (const auto& item : d["items"].GetArray()) {
+    ClaimState c;
+    const auto& meta = item["metadata"];
+    if (meta.HasMember("annotations") &&
+        meta["annotations"].HasMember("volume.kubernetes.io/selected-node"))
+      c.selected_node = meta["annotations"]["volume.kubernetes.io/selected-node"].GetString();
+    if (item["spec"].HasMember("volumeName")) c.volume_name = item["spec"]["volumeName"].GetString();
+    out[meta["name"].GetString()] = c;
+  }
+  return out;
+}
+
+// What an external provisioner and the PersistentVolume controller do (neither runs here): each
+// claim with a selected node and no volume gets a local volume on that node, pre-bound to it,
+// and is bound to it. Returns how many claims it provisioned.
+int provisionSelected(Env& env, const std::string& storage_class) {
+  int n = 0;
+  for (const auto& [claim, state] : runClaims(env)) {
+    if (state.selected_node.empty() || !state.volume_name.empty()) continue;
+    const std::string pv = env.run + "-pv-" + claim;
+    createVolume(env, pv, claim, "ReadWriteOnce", storage_class,
+                 localSource("/mnt/" + claim, state.selected_node));
+    REQUIRE(TestCluster::get()
+                .kubectl({"patch", "pvc", claim, "-n", "default", "--type=merge", "-p",
+                          absl::StrCat(R"({"spec":{"volumeName":")", pv, R"("}})")})
+                .ok());
+    REQUIRE(TestCluster::get()
+                .kubectl({"patch", "pvc", claim, "-n", "default", "--subresource=status",
+                          "--type=merge", "-p", R"({"status":{"phase":"Bound"}})"})
+                .ok());
+    ++n;
+  }
+  return n;
+}
+
+TEST_CASE("a gang of 8 whose claims wait for their first consumer: volumes provisioned for the "
+          "chosen nodes, then the pods bound, and none asked for when the gang cannot fit") {
+  Env env("wffc");
+  for (int i = 0; i < 4; ++i) createNode(*env.client, absl::StrCat(env.run, "-n", i), env.run, {});
+  waitNodesReady(*env.client, env.run, 4);
+  const std::string storage_class = env.run + "-wffc";
+  {
+    proto::Request req;
+    req.verb = proto::Verb::kPost;
+    req.path = proto::resources::kStorageClasses.collectionPath();
+    req.body = absl::StrCat(
+        R"({"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":")",
+        storage_class, R"(","labels":{"e2e-run":")", env.run,
+        R"("}},"provisioner":"e2e.muster.dev/fake","volumeBindingMode":"WaitForFirstConsumer"})");
+    REQUIRE(env.client->callSync(req).ok());
+  }
+  SchedulerProcess sched(kTestSchedulerConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+  INFO(sched.logTail());
+
+  // 8 × 8 GPUs on 4 nodes of 8: cannot fit, and no claim is touched.
+  for (int i = 0; i < 8; ++i) {
+    const std::string claim = absl::StrCat(env.run, "-big-", i);
+    pendingClaim(env, claim, storage_class);
+    create(*env.client, withClaim(PodBuilder(absl::StrCat("big", i), env.run).withGpus(8).gang("big", 8), claim));
+  }
+  REQUIRE(waitFor([&] {
+    return conditionMessage(listPods(*env.client, env.run).at("big0")).find("Unschedulable") !=
+           std::string::npos;
+  }));
+  for (const auto& [claim, state] : runClaims(env)) CHECK(state.selected_node.empty());
+  for (int i = 0; i < 8; ++i)
+    (void)TestCluster::get().kubectl({"delete", "pod", absl::StrCat("big", i), "-n", "default",
+                                      "--wait=false", "--grace-period=0", "--force"});
+
+  // 8 × 4 GPUs: fits; each claim is asked for on its pod's node, and nothing binds before.
+  for (int i = 0; i < 8; ++i) {
+    const std::string claim = absl::StrCat(env.run, "-w", i);
+    pendingClaim(env, claim, storage_class);
+    create(*env.client, withClaim(PodBuilder(absl::StrCat("w", i), env.run).withGpus(4).gang("g", 8), claim));
+  }
+  REQUIRE(waitFor([&] {
+    int selected = 0;
+    for (const auto& [claim, state] : runClaims(env))
+      if (claim.rfind(env.run + "-w", 0) == 0 && !state.selected_node.empty()) ++selected;
+    return selected == 8;
+  }));
+  CHECK(boundCount(listPods(*env.client, env.run), "w") == 0);
+  CHECK(provisionSelected(env, storage_class) == 8);
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "w") == 8; }));
+  auto pods = listPods(*env.client, env.run);
+  auto claims = runClaims(env);
+  for (int i = 0; i < 8; ++i) {
+    CHECK(pods.at(absl::StrCat("w", i)).spec.node_name ==
+          claims.at(absl::StrCat(env.run, "-w", i)).selected_node);
+  }
+  for (const auto& [claim, state] : claims)
+    if (claim.rfind(env.run + "-big-", 0) == 0) CHECK(state.selected_node.empty());
+  (void)TestCluster::get().kubectl({"delete", "pvc,pv,storageclass", "-A", "-l",
+                                    "e2e-run=" + env.run, "--wait=false"});
 }
 
 TEST_CASE("a ReadWriteOncePod claim: a second pod using it waits, and binds once the first is gone") {

@@ -181,6 +181,52 @@ TEST_CASE("a PersistentVolumeClaim is bound only with a volume and phase Bound",
   CHECK_FALSE(claim.isBound());
 }
 
+TEST_CASE("what volume binding reads of claims and StorageClasses decodes", "[codec]") {
+  proto::PersistentVolumeClaim claim;
+  REQUIRE(decodeJson(R"({"metadata":{"name":"data","namespace":"ml",
+      "annotations":{"volume.kubernetes.io/selected-node":"n3"}},
+      "spec":{"storageClassName":"fast","volumeMode":"Block","accessModes":["ReadWriteOnce"],
+        "resources":{"requests":{"storage":"500Gi"}},"selector":{"matchLabels":{"disk":"nvme"}}},
+      "status":{"phase":"Pending"}})", &claim).ok());
+  CHECK(claim.storage_class_name == "fast");
+  CHECK(claim.volume_mode == "Block");
+  CHECK(claim.storage_request == *Quantity::parse("500Gi"));
+  REQUIRE(claim.selector.has_value());
+  CHECK(claim.selector->match_labels.at("disk") == "nvme");
+  CHECK(claim.meta.annotations.at("volume.kubernetes.io/selected-node") == "n3");
+  StorageClass sc;
+  REQUIRE(decodeJson(R"({"metadata":{"name":"zonal"},"provisioner":"ebs.csi.aws.com",
+      "volumeBindingMode":"WaitForFirstConsumer","allowedTopologies":[{"matchLabelExpressions":[
+        {"key":"topology.kubernetes.io/zone","values":["a","b"]}]}]})", &sc).ok());
+  CHECK(sc.provisioner == "ebs.csi.aws.com");
+  CHECK(sc.volume_binding_mode == "WaitForFirstConsumer");
+  REQUIRE(sc.allowed_topologies.has_value());
+  CHECK(sc.allowed_topologies->matches({{"topology.kubernetes.io/zone", "b"}}, "x"));
+  CHECK_FALSE(sc.allowed_topologies->matches({{"topology.kubernetes.io/zone", "c"}}, "x"));
+  REQUIRE(decodeJson(R"({"metadata":{"name":"std"},"provisioner":"p"})", &sc).ok());
+  CHECK_FALSE(sc.allowed_topologies.has_value());
+  CHECK(sc.volume_binding_mode.empty());
+  // The pod side: an ephemeral volume's claim is "<pod>-<volume>".
+  Pod pod;
+  REQUIRE(decodeJson(R"({"metadata":{"name":"w0"},"spec":{"volumes":[
+      {"name":"data","persistentVolumeClaim":{"claimName":"shared"}},
+      {"name":"scratch","ephemeral":{"volumeClaimTemplate":{"spec":{}}}}]}})", &pod).ok());
+  CHECK(pod.spec.pvc_claim_names == std::vector<std::string>{"shared", "w0-scratch"});
+  CHECK(pod.spec.ephemeral_claim_names == std::vector<std::string>{"w0-scratch"});
+}
+
+TEST_CASE("volume binding's patches: a claim's selected node, a volume's claimRef", "[codec]") {
+  CHECK(selectedNodePatch("n3", "u1") ==
+        R"({"metadata":{"uid":"u1","annotations":{"volume.kubernetes.io/selected-node":"n3"}}})");
+  CHECK(selectedNodePatch("", "u1") ==
+        R"({"metadata":{"uid":"u1","annotations":{"volume.kubernetes.io/selected-node":null}}})");
+  CHECK(claimRefPatch("ml", "data", "u1", "42") ==
+        R"({"metadata":{"resourceVersion":"42","annotations":{"pv.kubernetes.io/bound-by-controller":"yes"}},)"
+        R"("spec":{"claimRef":{"kind":"PersistentVolumeClaim","apiVersion":"v1","namespace":"ml","name":"data","uid":"u1"}}})");
+  CHECK(claimRefPatch("", "", "", "43") ==
+        R"({"metadata":{"resourceVersion":"43"},"spec":{"claimRef":null}})");
+}
+
 TEST_CASE("a GPU node decodes with capacity, taints and conditions", "[codec]") {
   Node node = decodeTestdata<Node>("node_gpu.json");
   CHECK(node.meta.name == "gpu-node-17");
@@ -692,6 +738,9 @@ TEST_CASE("a local PersistentVolume decodes its node affinity and claim", "[code
   CHECK(pv.meta.name == "local-pv-1");
   CHECK(pv.claim_namespace == "ml");
   CHECK(pv.claim_name == "data-w0");
+  CHECK(pv.claim_uid == "u");
+  CHECK(pv.capacity == *Quantity::parse("100Gi"));
+  CHECK(pv.phase == "Bound");
   REQUIRE(pv.node_affinity.has_value());
   CHECK(pv.node_affinity->matches({{"kubernetes.io/hostname", "gpu-7"}}, "gpu-7"));
   CHECK_FALSE(pv.node_affinity->matches({{"kubernetes.io/hostname", "gpu-8"}}, "gpu-8"));

@@ -255,6 +255,51 @@ asio::awaitable<absl::Status> FakeSchedulerApi::setWorkloadPodGroupCondition(
   co_return absl::OkStatus();
 }
 
+asio::awaitable<absl::Status> FakeSchedulerApi::setClaimSelectedNode(std::string ns,
+                                                                     std::string claim,
+                                                                     std::string, std::string node) {
+  std::string write = "selected-node " + proto::objectKey(ns, claim) + " " + node;
+  const int index = static_cast<int>(volume_writes.size());
+  volume_writes.push_back(write);
+  log.push_back(write);
+  if (on_volume_write) {
+    if (absl::Status s = on_volume_write(write, index); !s.ok()) co_return s;
+  }
+  const bool found = cluster_.edit("persistentvolumeclaims", ns, claim, [&](rapidjson::Document& d) {
+    auto& a = d.GetAllocator();
+    rapidjson::Value& meta = d["metadata"];
+    if (!meta.HasMember("annotations")) meta.AddMember("annotations", rapidjson::Value(rapidjson::kObjectType), a);
+    rapidjson::Value& annotations = meta["annotations"];
+    annotations.RemoveMember("volume.kubernetes.io/selected-node");
+    if (!node.empty())
+      annotations.AddMember("volume.kubernetes.io/selected-node", rapidjson::Value(node.c_str(), a), a);
+  });
+  co_return found ? absl::OkStatus() : absl::NotFoundError("persistentvolumeclaim not found");
+}
+
+asio::awaitable<absl::Status> FakeSchedulerApi::setVolumeClaimRef(std::string volume, std::string ns,
+                                                                  std::string claim, std::string,
+                                                                  std::string) {
+  std::string write = "claimRef " + volume + " " + (claim.empty() ? "" : proto::objectKey(ns, claim));
+  const int index = static_cast<int>(volume_writes.size());
+  volume_writes.push_back(write);
+  log.push_back(write);
+  if (on_volume_write) {
+    if (absl::Status s = on_volume_write(write, index); !s.ok()) co_return s;
+  }
+  const bool found = cluster_.edit("persistentvolumes", "", volume, [&](rapidjson::Document& d) {
+    auto& a = d.GetAllocator();
+    rapidjson::Value& spec = d["spec"];
+    spec.RemoveMember("claimRef");
+    if (claim.empty()) return;
+    rapidjson::Value ref(rapidjson::kObjectType);
+    ref.AddMember("namespace", rapidjson::Value(ns.c_str(), a), a);
+    ref.AddMember("name", rapidjson::Value(claim.c_str(), a), a);
+    spec.AddMember("claimRef", ref, a);
+  });
+  co_return found ? absl::OkStatus() : absl::NotFoundError("persistentvolume not found");
+}
+
 asio::awaitable<absl::Status> FakeSchedulerApi::setPodGroupStatus(std::string ns, std::string name,
                                                                   proto::PodGroupStatus status) {
   group_statuses.push_back(proto::objectKey(ns, name) + " " + status.phase + " " +
@@ -342,12 +387,18 @@ std::string PodJson::json() const {
   if (!scheduling_group_.empty())
     w.key("schedulingGroup").beginObject().stringField("podGroupName", scheduling_group_).endObject();
   named("resourceClaims", resource_claims_);
-  if (!claims_.empty()) {
+  if (!claims_.empty() || !ephemeral_.empty()) {
     w.key("volumes").beginArray();
     for (const auto& c : claims_) {
       w.beginObject().stringField("name", "vol-" + c);
       w.key("persistentVolumeClaim").beginObject().stringField("claimName", c).endObject();
       w.endObject();
+    }
+    for (const auto& v : ephemeral_) {
+      w.beginObject().stringField("name", v).key("ephemeral").beginObject();
+      w.key("volumeClaimTemplate").beginObject().key("spec").beginObject();
+      w.key("accessModes").beginArray().string("ReadWriteOnce").endArray();
+      w.endObject().endObject().endObject().endObject();
     }
     w.endArray();
   }
@@ -379,6 +430,77 @@ std::string claimJson(const std::string& name, bool bound, const std::string& ns
   return w.str();
 }
 
+namespace {
+void hostnameAffinity(proto::JsonWriter& w, const std::vector<std::string>& nodes) {
+  w.key("nodeAffinity").beginObject().key("required").beginObject();
+  w.key("nodeSelectorTerms").beginArray().beginObject();
+  w.key("matchExpressions").beginArray().beginObject();
+  w.stringField("key", "kubernetes.io/hostname").stringField("operator", "In");
+  w.key("values").beginArray();
+  for (const std::string& n : nodes) w.string(n);
+  w.endArray().endObject().endArray().endObject().endArray();
+  w.endObject().endObject();
+}
+}  // namespace
+
+std::string storageClassJson(const std::string& name, const std::string& mode,
+                             const std::string& provisioner,
+                             const std::vector<std::string>& allowed_nodes) {
+  proto::JsonWriter w;
+  w.beginObject().stringField("apiVersion", "storage.k8s.io/v1").stringField("kind", "StorageClass");
+  w.key("metadata").beginObject().stringField("name", name).endObject();
+  w.stringField("provisioner", provisioner).stringField("volumeBindingMode", mode);
+  if (!allowed_nodes.empty()) {
+    w.key("allowedTopologies").beginArray().beginObject().key("matchLabelExpressions").beginArray();
+    w.beginObject().stringField("key", "kubernetes.io/hostname").key("values").beginArray();
+    for (const std::string& n : allowed_nodes) w.string(n);
+    w.endArray().endObject().endArray().endObject().endArray();
+  }
+  w.endObject();
+  return w.str();
+}
+
+std::string pendingClaimJson(const std::string& name, const std::string& storage_class,
+                             const std::string& size, const std::string& ns,
+                             const std::string& owner_pod) {
+  proto::JsonWriter w;
+  w.beginObject().stringField("apiVersion", "v1").stringField("kind", "PersistentVolumeClaim");
+  w.key("metadata").beginObject().stringField("name", name).stringField("namespace", ns);
+  w.stringField("uid", "uid-claim-" + ns + "-" + name);
+  if (!owner_pod.empty()) {
+    w.key("ownerReferences").beginArray().beginObject().stringField("apiVersion", "v1");
+    w.stringField("kind", "Pod").stringField("name", owner_pod);
+    w.stringField("uid", "uid-" + ns + "-" + owner_pod).booleanField("controller", true);
+    w.endObject().endArray();
+  }
+  w.endObject();
+  w.key("spec").beginObject();
+  w.key("accessModes").beginArray().string("ReadWriteOnce").endArray();
+  w.stringField("storageClassName", storage_class);
+  w.key("resources").beginObject().key("requests").beginObject().stringField("storage", size);
+  w.endObject().endObject();
+  w.endObject();
+  w.key("status").beginObject().stringField("phase", "Pending").endObject();
+  w.endObject();
+  return w.str();
+}
+
+std::string freeVolumeJson(const std::string& name, const std::string& storage_class,
+                           const std::string& capacity, const std::vector<std::string>& nodes) {
+  proto::JsonWriter w;
+  w.beginObject().stringField("apiVersion", "v1").stringField("kind", "PersistentVolume");
+  w.key("metadata").beginObject().stringField("name", name).endObject();
+  w.key("spec").beginObject();
+  w.key("accessModes").beginArray().string("ReadWriteOnce").endArray();
+  w.stringField("storageClassName", storage_class);
+  w.key("capacity").beginObject().stringField("storage", capacity).endObject();
+  if (!nodes.empty()) hostnameAffinity(w, nodes);
+  w.endObject();
+  w.key("status").beginObject().stringField("phase", "Available").endObject();
+  w.endObject();
+  return w.str();
+}
+
 std::string volumeJson(const std::string& claim, const std::vector<std::string>& nodes,
                        const std::string& ns) {
   proto::JsonWriter w;
@@ -386,19 +508,9 @@ std::string volumeJson(const std::string& claim, const std::vector<std::string>&
   w.key("metadata").beginObject().stringField("name", "pv-" + claim).endObject();
   w.key("spec").beginObject();
   w.key("claimRef").beginObject().stringField("namespace", ns).stringField("name", claim).endObject();
-  if (!nodes.empty()) {
-    w.key("nodeAffinity").beginObject().key("required").beginObject();
-    w.key("nodeSelectorTerms").beginArray().beginObject();
-    w.key("matchExpressions").beginArray().beginObject();
-    w.stringField("key", "kubernetes.io/hostname").stringField("operator", "In");
-    w.key("values").beginArray();
-    for (const std::string& n : nodes) w.string(n);
-    w.endArray();
-    w.endObject().endArray();
-    w.endObject().endArray();
-    w.endObject().endObject();
-  }
+  if (!nodes.empty()) hostnameAffinity(w, nodes);
   w.endObject();
+  w.key("status").beginObject().stringField("phase", "Bound").endObject();
   w.endObject();
   return w.str();
 }

@@ -95,6 +95,9 @@ class FakeSchedulerApi final : public SchedulerApi {
   // scheduling.k8s.io/v1alpha2 PodGroups: "ns/name Type=Status Reason: message"
   std::vector<std::string> workload_conditions;
   std::vector<std::string> log;             // every call in order: "bind ns/name node", ...
+  // "selected-node ns/claim node" and "claimRef volume ns/claim" ("" node or claim: cleared).
+  std::vector<std::string> volume_writes;
+  std::function<absl::Status(const std::string& write, int index)> on_volume_write;
 
   proto::asio::awaitable<absl::Status> bind(PodRef pod, std::string node) override;
   proto::asio::awaitable<absl::Status> setPodCondition(PodRef pod,
@@ -106,6 +109,12 @@ class FakeSchedulerApi final : public SchedulerApi {
   proto::asio::awaitable<absl::Status> setWorkloadPodGroupCondition(
       std::string ns, std::string name, proto::Condition condition,
       int64_t observed_generation) override;
+  proto::asio::awaitable<absl::Status> setClaimSelectedNode(std::string ns, std::string claim,
+                                                            std::string uid,
+                                                            std::string node) override;
+  proto::asio::awaitable<absl::Status> setVolumeClaimRef(std::string volume, std::string ns,
+                                                         std::string claim, std::string uid,
+                                                         std::string resource_version) override;
 
  private:
   FakeCluster& cluster_;
@@ -176,6 +185,8 @@ class PodJson {
   PodJson& gate(const std::string& name) { gates_.push_back(name); return *this; }
   // A volume using the PersistentVolumeClaim `claim`.
   PodJson& claim(const std::string& claim) { claims_.push_back(claim); return *this; }
+  // A generic ephemeral volume `volume` (its claim is "<pod>-<volume>").
+  PodJson& ephemeral(const std::string& volume) { ephemeral_.push_back(volume); return *this; }
   // A DRA claim in spec.resourceClaims.
   PodJson& resourceClaim(const std::string& name) { resource_claims_.push_back(name); return *this; }
   std::string json() const;
@@ -187,7 +198,7 @@ class PodJson {
   std::optional<int32_t> priority_;
   int gpus_ = 1;
   std::map<std::string, std::string> labels_, annotations_, extra_;
-  std::vector<std::string> gates_, claims_, resource_claims_;
+  std::vector<std::string> gates_, claims_, resource_claims_, ephemeral_;
 };
 inline PodJson podJson(std::string name) { return PodJson(std::move(name)); }
 
@@ -204,5 +215,19 @@ std::string claimJson(const std::string& name, bool bound, const std::string& ns
 // nodes (spec.nodeAffinity.required on kubernetes.io/hostname, as a local volume has).
 std::string volumeJson(const std::string& claim, const std::vector<std::string>& nodes = {},
                        const std::string& ns = "ml");
+// A StorageClass: `mode` "WaitForFirstConsumer" or "Immediate", `provisioner`
+// ("kubernetes.io/no-provisioner": existing volumes only); allowedTopologies on these hostnames.
+std::string storageClassJson(const std::string& name, const std::string& mode,
+                             const std::string& provisioner,
+                             const std::vector<std::string>& allowed_nodes = {});
+// An unbound claim (uid "uid-claim-<ns>-<name>") of the class asking for `size`; with
+// `owner_pod`, controlled by that pod (as the claim of an ephemeral volume is).
+std::string pendingClaimJson(const std::string& name, const std::string& storage_class,
+                             const std::string& size = "10Gi", const std::string& ns = "ml",
+                             const std::string& owner_pod = "");
+// An Available PersistentVolume `name` of the class with `capacity`, reachable from `nodes`
+// only (or from every node).
+std::string freeVolumeJson(const std::string& name, const std::string& storage_class,
+                           const std::string& capacity, const std::vector<std::string>& nodes = {});
 
 }  // namespace muster::scheduler::testing

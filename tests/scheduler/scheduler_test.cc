@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "proto/clock.h"
 #include "proto/event_recorder.h"
 #include "proto/informer_factory.h"
@@ -521,7 +522,8 @@ TEST_CASE("a gang whose members arrive within the grace is bound without a statu
   CHECK(attempts("scheduled") == scheduled_before + 1);
 }
 
-TEST_CASE("a pod whose claim is bound is placed, and one whose claim is pending waits until it binds",
+TEST_CASE("a pod whose claim is bound is placed, and one whose Immediate claim is pending waits until "
+          "it binds",
           "[scheduler]") {
   Fixture f;
   racks(f);
@@ -534,12 +536,198 @@ TEST_CASE("a pod whose claim is bound is placed, and one whose claim is pending 
   REQUIRE(f.cluster.runUntil([&] {
     return !f.nodeOf("reader").empty() &&
            f.scheduledCondition("writer").find(
-               "PersistentVolumeClaim scratch that is not bound yet") != std::string::npos;
+               "pod has unbound immediate PersistentVolumeClaims") != std::string::npos;
   }));
   CHECK(f.nodeOf("writer").empty());
   f.cluster.put("persistentvolumeclaims", testing::claimJson("scratch", true));
   f.cluster.put("persistentvolumes", testing::volumeJson("scratch"));
   REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("writer").empty(); }));
+}
+
+// Plays a provisioner and the PersistentVolume controller for the claims Muster asked volumes
+// for ("selected-node ml/<claim> <node>" in the fake API's log): each gets the volume
+// "pv-<claim>" on that node and is bound to it. Returns how many it provisioned.
+int provisionSelected(Fixture& f, size_t* seen) {
+  int n = 0;
+  for (; *seen < f.api->volume_writes.size(); ++*seen) {
+    const std::vector<std::string> w = absl::StrSplit(f.api->volume_writes[*seen], ' ');
+    if (w.size() != 3 || w[0] != "selected-node" || w[2].empty()) continue;
+    const std::string claim = w[1].substr(w[1].find('/') + 1);
+    f.cluster.put("persistentvolumes", testing::volumeJson(claim, {w[2]}));
+    f.cluster.put("persistentvolumeclaims", testing::claimJson(claim, true));
+    ++n;
+  }
+  return n;
+}
+
+TEST_CASE("a gang whose claims wait for their first consumer: volumes are asked for on the chosen "
+          "nodes first, and the pods bound once every claim is", "[scheduler][volumes]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("storageclasses", testing::storageClassJson("fast", "WaitForFirstConsumer",
+                                                            "csi.example.com"));
+  std::vector<std::string> gang;
+  for (int i = 0; i < 8; ++i) {
+    const std::string w = "w" + std::to_string(i);
+    gang.push_back(w);
+    f.cluster.put("persistentvolumeclaims", testing::pendingClaimJson("data-" + w, "fast"));
+    f.cluster.put("pods", podJson(w).gpus(2).gang("train", 8).claim("data-" + w));
+  }
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.api->volume_writes.size() == 8; }));
+  for (int i = 0; i < 5; ++i) f.cluster.settle();
+  // Nothing is bound before the volumes are.
+  CHECK(f.api->binds.empty());
+  CHECK(f.bound(gang) == 0);
+  size_t seen = 0;
+  CHECK(provisionSelected(f, &seen) == 8);
+  REQUIRE(f.cluster.runUntil([&] { return f.bound(gang) == 8; }));
+  // Each claim's volume was asked for on the node its pod went to; 16 GPUs: one rack.
+  std::set<std::string> nodes;
+  for (const std::string& write : f.api->volume_writes) {
+    const std::vector<std::string> w = absl::StrSplit(write, ' ');
+    REQUIRE(w.size() == 3);
+    const std::string pod = w[1].substr(std::string("ml/data-").size());
+    CHECK(f.nodeOf(pod) == w[2]);
+    nodes.insert(w[2]);
+  }
+  CHECK((nodes == std::set<std::string>{"n1", "n2"} || nodes == std::set<std::string>{"n3", "n4"}));
+  // Every volume write came before the first bind.
+  auto first_bind = std::find_if(f.api->log.begin(), f.api->log.end(),
+                                 [](const std::string& l) { return l.starts_with("bind "); });
+  CHECK(std::count_if(f.api->log.begin(), first_bind, [](const std::string& l) {
+          return l.starts_with("selected-node ");
+        }) == 8);
+}
+
+TEST_CASE("a gang with such claims that cannot fit asks for no volume at all",
+          "[scheduler][volumes]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("storageclasses", testing::storageClassJson("fast", "WaitForFirstConsumer",
+                                                            "csi.example.com"));
+  for (int i = 0; i < 8; ++i) {
+    const std::string w = "w" + std::to_string(i);
+    f.cluster.put("persistentvolumeclaims", testing::pendingClaimJson("data-" + w, "fast"));
+    f.cluster.put("pods", podJson(w).gpus(8).gang("huge", 8).claim("data-" + w));
+  }
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return !f.scheduledCondition("w0").empty(); }));
+  CHECK_THAT(f.scheduledCondition("w0"),
+             Catch::Contains("gang ml/huge needs 8 pods × 8 nvidia.com/gpu, 1 cpu, 1Gi memory; "
+                             "the cluster can hold 4"));
+  for (int i = 0; i < 3; ++i) {
+    f.afterBackoff();
+    f.cluster.settle();
+  }
+  CHECK(f.api->volume_writes.empty());
+  CHECK(f.api->binds.empty());
+}
+
+TEST_CASE("a claim's class decides where it can be provisioned, and existing volumes are bound "
+          "by claimRef, smallest first", "[scheduler][volumes]") {
+  Fixture f;
+  racks(f);
+  // Provisioned only where allowedTopologies says: n3.
+  f.cluster.put("storageclasses", testing::storageClassJson("zonal", "WaitForFirstConsumer",
+                                                            "csi.example.com", {"n3"}));
+  f.cluster.put("persistentvolumeclaims", testing::pendingClaimJson("zonal-data", "zonal"));
+  f.cluster.put("pods", podJson("zonal").gpus(1).claim("zonal-data"));
+  // Existing local volumes only: two on n2 (the smaller one is enough), one too small on n1.
+  f.cluster.put("storageclasses", testing::storageClassJson("local", "WaitForFirstConsumer",
+                                                            "kubernetes.io/no-provisioner"));
+  f.cluster.put("persistentvolumes", testing::freeVolumeJson("local-n1", "local", "5Gi", {"n1"}));
+  f.cluster.put("persistentvolumes", testing::freeVolumeJson("local-n2-big", "local", "500Gi", {"n2"}));
+  f.cluster.put("persistentvolumes", testing::freeVolumeJson("local-n2", "local", "20Gi", {"n2"}));
+  f.cluster.put("persistentvolumeclaims", testing::pendingClaimJson("scratch", "local", "10Gi"));
+  f.cluster.put("pods", podJson("local").gpus(1).claim("scratch"));
+  // An unknown class, and a class whose claims bind at once (Immediate): both wait.
+  f.cluster.put("persistentvolumeclaims", testing::pendingClaimJson("lost", "no-such-class"));
+  f.cluster.put("pods", podJson("lost").gpus(1).claim("lost"));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.api->volume_writes.size() == 2; }));
+  CHECK_THAT(f.api->volume_writes, Catch::VectorContains(std::string("selected-node ml/zonal-data n3")));
+  CHECK_THAT(f.api->volume_writes, Catch::VectorContains(std::string("claimRef local-n2 ml/scratch")));
+  // The PersistentVolume controller's part: bind the claims.
+  size_t seen = 0;
+  CHECK(provisionSelected(f, &seen) == 1);
+  f.cluster.put("persistentvolumeclaims", testing::claimJson("scratch", true));
+  f.cluster.edit("persistentvolumeclaims", "ml", "scratch", [](rapidjson::Document& d) {
+    d["spec"]["volumeName"].SetString("local-n2");
+  });
+  REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("zonal").empty() && !f.nodeOf("local").empty(); }));
+  CHECK(f.nodeOf("zonal") == "n3");
+  CHECK(f.nodeOf("local") == "n2");
+  REQUIRE(f.cluster.runUntil([&] { return !f.scheduledCondition("lost").empty(); }));
+  CHECK(f.scheduledCondition("lost") ==
+        "Unschedulable: storageclass.storage.k8s.io \"no-such-class\" not found");
+  // Existing volumes all too small or elsewhere: no node will do, in kube-scheduler's words.
+  f.cluster.put("persistentvolumeclaims", testing::pendingClaimJson("huge", "local", "1Ti"));
+  f.cluster.put("pods", podJson("huge").gpus(1).claim("huge"));
+  REQUIRE(f.cluster.runUntil([&] { return !f.scheduledCondition("huge").empty(); }));
+  CHECK(f.scheduledCondition("huge") ==
+        "Unschedulable: 0/4 nodes are available: 4 node(s) didn't find available persistent "
+        "volumes to bind.");
+}
+
+TEST_CASE("volumes not bound in time are withdrawn and the gang is tried again",
+          "[scheduler][volumes]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("storageclasses", testing::storageClassJson("fast", "WaitForFirstConsumer",
+                                                            "csi.example.com"));
+  for (const std::string w : {"w0", "w1"}) {
+    f.cluster.put("persistentvolumeclaims", testing::pendingClaimJson("data-" + w, "fast"));
+    f.cluster.put("pods", podJson(w).gpus(8).gang("pair", 2).claim("data-" + w));
+  }
+  SchedulerConfig c = config();
+  c.volume_binding_timeout_seconds = 30;
+  f.start(c);
+  REQUIRE(f.cluster.runUntil([&] { return f.api->volume_writes.size() == 2; }));
+  // No provisioner answers.
+  f.clock.advance(absl::Seconds(31));
+  f.scheduler->wake();
+  REQUIRE(f.cluster.runUntil([&] { return f.api->volume_writes.size() >= 4; }));
+  CHECK_THAT(f.api->volume_writes, Catch::VectorContains(std::string("selected-node ml/data-w0 ")));
+  CHECK_THAT(f.api->volume_writes, Catch::VectorContains(std::string("selected-node ml/data-w1 ")));
+  REQUIRE(f.cluster.runUntil([&] { return f.sink->count("FailedScheduling", "ml/w0") > 0; }));
+  const auto failed = std::find_if(f.sink->created.begin(), f.sink->created.end(),
+                                   [](const proto::Event& e) { return e.reason == "FailedScheduling"; });
+  CHECK_THAT(failed->message, Catch::Contains("were not bound within 30s"));
+  CHECK(f.api->binds.empty());
+  // Tried again: asked again, and this time a provisioner answers.
+  f.afterBackoff();
+  REQUIRE(f.cluster.runUntil([&] { return f.api->volume_writes.size() >= 6; }));
+  size_t seen = 4;
+  CHECK(provisionSelected(f, &seen) == 2);
+  REQUIRE(f.cluster.runUntil([&] { return f.bound({"w0", "w1"}) == 2; }));
+}
+
+TEST_CASE("a pod with an ephemeral volume waits for its claim, and only for one it owns",
+          "[scheduler][volumes]") {
+  Fixture f;
+  racks(f);
+  f.cluster.put("storageclasses", testing::storageClassJson("fast", "WaitForFirstConsumer",
+                                                            "csi.example.com"));
+  f.cluster.put("pods", podJson("eph").gpus(1).ephemeral("scratch"));
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return !f.scheduledCondition("eph").empty(); }));
+  CHECK(f.scheduledCondition("eph") ==
+        "Unschedulable: waiting for ephemeral volume controller to create the "
+        "persistentvolumeclaim \"eph-scratch\"");
+  // A claim of that name the pod does not own is not its volume.
+  f.cluster.put("persistentvolumeclaims", testing::pendingClaimJson("eph-scratch", "fast"));
+  REQUIRE(f.cluster.runUntil([&] {
+    return f.scheduledCondition("eph").find("pod is not owner") != std::string::npos;
+  }));
+  CHECK(f.scheduledCondition("eph") ==
+        "Unschedulable: PVC ml/eph-scratch was not created for pod ml/eph (pod is not owner)");
+  f.cluster.put("persistentvolumeclaims",
+                testing::pendingClaimJson("eph-scratch", "fast", "10Gi", "ml", "eph"));
+  REQUIRE(f.cluster.runUntil([&] { return f.api->volume_writes.size() == 1; }));
+  size_t seen = 0;
+  CHECK(provisionSelected(f, &seen) == 1);
+  REQUIRE(f.cluster.runUntil([&] { return !f.nodeOf("eph").empty(); }));
 }
 
 TEST_CASE("a ReadWriteOncePod claim in use keeps another pod off every node until its user is gone",
