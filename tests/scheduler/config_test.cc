@@ -62,6 +62,15 @@ preemption:
         "preemption.nominationTimeoutSeconds: must be positive, got 0");
 }
 
+TEST_CASE("volume binding's timeout: 600 s unless set, and positive", "[config]") {
+  CHECK(SchedulerConfig{}.volume_binding_timeout_seconds == 600);
+  CHECK(parseConfig("volumeBinding: {timeoutSeconds: 90}")->volume_binding_timeout_seconds == 90);
+  CHECK(errorOf("volumeBinding: {timeoutSeconds: 0}") ==
+        "volumeBinding.timeoutSeconds: must be positive, got 0");
+  CHECK(errorOf("volumeBinding: {timeout: 5}").find("volumeBinding.timeout: unknown key") !=
+        std::string::npos);
+}
+
 TEST_CASE("a scheduler config built in code is validated the same way", "[config]") {
   SchedulerConfig c;
   c.topology_levels = {"rack", "rack"};
