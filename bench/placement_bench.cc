@@ -5,6 +5,11 @@
 // RSS, as JSON lines and a table, next to the targets. See bench/placement/README.md.
 //
 //   muster_placement_bench [--nodes 5000,10000] [--seed 1] [--scale 1.0] [--layouts none|switch]
+//                          [--verify]
+//
+// --verify places the same stream a second time, on a second cache, with the free-GPU index off
+// (PlacementOptions::gpu_index = false: every node visited), and compares every decision: the
+// exit status is 1 when any placement differs (the timings then include both searches).
 //
 // --layouts switch gives every node a NodeTopology-like device layout (4 PCIe switches, each with
 // 2 GPUs and 2 RDMA NICs, 2 switches per NUMA node; one NodeDevices per node, as the scheduler
@@ -19,6 +24,7 @@
 #include <cstdlib>
 #include <deque>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -99,17 +105,27 @@ struct RunResult {
   std::map<int, Stats> by_size;
   Stats all;
   double load_ms;
+  int64_t compared = 0;  // --verify: decisions compared with the exhaustive search
+  int64_t differed = 0;
 };
 
-RunResult run(int nodes, uint32_t seed, double scale, bool layouts) {
+RunResult run(int nodes, uint32_t seed, double scale, bool layouts, bool verify) {
   std::mt19937 rng(seed);
   RunResult result{nodes, {}, {}, 0};
   ClusterCache cache(kLevels);
+  // --verify: the same cluster, searched exhaustively.
+  std::optional<ClusterCache> scanned;
+  if (verify) scanned.emplace(kLevels);
+  PlacementOptions exhaustive;
+  exhaustive.gpu_index = false;
   auto t0 = std::chrono::steady_clock::now();
   const muster::topology::Topology layout = switchLayout();
   for (int i = 0; i < nodes; ++i) {
-    cache.addNode(makeNode(i));
-    if (layouts) cache.setNodeDevices("node-" + std::to_string(i), std::make_shared<const NodeDevices>(layout));
+    for (ClusterCache* c : {&cache, scanned ? &*scanned : nullptr}) {
+      if (c == nullptr) continue;
+      c->addNode(makeNode(i));
+      if (layouts) c->setNodeDevices("node-" + std::to_string(i), std::make_shared<const NodeDevices>(layout));
+    }
   }
   // Background: 0-60% of each node's GPUs used by pods of other schedulers (1-GPU pods).
   int bg = 0;
@@ -118,7 +134,9 @@ RunResult run(int nodes, uint32_t seed, double scale, bool layouts) {
   for (int i = 0; i < nodes; ++i) {
     int g = used(rng) + (extra(rng) < 0.2 ? 1 : 0);  // up to 5 of 8 (62%)
     for (int k = 0; k < g; ++k) {
-      cache.addPod(makePod("bg", "bg-" + std::to_string(bg++), 1, "node-" + std::to_string(i)));
+      muster::proto::Pod p = makePod("bg", "bg-" + std::to_string(bg++), 1, "node-" + std::to_string(i));
+      cache.addPod(p);
+      if (scanned) scanned->addPod(p);
     }
   }
   cache.topology();
@@ -143,7 +161,10 @@ RunResult run(int nodes, uint32_t seed, double scale, bool layouts) {
   std::deque<Placed> running;
   auto finishOldest = [&] {
     Placed& p = running.front();
-    for (const std::string& k : p.pods) (void)cache.forget(k);
+    for (const std::string& k : p.pods) {
+      (void)cache.forget(k);
+      if (scanned) (void)scanned->forget(k);
+    }
     held -= p.gpus;
     running.pop_front();
   };
@@ -173,6 +194,21 @@ RunResult run(int nodes, uint32_t seed, double scale, bool layouts) {
         }
       }
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      if (scanned) {
+        PlacementResult q = place(req, *scanned, exhaustive);
+        const GangPlacement* e = std::get_if<GangPlacement>(&q);
+        ++result.compared;
+        if ((p == nullptr) != (e == nullptr) || (p && p->assignments != e->assignments)) {
+          if (++result.differed <= 5)
+            std::fprintf(stderr, "verify: gang %s (%d pods) placed differently by the exhaustive search\n",
+                         req.key.name.c_str(), size);
+        }
+        // The indexed search's decision is applied to both, so they stay equal after a difference.
+        if (p) {
+          for (size_t i = 0; i < p->assignments.size(); ++i)
+            (void)scanned->assume(*req.members[i], p->assignments[i].node);
+        }
+      }
       Stats& s = result.by_size[size];
       s.ms.push_back(ms);
       s.total_ms += ms;
@@ -201,8 +237,15 @@ int main(int argc, char** argv) {
   uint32_t seed = 1;
   double scale = 1.0;
   bool layouts = false;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool verify = false;
+  for (int i = 1; i < argc; i += 2) {
     std::string flag = argv[i];
+    if (flag == "--verify") {
+      verify = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) flag = "";
     if (flag == "--nodes") {
       node_counts.clear();
       std::string list = argv[i + 1];
@@ -222,15 +265,20 @@ int main(int argc, char** argv) {
       layouts = std::string(argv[i + 1]) == "switch";
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--nodes 5000,10000] [--seed 1] [--scale 1.0] [--layouts none|switch]\n",
+                   "usage: %s [--nodes 5000,10000] [--seed 1] [--scale 1.0] [--layouts none|switch] "
+                   "[--verify]\n",
                    argv[0]);
       return 2;
     }
   }
   std::vector<RunResult> results;
   for (int n : node_counts) {
-    results.push_back(run(n, seed, scale, layouts));
+    results.push_back(run(n, seed, scale, layouts, verify));
     const RunResult& r = results.back();
+    if (verify) {
+      std::printf("{\"bench\":\"placement\",\"nodes\":%d,\"verify\":{\"compared\":%lld,\"differed\":%lld}}\n",
+                  r.nodes, static_cast<long long>(r.compared), static_cast<long long>(r.differed));
+    }
     for (const auto& [size, s] : r.by_size) {
       std::printf(
           "{\"bench\":\"placement\",\"nodes\":%d,\"gang_size\":%d,\"decisions\":%zu,"
@@ -299,5 +347,12 @@ int main(int argc, char** argv) {
                 p99(64) < 10 ? "met" : "MISSED");
   }
   std::printf("peak RSS %ld MiB\n", peakRssMiB());
+  if (verify) {
+    int64_t differed = 0, compared = 0;
+    for (const RunResult& r : results) differed += r.differed, compared += r.compared;
+    std::printf("verify: %lld decisions compared with the exhaustive search, %lld differ\n",
+                static_cast<long long>(compared), static_cast<long long>(differed));
+    if (differed > 0) return 1;
+  }
   return 0;
 }
