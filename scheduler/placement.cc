@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <map>
 #include <optional>
 #include <type_traits>
 
@@ -89,6 +90,9 @@ struct Group {
   std::optional<SpreadScore> spread_score;
   // A ReadWriteOncePod claim of the group's pods is used by a placed pod: no node will do.
   bool rwop_conflict = false;
+  // Its pods have claims to bind (WaitForFirstConsumer): a node takes no more of them than its
+  // existing volumes serve where the class cannot provision (staticVolumeRoom).
+  bool claims_to_bind = false;
   bool prefers = false;  // preferred node affinity or pod_score: nodes are ranked by preference()
   int64_t count = 0;
   std::vector<int32_t>* cap = nullptr;  // by position
@@ -265,6 +269,39 @@ class Placer {
   std::vector<std::vector<std::pair<uint32_t, int64_t>>> fill_out_;  // per group
 };
 
+// How many pods like `pod` the node's existing volumes can serve: for each claim to bind that the
+// class cannot provision on this node, the candidate volumes the node reaches, shared among the
+// pod's claims with the same candidates. Candidates without node affinity are counted on every
+// node (their sharing across nodes is checked when the gang's volumes are planned).
+int64_t staticVolumeRoom(const PodInfo& pod, const NodeInfo& n) {
+  int64_t room = std::numeric_limits<int64_t>::max();
+  std::map<const std::vector<CandidateVolume>*, int64_t> reach, claims;
+  for (const VolumeConstraint& v : pod.volumes) {
+    if (!v.to_bind) continue;
+    const bool provision = v.provisionable && (v.selected_node.empty() || v.selected_node == n.name) &&
+                           (!v.provision_topology || v.provision_topology->node_selector_terms.empty() ||
+                            v.provision_topology->matches(n.labels, ""));
+    if (provision) continue;
+    // Claims with equal candidate lists share them: key by the first such list seen.
+    auto same = [](const std::vector<CandidateVolume>& a, const std::vector<CandidateVolume>& b) {
+      return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                        [](const CandidateVolume& x, const CandidateVolume& y) { return x.name == y.name; });
+    };
+    const std::vector<CandidateVolume>* key = &v.candidates;
+    for (const auto& [k, _] : claims)
+      if (same(*k, v.candidates)) key = k;
+    if (!reach.contains(key)) {
+      int64_t r = 0;
+      for (const CandidateVolume& c : v.candidates)
+        if (!c.node_affinity || c.node_affinity->matches(n.labels, n.name)) ++r;
+      reach[key] = r;
+    }
+    ++claims[key];
+  }
+  for (const auto& [key, k] : claims) room = std::min(room, reach[key] / k);
+  return room;
+}
+
 void Placer::buildGroups() {
   const auto& members = request_.members;
   if (cache_.anyNominated())
@@ -296,6 +333,8 @@ void Placer::buildGroups() {
             cache_.claimUsers(absl::StrCat(p.pod.meta.namespace_, "/", v.claim)) > 0)
           g.rwop_conflict = true;
       }
+      g.claims_to_bind = std::any_of(p.volumes.begin(), p.volumes.end(),
+                                     [](const VolumeConstraint& v) { return v.to_bind; });
       g.req = sparse(p.requests);
       g.has_ports = !p.host_ports.empty();
       g.fast_static = !p.has_node_selector && p.pod.spec.node_name.empty();
@@ -381,6 +420,7 @@ int32_t Placer::nodeCap(const Group& g, NodeId id, const Resources* extra,
   }
   int64_t c = capacityOn(g.req, n, extra);
   if ((g.has_ports || g.one_per_node) && c > 1) c = 1;
+  if (g.claims_to_bind && c > 1) c = std::min(c, staticVolumeRoom(*g.rep, n));
   if (c > 0 && g.align && align_required_) c = std::min<int64_t>(c, alignedOn(g, n, extra).numa);
   return static_cast<int32_t>(c);
 }

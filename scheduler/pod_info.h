@@ -37,7 +37,6 @@ struct CandidateVolume {
   std::string name;
   std::string resource_version;  // the precondition of the claimRef write
   std::optional<proto::NodeSelector> node_affinity;  // spec.nodeAffinity.required
-  friend bool operator==(const CandidateVolume&, const CandidateVolume&) = default;
 };
 
 // A PersistentVolumeClaim of a pending pod, and what it asks of a node: a bound claim's

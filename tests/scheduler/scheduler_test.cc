@@ -670,6 +670,56 @@ TEST_CASE("a claim's class decides where it can be provisioned, and existing vol
         "volumes to bind.");
 }
 
+TEST_CASE("a gang on local volumes takes no more members on a node than it has volumes for",
+          "[scheduler][volumes]") {
+  Fixture f;
+  racks(f);
+  // Two local volumes per node; 8 one-GPU members would pack onto one node without them.
+  f.cluster.put("storageclasses", testing::storageClassJson("local", "WaitForFirstConsumer",
+                                                            "kubernetes.io/no-provisioner"));
+  for (const std::string n : {"n1", "n2", "n3", "n4"})
+    for (const std::string d : {"a", "b"})
+      f.cluster.put("persistentvolumes", testing::freeVolumeJson(n + "-" + d, "local", "100Gi", {n}));
+  std::vector<std::string> gang;
+  for (int i = 0; i < 8; ++i) {
+    const std::string w = "w" + std::to_string(i);
+    gang.push_back(w);
+    f.cluster.put("persistentvolumeclaims", testing::pendingClaimJson("scratch-" + w, "local"));
+    f.cluster.put("pods", podJson(w).gpus(1).gang("train", 8).claim("scratch-" + w));
+  }
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.api->volume_writes.size() == 8; }));
+  // Each claim got its own volume, on the node of its pod's assignment, two per node.
+  std::set<std::string> volumes;
+  std::map<std::string, int> per_node;
+  for (const std::string& write : f.api->volume_writes) {
+    const std::vector<std::string> w = absl::StrSplit(write, ' ');
+    REQUIRE(w.size() == 3);
+    CHECK(w[0] == "claimRef");
+    volumes.insert(w[1]);
+    ++per_node[w[1].substr(0, 2)];
+  }
+  CHECK(volumes.size() == 8);
+  for (const auto& [node, count] : per_node) CHECK(count == 2);
+  // The PersistentVolume controller binds each claim to its volume; then the pods bind there.
+  for (const std::string& write : f.api->volume_writes) {
+    const std::vector<std::string> w = absl::StrSplit(write, ' ');
+    const std::string claim = w[2].substr(3);
+    f.cluster.put("persistentvolumeclaims", testing::claimJson(claim, true));
+    f.cluster.edit("persistentvolumeclaims", "ml", claim, [&](rapidjson::Document& d) {
+      d["spec"]["volumeName"].SetString(w[1].c_str(), d.GetAllocator());
+    });
+    f.cluster.edit("persistentvolumes", "", w[1], [](rapidjson::Document& d) {
+      d["status"]["phase"].SetString("Bound");
+    });
+  }
+  REQUIRE(f.cluster.runUntil([&] { return f.bound(gang) == 8; }));
+  for (const std::string& write : f.api->volume_writes) {
+    const std::vector<std::string> w = absl::StrSplit(write, ' ');
+    CHECK(f.nodeOf(w[2].substr(std::string("ml/scratch-").size())) == w[1].substr(0, 2));
+  }
+}
+
 TEST_CASE("volumes not bound in time are withdrawn and the gang is tried again",
           "[scheduler][volumes]") {
   Fixture f;
