@@ -511,12 +511,9 @@ std::string localSource(const std::string& path, const std::string& node) {
                       R"("]}]}]}},)");
 }
 
-// A PersistentVolume `pv` and the claim `claim` bound to it, as a provisioner and the PV controller
-// leave them (no controller runs here: the test writes both sides of the binding).
-void boundClaim(Env& env, const std::string& claim, const std::string& pv,
-                const std::string& access_mode, const std::string& storage_class,
-                const std::string& source) {
-  createVolume(env, pv, claim, access_mode, storage_class, source);
+// A 1Gi claim of the run; with `volume`, its spec.volumeName (the claim is still Pending).
+void createClaim(Env& env, const std::string& claim, const std::string& access_mode,
+                 const std::string& storage_class, const std::string& volume = "") {
   proto::Request req;
   req.verb = proto::Verb::kPost;
   req.path = proto::resources::kPersistentVolumeClaims.collectionPath("default");
@@ -524,14 +521,28 @@ void boundClaim(Env& env, const std::string& claim, const std::string& pv,
       R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":")", claim,
       R"(","labels":{"e2e-run":")", env.run,
       R"("}},"spec":{"accessModes":[")", access_mode, R"("],"storageClassName":")",
-      storage_class, R"(","resources":{"requests":{"storage":"1Gi"}},"volumeName":")", pv,
-      R"("}})");
+      storage_class, R"(","resources":{"requests":{"storage":"1Gi"}})",
+      volume.empty() ? "" : absl::StrCat(R"(,"volumeName":")", volume, R"(")"), "}}");
   INFO(req.body);
   REQUIRE(env.client->callSync(req).ok());
+}
+
+// status.phase Bound on a claim, as the PersistentVolume controller sets it.
+void markClaimBound(const std::string& claim) {
   REQUIRE(TestCluster::get()
               .kubectl({"patch", "pvc", claim, "-n", "default", "--subresource=status",
                         "--type=merge", "-p", R"({"status":{"phase":"Bound"}})"})
               .ok());
+}
+
+// A PersistentVolume `pv` and the claim `claim` bound to it, as a provisioner and the PV controller
+// leave them (no controller runs here: the test writes both sides of the binding).
+void boundClaim(Env& env, const std::string& claim, const std::string& pv,
+                const std::string& access_mode, const std::string& storage_class,
+                const std::string& source) {
+  createVolume(env, pv, claim, access_mode, storage_class, source);
+  createClaim(env, claim, access_mode, storage_class, pv);
+  markClaimBound(claim);
 }
 
 // The pod with a volume of `claim`.
@@ -580,20 +591,6 @@ TEST_CASE("pods with bound claims go where their local volumes live, a gang incl
                                     "--wait=false"});
 }
 
-// A claim of `storage_class` labelled with the run, not bound.
-void pendingClaim(Env& env, const std::string& claim, const std::string& storage_class) {
-  proto::Request req;
-  req.verb = proto::Verb::kPost;
-  req.path = proto::resources::kPersistentVolumeClaims.collectionPath("default");
-  req.body = absl::StrCat(
-      R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":")", claim,
-      R"(","labels":{"e2e-run":")", env.run,
-      R"("}},"spec":{"accessModes":["ReadWriteOnce"],"storageClassName":")", storage_class,
-      R"(","resources":{"requests":{"storage":"1Gi"}}}})");
-  INFO(req.body);
-  REQUIRE(env.client->callSync(req).ok());
-}
-
 // The run's claims: name → the node in their volume.kubernetes.io/selected-node ("" without),
 // and whether they are bound.
 struct ClaimState {
@@ -636,10 +633,7 @@ int provisionSelected(Env& env, const std::string& storage_class) {
                 .kubectl({"patch", "pvc", claim, "-n", "default", "--type=merge", "-p",
                           absl::StrCat(R"({"spec":{"volumeName":")", pv, R"("}})")})
                 .ok());
-    REQUIRE(TestCluster::get()
-                .kubectl({"patch", "pvc", claim, "-n", "default", "--subresource=status",
-                          "--type=merge", "-p", R"({"status":{"phase":"Bound"}})"})
-                .ok());
+    markClaimBound(claim);
     ++n;
   }
   return n;
@@ -669,7 +663,7 @@ TEST_CASE("a gang of 8 whose claims wait for their first consumer: volumes provi
   // 8 × 8 GPUs on 4 nodes of 8: cannot fit, and no claim is touched.
   for (int i = 0; i < 8; ++i) {
     const std::string claim = absl::StrCat(env.run, "-big-", i);
-    pendingClaim(env, claim, storage_class);
+    createClaim(env, claim, "ReadWriteOnce", storage_class);
     create(*env.client, withClaim(PodBuilder(absl::StrCat("big", i), env.run).withGpus(8).gang("big", 8), claim));
   }
   REQUIRE(waitFor([&] {
@@ -684,7 +678,7 @@ TEST_CASE("a gang of 8 whose claims wait for their first consumer: volumes provi
   // 8 × 4 GPUs: fits; each claim is asked for on its pod's node, and nothing binds before.
   for (int i = 0; i < 8; ++i) {
     const std::string claim = absl::StrCat(env.run, "-w", i);
-    pendingClaim(env, claim, storage_class);
+    createClaim(env, claim, "ReadWriteOnce", storage_class);
     create(*env.client, withClaim(PodBuilder(absl::StrCat("w", i), env.run).withGpus(4).gang("g", 8), claim));
   }
   REQUIRE(waitFor([&] {
