@@ -63,12 +63,16 @@ std::optional<std::string> volumeFor(const VolumeConstraint& v, const proto::Lab
     if (taken.contains(c.name)) continue;
     if (!c.node_affinity || c.node_affinity->matches(node_labels, node_name)) return c.name;
   }
-  if (!v.provisionable) return std::nullopt;
-  if (!v.selected_node.empty() && v.selected_node != node_name) return std::nullopt;
-  if (v.provision_topology && !v.provision_topology->node_selector_terms.empty() &&
-      !v.provision_topology->matches(node_labels, ""))
-    return std::nullopt;
+  if (!canProvisionOn(v, node_labels, node_name)) return std::nullopt;
   return std::string();
+}
+
+bool canProvisionOn(const VolumeConstraint& v, const proto::Labels& node_labels,
+                    std::string_view node_name) {
+  if (!v.provisionable) return false;
+  if (!v.selected_node.empty() && v.selected_node != node_name) return false;
+  return !v.provision_topology || v.provision_topology->node_selector_terms.empty() ||
+         v.provision_topology->matches(node_labels, "");
 }
 
 Status filterVolumeBinding(const PodInfo& pod, const NodeInfo& node) {

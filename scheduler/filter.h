@@ -135,6 +135,11 @@ std::vector<std::string> unsupported(const proto::Pod& pod);
 // for its first consumer.
 using ClaimCheck = std::function<std::string(const proto::Pod& pod)>;
 
+// Whether the class of a claim waiting for its first consumer can provision its volume for the
+// node: a provisioner, allowedTopologies matching the node, and the claim's selected node if any.
+bool canProvisionOn(const VolumeConstraint& v, const proto::Labels& node_labels,
+                    std::string_view node_name);
+
 // For a claim waiting for its first consumer, on a node: the volume to bind it to - the first
 // candidate the node reaches that is not in `taken` - or "" when none does and the class can
 // provision one there; nullopt when neither.

@@ -278,10 +278,7 @@ int64_t staticVolumeRoom(const PodInfo& pod, const NodeInfo& n) {
   std::map<const std::vector<CandidateVolume>*, int64_t> reach, claims;
   for (const VolumeConstraint& v : pod.volumes) {
     if (!v.to_bind) continue;
-    const bool provision = v.provisionable && (v.selected_node.empty() || v.selected_node == n.name) &&
-                           (!v.provision_topology || v.provision_topology->node_selector_terms.empty() ||
-                            v.provision_topology->matches(n.labels, ""));
-    if (provision) continue;
+    if (canProvisionOn(v, n.labels, n.name)) continue;
     // Claims with equal candidate lists share them: key by the first such list seen.
     auto same = [](const std::vector<CandidateVolume>& a, const std::vector<CandidateVolume>& b) {
       return std::equal(a.begin(), a.end(), b.begin(), b.end(),

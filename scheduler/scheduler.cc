@@ -132,7 +132,7 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
              },
              [this](const Pod& pod) { return claimProblem(pod, volumeLookups()); },
              [this](const Pod& pod) {
-               return volumeConstraints(pod, volumeLookups(), volumes_in_flight_);
+               return volumeConstraints(pod, volumeLookups(), volumesInFlight());
              }),
       group_status_(api, strand_, clock_, [this](const std::string& group_key) {
         return pods_.byIndex(kPodsByPodGroupIndex, group_key);
@@ -302,6 +302,14 @@ void Scheduler::onVolume(const proto::PersistentVolume&) {
 
 void Scheduler::requeueClaimUsers() {
   for (const auto& pod : pods_.byIndex(kPodsWithClaimsIndex, "")) queuePod(*pod);
+}
+
+std::set<std::string, std::less<>> Scheduler::volumesInFlight() const {
+  std::set<std::string, std::less<>> out;
+  for (const auto& [_, pending] : volume_bindings_)
+    for (const VolumeWrite& w : pending.writes)
+      if (!w.volume.empty()) out.insert(w.volume);
+  return out;
 }
 
 VolumeLookups Scheduler::volumeLookups() const {
@@ -584,7 +592,7 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
   std::vector<std::string> nodes;
   for (const Assignment& a : placement.assignments) nodes.push_back(a.node);
   absl::StatusOr<std::vector<VolumeWrite>> writes =
-      planVolumes(attempt.members, nodes, cache_, volumes_in_flight_);
+      planVolumes(attempt.members, nodes, cache_, volumesInFlight());
   if (!writes.ok()) {
     for (const auto& member : attempt.members) (void)cache_.forget(member->key);
     observe("unschedulable");
@@ -625,8 +633,6 @@ void Scheduler::bindVolumes(GangAttempt attempt, GangPlacement placement,
                             std::optional<proto::ObjectReference> regarding,
                             std::vector<VolumeWrite> writes) {
   const GangKey key = attempt.key;
-  for (const VolumeWrite& w : writes)
-    if (!w.volume.empty()) volumes_in_flight_.insert(w.volume);
   MUSTER_LOG_INFO(2, "Binding the gang's volumes first", "gang", key.toString(), "claims",
                   writes.size());
   volume_bindings_[key] = PendingVolumes{
@@ -703,7 +709,6 @@ void Scheduler::checkVolumeBindings() {
     if (!volume_bindings_.contains(key)) continue;
     auto node = volume_bindings_.extract(key);
     PendingVolumes& p = node.mapped();
-    for (const VolumeWrite& w : p.writes) volumes_in_flight_.erase(w.volume);
     // The volumes bound must be reachable from every member that uses them (a provisioned
     // volume's node affinity is only known now; members may share a claim).
     std::string conflict;
@@ -749,7 +754,6 @@ void Scheduler::failVolumeBinding(const GangKey& key, const std::string& message
   // kube-scheduler leaves it): the gang's next placement follows its volume.
   std::vector<VolumeWrite> undo;
   for (const VolumeWrite& w : p.writes) {
-    volumes_in_flight_.erase(w.volume);
     auto claim = claims_.get(w.claim_namespace, w.claim);
     if (claim == nullptr || claim->isBound()) continue;
     if (w.volume.empty()) {

@@ -109,8 +109,8 @@ class Scheduler {
     std::vector<bool> annotated;  // per write: its claim was seen with the selected node
   };
   std::map<GangKey, PendingVolumes> volume_bindings_;
-  // Volumes those plans give to claims: offered to no other claim meanwhile.
-  std::set<std::string, std::less<>> volumes_in_flight_;
+  // The existing volumes those plans give to claims: offered to no other claim meanwhile.
+  std::set<std::string, std::less<>> volumesInFlight() const;
   void scheduleOne(GangAttempt attempt);
   void reportUnschedulable(const GangAttempt& attempt, const Unschedulable& verdict);
   void onBound(const GangAttempt& attempt, const GangPlacement& placement, Binder::Result result);
