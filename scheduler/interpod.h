@@ -29,6 +29,7 @@
 // a topology level (or the host) → the gang's required level. Other combinations are refused
 // with a message rather than placed wrongly (see GangInterPod::unsupported).
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -116,6 +117,9 @@ struct GangInterPod {
   // placed as one group: which terms (the members' own and the placed pods' anti-affinity) select
   // it. Empty strings when no inter-pod term is in play.
   std::vector<std::string> group_key;
+  // Per member: its DoNotSchedule spread constraints that count other members (bit i: constraint
+  // i; scheduler/spread.h gangSpread). Empty or 0: none.
+  std::vector<uint32_t> gang_spread;
 };
 
 // `levels`: the configured topology level keys (the host level is kubernetes.io/hostname).

@@ -88,6 +88,9 @@ struct Group {
   // as a preference.
   std::optional<SpreadFilter> spread;
   std::optional<SpreadScore> spread_score;
+  // Some DoNotSchedule constraint counts other members of the gang (spread->gang()): the group is
+  // placed by distributeSpread, after the groups it may count.
+  bool gang_spread = false;
   // A ReadWriteOncePod claim of the group's pods is used by a placed pod: no node will do.
   bool rwop_conflict = false;
   // Its pods have claims to bind (WaitForFirstConsumer): a node takes no more of them than its
@@ -235,6 +238,12 @@ class Placer {
   // placement.h, point 6).
   bool distributeAligned(uint32_t b, uint32_t e, int64_t need, Group& g,
                          std::vector<std::pair<uint32_t, int64_t>>* out);
+  // A gang_spread group into the unit: per domain of its spread key as planGangSpread says, then
+  // per node the tightest / most room rule, counting the members of `before` (groups already
+  // placed in this fill). Returns how many of its pods fit (all: `out` filled); `out` null only
+  // asks.
+  int64_t distributeSpread(int level, uint32_t idx, const Group& g, const std::vector<size_t>& before,
+                           std::vector<std::pair<uint32_t, int64_t>>* out) const;
   GangPlacement makePlacement(int level, uint32_t idx) const;
   Unschedulable diagnose(std::string headline_extra) const;
   std::string needs() const;
@@ -346,6 +355,13 @@ void Placer::buildGroups() {
     }
     found->members.push_back(i);
     ++found->count;
+  }
+  for (Group& g : groups_) {
+    const size_t first = static_cast<size_t>(g.members.front());
+    const uint32_t mask = first < inter_.gang_spread.size() ? inter_.gang_spread[first] : 0;
+    if (mask == 0) continue;
+    g.spread = SpreadFilter::prepare(*g.rep, cache_, mask);
+    g.gang_spread = g.spread.has_value() && !g.spread->gang().empty();
   }
   std::stable_sort(groups_.begin(), groups_.end(), [](const Group& a, const Group& b) {
     return sizeKey(a.rep->requests) > sizeKey(b.rep->requests);
@@ -699,13 +715,23 @@ void Placer::restoreCaps() {
 
 bool Placer::fill(int level, uint32_t idx) {
   fill_out_.assign(groups_.size(), {});
-  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+  // Groups that spread over the gang's members go last, so the members they count are placed.
+  std::vector<size_t> order(groups_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return !groups_[i].gang_spread; });
+  for (size_t step = 0; step < order.size(); ++step) {
+    const size_t gi = order[step];
     Group& g = groups_[gi];
-    if (!distribute(level, idx, g.count, g, &fill_out_[gi])) {
+    const bool ok =
+        g.gang_spread
+            ? distributeSpread(level, idx, g, {order.begin(), order.begin() + step}, &fill_out_[gi]) ==
+                  g.count
+            : distribute(level, idx, g.count, g, &fill_out_[gi]);
+    if (!ok) {
       restoreCaps();
       return false;
     }
-    if (gi + 1 == groups_.size()) break;
+    if (step + 1 == order.size()) break;
     // Reserve on scratch state: later groups see what this group took.
     for (const auto& [pos, k] : fill_out_[gi]) {
       extra_[pos] += g.rep->requests.times(k);
@@ -714,8 +740,8 @@ bool Placer::fill(int level, uint32_t idx) {
         ports.insert(ports.end(), g.rep->host_ports.begin(), g.rep->host_ports.end());
       }
     }
-    for (size_t gj = gi + 1; gj < groups_.size(); ++gj) {
-      Group& later = groups_[gj];
+    for (size_t later_step = step + 1; later_step < order.size(); ++later_step) {
+      Group& later = groups_[order[later_step]];
       for (const auto& [pos, res] : extra_) {
         if ((*later.cap)[pos] == 0) continue;
         auto ports = extra_ports_.find(pos);
@@ -727,6 +753,126 @@ bool Placer::fill(int level, uint32_t idx) {
   }
   restoreCaps();
   return true;
+}
+
+int64_t Placer::distributeSpread(int level, uint32_t idx, const Group& g,
+                                 const std::vector<size_t>& before,
+                                 std::vector<std::pair<uint32_t, int64_t>>* out) const {
+  const std::vector<GangSpread>& gang = g.spread->gang();
+  const GangSpread& primary = gang.front();
+  // With two, the second is the host's: it caps and floors each node (below).
+  const GangSpread* host = gang.size() > 1 ? &gang.back() : nullptr;
+  // Members of the groups placed before that the constraints count, by position.
+  absl::flat_hash_map<uint32_t, int64_t> counted_primary, counted_host;
+  for (size_t gj : before) {
+    const Group& other = groups_[gj];
+    size_t next = 0;
+    for (const auto& [pos, k] : fill_out_[gj]) {
+      for (int64_t i = 0; i < k && next < other.members.size(); ++i, ++next) {
+        const proto::Pod& pod = request_.members[other.members[next]]->pod;
+        if (primary.selects(pod)) ++counted_primary[pos];
+        if (host && host->selects(pod)) ++counted_host[pos];
+      }
+    }
+  }
+  auto countedAt = [](const absl::flat_hash_map<uint32_t, int64_t>& m, uint32_t pos) {
+    auto it = m.find(pos);
+    return it == m.end() ? int64_t{0} : it->second;
+  };
+  struct Slot {
+    uint32_t pos;
+    size_t domain;
+    int64_t cap;
+    int64_t host_have;  // -1: not an eligible domain of the host's constraint
+  };
+  std::vector<Slot> slots;
+  std::vector<DomainRoom> domains;
+  absl::flat_hash_map<std::string_view, size_t> index;
+  for (uint32_t p = unitBegin(level, idx), e = unitEnd(level, idx); p < e; ++p) {
+    const NodeInfo& n = nodeAt(p);
+    auto label = n.labels.find(primary.key);
+    if (label == n.labels.end()) continue;
+    auto [it, added] = index.try_emplace(label->second, domains.size());
+    if (added) domains.push_back(DomainRoom{label->second, 0, 0, 0, 0});
+    domains[it->second].placed += countedAt(counted_primary, p);
+    int64_t host_have = -1;
+    if (host) {
+      auto h = n.labels.find(host->key);
+      auto here = h == n.labels.end() ? host->counts.end() : host->counts.find(h->second);
+      if (here != host->counts.end()) host_have = here->second + countedAt(counted_host, p);
+    }
+    slots.push_back(Slot{p, it->second, (*g.cap)[p], host_have});
+  }
+  // The host's minimum: raising it puts members on every eligible node below it, so every such
+  // node must be in the unit with room. One pass per level tried, from today's.
+  std::vector<int64_t> caps(slots.size()), floors(slots.size());
+  int64_t best = 0;
+  const int64_t host_last = host && host->can_raise ? host->min + g.count : (host ? host->min : 0);
+  for (int64_t mh = host ? host->min : 0; mh <= host_last; ++mh) {
+    for (DomainRoom& d : domains) d.room = d.floor = d.take = 0;
+    int64_t outside_below = 0;
+    if (host) {
+      outside_below = std::lower_bound(host->sorted.begin(), host->sorted.end(), mh) -
+                      host->sorted.begin();
+    }
+    bool feasible = true;
+    for (size_t i = 0; i < slots.size() && feasible; ++i) {
+      const Slot& s = slots[i];
+      int64_t cap = std::max<int64_t>(0, s.cap);
+      int64_t floor = 0;
+      if (host && s.host_have >= 0) {
+        const int64_t own = s.host_have - countedAt(counted_host, s.pos);
+        if (own < mh) --outside_below;
+        cap = std::min(cap, std::max<int64_t>(0, mh + host->max_skew - s.host_have));
+        floor = std::max<int64_t>(0, mh - s.host_have);
+        feasible = floor <= cap;
+      } else if (host) {
+        cap = 0;  // not eligible for the host's constraint: no member may go there
+      }
+      caps[i] = cap;
+      floors[i] = floor;
+      domains[s.domain].room += cap;
+      domains[s.domain].floor += floor;
+    }
+    if (!feasible || outside_below > 0) break;
+    const int64_t placed = planGangSpread(primary, domains, g.count);
+    best = std::max(best, placed);
+    if (placed < g.count) continue;
+    if (!out) return placed;
+    // Per domain: each node its floor, then the rest by the tightest / most room rule.
+    std::vector<std::vector<Child>> nodes(domains.size());
+    std::vector<int64_t> left(domains.size());
+    for (size_t i = 0; i < domains.size(); ++i) left[i] = domains[i].take - domains[i].floor;
+    absl::flat_hash_map<uint32_t, int64_t> taken;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (floors[i] > 0) taken[slots[i].pos] += floors[i];
+      const int64_t room = caps[i] - floors[i];
+      if (room <= 0) continue;
+      const NodeInfo& n = nodeAt(slots[i].pos);
+      nodes[slots[i].domain].push_back(Child{room, preference(g, n), freeDom(levels_, slots[i].pos),
+                                             slots[i].pos});
+    }
+    for (size_t i = 0; i < domains.size(); ++i) {
+      std::vector<Child>& children = nodes[i];
+      sortChildren(children);
+      int64_t need = left[i];
+      for (size_t start = 0; need > 0 && start < children.size();) {
+        if (auto pick = tightestFor(children, start, need); pick != children.end()) {
+          taken[pick->idx] += need;
+          need = 0;
+          break;
+        }
+        const Child& c = children[start++];
+        taken[c.idx] += c.cap;
+        need -= c.cap;
+      }
+    }
+    std::vector<std::pair<uint32_t, int64_t>> sorted(taken.begin(), taken.end());
+    std::sort(sorted.begin(), sorted.end());
+    out->insert(out->end(), sorted.begin(), sorted.end());
+    return placed;
+  }
+  return best;
 }
 
 std::optional<std::pair<int, uint32_t>> Placer::search() {
@@ -777,7 +923,7 @@ std::optional<std::pair<int, uint32_t>> Placer::search() {
       if (x.free_dom != y.free_dom) return spread ? x.free_dom > y.free_dom : x.free_dom < y.free_dom;
       return x.idx < y.idx;
     };
-    if (groups_.size() == 1) {
+    if (groups_.size() == 1 && !main.gang_spread) {
       // Homogeneous: a unit whose capacity suffices always fills.
       const Candidate& best = *std::min_element(candidates.begin(), candidates.end(), better);
       if (fill(level, best.idx)) return std::make_pair(level, best.idx);
@@ -930,6 +1076,15 @@ Unschedulable Placer::diagnose(std::string headline_extra) const {
       parts.push_back(absl::StrCat("the largest node can hold ", best));
     } else if (n_ > 0) {
       parts.push_back(absl::StrCat("the cluster can hold ", capsum(main, -1, 0)));
+    }
+    for (const Group& g : groups_) {
+      if (!g.gang_spread) continue;
+      const GangSpread& c = g.spread->gang().front();
+      const int64_t fit = distributeSpread(-1, 0, g, {}, nullptr);
+      if (fit >= g.count) continue;
+      parts.push_back(absl::StrCat(std::string(kReasonSpread), ": spread over ", c.key, " with maxSkew ",
+                                   c.max_skew, ", the nodes can take ", fit, " of the ", g.count,
+                                   " members that count each other"));
     }
     if (cordoned > 0) parts.push_back(absl::StrCat(cordoned, cordoned == 1 ? " node is" : " nodes are", " cordoned"));
     if (not_ready > 0) parts.push_back(absl::StrCat(not_ready, not_ready == 1 ? " node is" : " nodes are", " not ready"));
@@ -1145,7 +1300,13 @@ auto withInterPod(const GangRequest& request, const ClusterCache& cache,
     -> decltype(run(request, GangInterPod{})) {
   GangInterPod inter =
       analyzeGang(request.members, cache, cache.levels(), options.namespace_labels);
-  if (inter.unsupported.empty()) inter.unsupported = spreadAmongMembers(request.members);
+  if (inter.unsupported.empty()) {
+    auto same_group = [&](size_t i, size_t j) {
+      return request.members[i]->constraint_signature == request.members[j]->constraint_signature &&
+             inter.group_key[i] == inter.group_key[j];
+    };
+    inter.unsupported = gangSpread(request.members, same_group, &inter.gang_spread);
+  }
   if (inter.unsupported.empty()) inter.unsupported = sharedReadWriteOncePod(request.members);
   if (!inter.unsupported.empty()) {
     Unschedulable u;

@@ -36,6 +36,9 @@
 // 7. Members already bound (or assumed) are fixed: the gang is placed in a domain that contains
 //    them all. When that is impossible, the result says evict_bound_members: the caller evicts
 //    them and requeues the gang, so no gang stays partly bound.
+// 8. Members whose DoNotSchedule topology spread constraints count each other (scheduler/spread.h)
+//    are placed last in a unit, over the constraint's domains as planGangSpread says (the skew
+//    holds once all are placed), counting the members placed before them that it selects.
 
 #include <cstdint>
 #include <functional>

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "proto/vocabulary.h"
 #include "scheduler/strings.h"
 
 namespace muster::scheduler {
@@ -91,10 +92,12 @@ std::optional<proto::LabelSelector> spreadSelector(const proto::TopologySpreadCo
   return s;
 }
 
-std::optional<SpreadFilter> SpreadFilter::prepare(const PodInfo& pod, const ClusterCache& cache) {
+std::optional<SpreadFilter> SpreadFilter::prepare(const PodInfo& pod, const ClusterCache& cache,
+                                                  uint32_t gang_mask) {
   std::vector<Counted> counted = count(pod, cache, kDoNotSchedule, true);
   if (counted.empty()) return std::nullopt;
   SpreadFilter f;
+  const auto& all = pod.pod.spec.topology_spread_constraints;
   for (Counted& k : counted) {
     Constraint c;
     c.key = k.c->topology_key;
@@ -104,7 +107,26 @@ std::optional<SpreadFilter> SpreadFilter::prepare(const PodInfo& pod, const Clus
     c.counts = std::move(k.counts);
     c.min = std::numeric_limits<int64_t>::max();
     for (const auto& [value, n] : c.counts) c.min = std::min(c.min, n);
-    if (c.counts.empty() || static_cast<int64_t>(c.counts.size()) < c.min_domains) c.min = 0;
+    const bool can_raise =
+        !c.counts.empty() && static_cast<int64_t>(c.counts.size()) >= c.min_domains;
+    if (!can_raise) c.min = 0;
+    const auto index = static_cast<size_t>(k.c - all.data());
+    c.gang = index < 32 && (gang_mask >> index & 1) != 0 && k.selector;
+    if (c.gang) {
+      GangSpread g;
+      g.key = c.key;
+      g.max_skew = c.max_skew;
+      g.can_raise = can_raise;
+      g.min = c.min;
+      g.counts = c.counts;
+      for (const auto& [value, n] : g.counts) g.sorted.push_back(n);
+      std::sort(g.sorted.begin(), g.sorted.end());
+      g.selector = *k.selector;
+      g.namespace_ = pod.pod.meta.namespace_;
+      // The host's constraint goes last: it is the per-node cap when another key is spread too.
+      if (g.key == proto::vocabulary::kHostnameLabel) f.gang_.push_back(std::move(g));
+      else f.gang_.insert(f.gang_.begin(), std::move(g));
+    }
     f.constraints_.push_back(std::move(c));
   }
   return f;
@@ -115,11 +137,72 @@ Status SpreadFilter::check(const NodeInfo& node) const {
     if (labelOf(node, c.key) == nullptr) return Status::unresolvable(std::string(kReasonSpreadLabel));
   }
   for (const Constraint& c : constraints_) {
+    if (c.gang) continue;
     auto it = c.counts.find(*labelOf(node, c.key));
     int64_t here = it == c.counts.end() ? 0 : it->second;
     if (here + c.self - c.min > c.max_skew) return Status::unschedulable(std::string(kReasonSpread));
   }
   return Status::success();
+}
+
+int64_t planGangSpread(const GangSpread& c, std::vector<DomainRoom>& domains, int64_t need) {
+  // Raising the minimum to m puts max(0, m - c(d)) members in every eligible domain below it, and
+  // lets a domain hold up to m + maxSkew. The first only grows with m: stop at the first m whose
+  // lower bounds cannot be met (an eligible domain below m outside the unit, or without the room).
+  // A domain's floor (members it must take for another constraint) may need a higher m.
+  struct Bounds {
+    int64_t lo;
+    int64_t hi;
+  };
+  std::vector<Bounds> bounds(domains.size());
+  int64_t best = 0;
+  const int64_t last = c.can_raise ? c.min + need : c.min;
+  for (int64_t m = c.min; m <= last; ++m) {
+    const auto below = std::lower_bound(c.sorted.begin(), c.sorted.end(), m) - c.sorted.begin();
+    int64_t outside_below = below;
+    int64_t sum_lo = 0;
+    int64_t sum_hi = 0;
+    bool fatal = false;     // no higher m can do either
+    bool feasible = true;   // this m can
+    for (size_t i = 0; i < domains.size(); ++i) {
+      const DomainRoom& d = domains[i];
+      auto it = c.counts.find(d.value);
+      if (it == c.counts.end()) {  // not an eligible domain: none of its nodes takes a member
+        bounds[i] = {0, 0};
+        fatal |= d.floor > 0;
+        continue;
+      }
+      if (it->second < m) --outside_below;
+      const int64_t have = it->second + d.placed;
+      const int64_t lo = std::max<int64_t>(d.floor, m - have);
+      const int64_t hi = std::min<int64_t>(d.room, std::max<int64_t>(0, m + c.max_skew - have));
+      fatal |= lo > d.room;
+      feasible &= lo <= hi;
+      bounds[i] = {lo, hi};
+      sum_lo += lo;
+      sum_hi += hi;
+    }
+    if (fatal || outside_below > 0 || sum_lo > need) break;
+    if (!feasible) continue;
+    best = std::max(best, std::min(sum_hi, need));
+    if (sum_hi < need) continue;
+    std::vector<size_t> order(domains.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      order[i] = i;
+      domains[i].take = bounds[i].lo;
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      return bounds[x].hi - bounds[x].lo > bounds[y].hi - bounds[y].lo;
+    });
+    int64_t left = need - sum_lo;
+    for (size_t i : order) {
+      const int64_t more = std::min(left, bounds[i].hi - bounds[i].lo);
+      domains[i].take += more;
+      left -= more;
+    }
+    return need;
+  }
+  return best;
 }
 
 std::optional<SpreadScore> SpreadScore::prepare(const PodInfo& pod, const ClusterCache& cache) {
@@ -147,22 +230,56 @@ int64_t SpreadScore::score(const NodeInfo& node) const {
   return -static_cast<int64_t>(std::llround(sum * 1000));
 }
 
-std::string spreadAmongMembers(const std::vector<PodInfoPtr>& members) {
-  if (members.size() < 2) return "";
-  for (size_t i = 0; i < members.size(); ++i) {
+std::string gangSpread(const std::vector<PodInfoPtr>& members,
+                       const std::function<bool(size_t, size_t)>& same_group,
+                       std::vector<uint32_t>* masks) {
+  const size_t n = members.size();
+  masks->assign(n, 0);
+  if (n < 2) return "";
+  std::vector<std::vector<size_t>> counted(n);  // the members each member's constraints count
+  for (size_t i = 0; i < n; ++i) {
     const proto::Pod& p = members[i]->pod;
-    for (const auto& c : p.spec.topology_spread_constraints) {
+    int host = 0;
+    int other = 0;
+    const auto& constraints = p.spec.topology_spread_constraints;
+    for (size_t ci = 0; ci < constraints.size(); ++ci) {
+      const auto& c = constraints[ci];
       if (c.when_unsatisfiable != kDoNotSchedule) continue;
       std::optional<proto::LabelSelector> s = spreadSelector(c, p.meta.labels);
       if (!s || isEmpty(*s)) continue;
-      for (size_t j = 0; j < members.size(); ++j) {
-        if (j == i || members[j]->pod.meta.namespace_ != p.meta.namespace_) continue;
-        if (s->matches(members[j]->pod.meta.labels)) {
-          return absl::StrCat("pod ", members[i]->key, " has a DoNotSchedule topology spread "
-                              "constraint on ", c.topology_key, " that counts member ",
-                              members[j]->key, " of its own gang; Muster does not spread a gang's "
-                              "members over domains yet");
-        }
+      std::vector<size_t> hit;
+      for (size_t j = 0; j < n; ++j) {
+        if (j != i && members[j]->pod.meta.namespace_ == p.meta.namespace_ &&
+            s->matches(members[j]->pod.meta.labels))
+          hit.push_back(j);
+      }
+      if (hit.empty()) continue;
+      const std::string head =
+          absl::StrCat("pod ", members[i]->key, " has a DoNotSchedule topology spread constraint on ",
+                       c.topology_key, " that counts member ", members[hit[0]]->key,
+                       " of its own gang");
+      if (!s->matches(p.meta.labels)) {
+        return absl::StrCat(head, " but not the pod itself; Muster spreads a gang's members only "
+                                  "by constraints that count the pod too");
+      }
+      if (ci >= 32) return absl::StrCat(head, " as its 33rd or later constraint");
+      ++(c.topology_key == proto::vocabulary::kHostnameLabel ? host : other);
+      if (host > 1 || other > 1) {
+        return absl::StrCat(head, ", and another on a key of the same kind; Muster spreads a "
+                                  "gang's members over one key (and ", proto::vocabulary::kHostnameLabel,
+                            ")");
+      }
+      (*masks)[i] |= uint32_t{1} << ci;
+      counted[i].insert(counted[i].end(), hit.begin(), hit.end());
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j : counted[i]) {
+      if ((*masks)[j] != 0 && !same_group(i, j)) {
+        return absl::StrCat("pod ", members[i]->key, " has a DoNotSchedule topology spread "
+                            "constraint that counts member ", members[j]->key, " of its own gang, "
+                            "which spreads too but has other requests, constraints or labels; "
+                            "Muster spreads members that count each other only when they are alike");
       }
     }
   }

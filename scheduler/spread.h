@@ -23,11 +23,21 @@
 // Not applied: the cluster default constraints kube-scheduler derives from Services and
 // ReplicaSets when a pod has none (they are ScheduleAnyway, a preference only).
 //
-// Inside a gang: a DoNotSchedule constraint whose selector matches another member of the gang
-// would have to hold after all members are placed; Muster refuses such gangs with a message
-// (spreadAmongMembers) rather than placing them wrongly. ScheduleAnyway constraints among members
-// rank nodes by the placed pods only.
+// Inside a gang (gangSpread): a DoNotSchedule constraint whose selector counts other members of
+// the gang must hold once all of them are placed, as it would after kube-scheduler placed them one
+// by one in a good order: with c(d) the matching pods in domain d after the gang and m the smallest
+// c over the eligible domains (0 while there are fewer than minDomains), every domain that receives
+// a member ends with c(d) <= m + maxSkew. planGangSpread picks the lowest m the members can reach
+// (raising it means putting members in every eligible domain below it), so 12 members over 3 empty
+// zones with maxSkew 1 go 4, 4, 4, and 4 members over 2 nodes with hostname maxSkew 1 go 2, 2.
+// Supported: such constraints count the pod itself, at most one on the host and one on another
+// key (the host's then caps and floors each node for the level its minimum is raised to), and
+// members that count each other are alike (one placement group); members they count that do not spread themselves (a
+// launcher) are placed first and counted. Other combinations are refused with a message.
+// ScheduleAnyway constraints among members rank nodes by the placed pods only.
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,11 +56,33 @@ inline constexpr std::string_view kReasonSpread =
 inline constexpr std::string_view kReasonSpreadLabel =
     "node(s) didn't match pod topology spread constraints (missing required label)";
 
+// A DoNotSchedule constraint that counts the gang's own members (see the file comment).
+struct GangSpread {
+  std::string key;
+  int32_t max_skew = 1;
+  // Eligible domains are at least minDomains: members can raise the minimum. Otherwise it is 0.
+  bool can_raise = true;
+  int64_t min = 0;
+  absl::flat_hash_map<std::string, int64_t> counts;  // eligible domain value → matching placed pods
+  std::vector<int64_t> sorted;                        // the values of counts, ascending
+  proto::LabelSelector selector;
+  std::string namespace_;
+  bool selects(const proto::Pod& pod) const {
+    return pod.meta.namespace_ == namespace_ && selector.matches(pod.meta.labels);
+  }
+};
+
 class SpreadFilter {
  public:
-  // nullopt when the pod has no DoNotSchedule constraint.
-  static std::optional<SpreadFilter> prepare(const PodInfo& pod, const ClusterCache& cache);
+  // nullopt when the pod has no DoNotSchedule constraint. `gang_mask`: bit i set when constraint
+  // i of the pod counts other members of its gang (gangSpread): the node must still carry its key,
+  // the skew is the gang's (gang()).
+  static std::optional<SpreadFilter> prepare(const PodInfo& pod, const ClusterCache& cache,
+                                             uint32_t gang_mask = 0);
   Status check(const NodeInfo& node) const;
+  // The constraints that count the gang's members: one on a key other than the host first, if
+  // any, then one on kubernetes.io/hostname, if any.
+  const std::vector<GangSpread>& gang() const { return gang_; }
 
  private:
   struct Constraint {
@@ -58,11 +90,29 @@ class SpreadFilter {
     int32_t max_skew = 1;
     int32_t min_domains = 1;
     int self = 0;  // 1 when its selector matches the pod itself
+    bool gang = false;  // the skew is checked over the gang (gang_), only the key here
     absl::flat_hash_map<std::string, int64_t> counts;  // eligible domain value → matching pods
     int64_t min = 0;
   };
   std::vector<Constraint> constraints_;
+  std::vector<GangSpread> gang_;
 };
+
+// One domain of a GangSpread's key inside the unit a gang is being placed in.
+struct DomainRoom {
+  std::string value;
+  int64_t placed = 0;  // members of the gang already put here (other groups) that it counts
+  int64_t room = 0;    // how many of the spreading members its nodes in the unit can take
+  int64_t floor = 0;   // how many it must take at least (another constraint's minimum)
+  int64_t take = 0;    // out: how many go here
+};
+
+// How many of `need` spreading members go to each of `domains` (the unit's domains; the eligible
+// domains outside the unit take none) so that the constraint holds once they are placed: the
+// lowest reachable minimum, members first where the minimum needs them, then the domains with the
+// most room. Returns `need` with `take` filled; otherwise the most members any minimum allows,
+// and `take` is left at 0.
+int64_t planGangSpread(const GangSpread& c, std::vector<DomainRoom>& domains, int64_t need);
 
 class SpreadScore {
  public:
@@ -85,8 +135,12 @@ class SpreadScore {
 std::optional<proto::LabelSelector> spreadSelector(const proto::TopologySpreadConstraint& c,
                                                    const proto::Labels& pod_labels);
 
-// Non-empty when a member's DoNotSchedule constraint matches another member: what to tell.
-std::string spreadAmongMembers(const std::vector<PodInfoPtr>& members);
+// Per member, a mask of its DoNotSchedule constraints that count other members of the gang (bit i:
+// constraint i). `same_group(i, j)`: the two members are placed as one group. Non-empty: a
+// combination Muster does not place (file comment), what to tell.
+std::string gangSpread(const std::vector<PodInfoPtr>& members,
+                       const std::function<bool(size_t, size_t)>& same_group,
+                       std::vector<uint32_t>* masks);
 
 // The pod's constraints as text, and which select the pod itself (part of the constraint
 // signature: members placed as one group must spread alike).

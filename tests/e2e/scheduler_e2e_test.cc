@@ -1117,6 +1117,47 @@ TEST_CASE("topology spread: single pods keep maxSkew over nodes where packing wo
   CHECK(sched.alive());
 }
 
+TEST_CASE("topology spread inside a gang: 8 members spread 4 and 4 over racks and 2 per node, "
+          "and a gang the constraint cannot hold waits whole") {
+  Env env("tsg");
+  makeRacks(env, 2, 2);
+  SchedulerProcess sched(kTestSchedulerConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+  auto member = [&](const std::string& name, const std::string& gang, int size,
+                    const std::string& constraints) {
+    return PodBuilder(name, env.run).withGpus(1).gang(gang, size).label("job", env.run + gang)
+        .spec(absl::StrCat(R"("topologySpreadConstraints":[)", constraints, "]"));
+  };
+  auto constraint = [&](const std::string& key, const std::string& gang, const std::string& extra) {
+    return absl::StrCat(R"({"maxSkew":1,"topologyKey":")", key,
+                        R"(","whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":)"
+                        R"({"job":")", env.run, gang, R"("}})", extra, "}");
+  };
+  // Packing alone would put all 8 one-GPU members on one node; the members count each other.
+  const std::string both = absl::StrCat(constraint("muster.dev/rack", "even", ""), ",",
+                                        constraint("kubernetes.io/hostname", "even", ""));
+  for (int i = 0; i < 8; ++i) create(*env.client, member(absl::StrCat("e", i), "even", 8, both));
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "e") == 8; }));
+  std::map<std::string, int> per_node;
+  for (const auto& [name, p] : listPods(*env.client, env.run))
+    if (name.rfind("e", 0) == 0) ++per_node[p.spec.node_name];
+  CHECK(per_node == std::map<std::string, int>{{env.run + "-r0-n0", 2}, {env.run + "-r0-n1", 2},
+                                               {env.run + "-r1-n0", 2}, {env.run + "-r1-n1", 2}});
+  // minDomains 3 with 2 racks keeps the minimum at 0: one member per rack, not the 4 asked for.
+  const std::string strict = constraint("muster.dev/rack", "strict", R"(,"minDomains":3)");
+  for (int i = 0; i < 4; ++i) create(*env.client, member(absl::StrCat("s", i), "strict", 4, strict));
+  REQUIRE(waitFor([&] {
+    auto pods = listPods(*env.client, env.run);
+    return pods.count("s0") &&
+           conditionMessage(pods.at("s0")).find(
+               "node(s) didn't match pod topology spread constraints: spread over muster.dev/rack "
+               "with maxSkew 1, the nodes can take 2 of the 4 members") != std::string::npos;
+  }));
+  CHECK(boundCount(listPods(*env.client, env.run), "s") == 0);
+  CHECK(sched.alive());
+}
+
 TEST_CASE("room another scheduler nominated to a higher-priority pod is not taken") {
   Env env("nnn");
   makeRacks(env, 1, 2);

@@ -1,8 +1,11 @@
 #include "scheduler/spread.h"
 
 #include <catch2/catch.hpp>
+#include <functional>
+#include <random>
 #include <set>
 
+#include "absl/strings/str_join.h"
 #include "scheduler/placement.h"
 #include "tests/scheduler/builders.h"
 
@@ -120,23 +123,120 @@ TEST_CASE("ScheduleAnyway prefers the emptier domain over packing, and never ref
   CHECK(lone(pod("soft2").label("app", "web").gpus(1).spread(kZone, 1, "ScheduleAnyway", "app", "web")) != "b1");
 }
 
-TEST_CASE("a gang whose members spread over each other is refused, one that spreads from others "
-          "is placed", "[spread]") {
-  ClusterCache cache = zones();
-  cache.addPod(pod("web").label("app", "web").onNode("a1"));
-  auto among = [](int i) {
-    return pod("m" + std::to_string(i)).gpus(1).gang("g", 2).label("job", "g")
-        .spread(kZone, 1, "DoNotSchedule", "job", "g");
-  };
+// Members of gang `name` with `gpus` GPUs each, labelled job=<name>, spreading over each other.
+std::vector<PodInfoPtr> spreading(const std::string& name, int n, const std::string& key,
+                                  int32_t max_skew, int gpus = 1) {
+  std::vector<PodInfoPtr> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back(pod(name + "-" + std::to_string(i)).gpus(gpus).gang(name, n).label("job", name)
+                      .spread(key, max_skew, "DoNotSchedule", "job", name).info());
+  }
+  return out;
+}
+
+GangRequest request(const std::string& name, std::vector<PodInfoPtr> members) {
   GangRequest r;
-  r.key = GangKey{"ml", "g", false};
-  r.min_member = 2;
-  for (int i = 0; i < 2; ++i) r.members.push_back(among(i).info());
-  const PlacementResult refused = place(r, cache);
+  r.key = GangKey{"ml", name, false};
+  r.min_member = static_cast<int32_t>(members.size());
+  r.members = std::move(members);
+  return r;
+}
+
+// Members per value of `key` on the nodes of the placement (+ `existing` per value).
+std::map<std::string, int> perDomain(const GangPlacement& p, const ClusterCache& cache,
+                                     const std::string& key, std::map<std::string, int> existing = {}) {
+  for (const Assignment& a : p.assignments)
+    ++existing[cache.node(*cache.findNode(a.node)).labels.at(key)];
+  return existing;
+}
+
+TEST_CASE("a gang whose members spread over each other holds the skew once all are placed",
+          "[spread]") {
+  ClusterCache cache({});
+  for (const char* zone : {"a", "b", "c"})
+    for (int i = 0; i < 2; ++i)
+      cache.addNode(node(std::string(zone) + std::to_string(i)).gpus(8).label(kZone, zone));
+  // 12 one-GPU members fit in one zone, but maxSkew 1 over 3 empty zones takes 4 in each: the
+  // first member's own check (1 - 0 <= 1) would allow only one per zone.
+  const GangPlacement even = placed(place(request("g", spreading("g", 12, kZone, 1)), cache));
+  CHECK(perDomain(even, cache, kZone) == std::map<std::string, int>{{"a", 4}, {"b", 4}, {"c", 4}});
+  // maxSkew 4 lets 12 go 4 + 8 or so, but never more than 4 above the emptiest zone.
+  const GangPlacement loose = placed(place(request("h", spreading("h", 12, kZone, 4)), cache));
+  for (const auto& [zone, n] : perDomain(loose, cache, kZone)) CHECK(n <= 4 + 2);
+  // Existing pods of the job count: zone a already has 2, so 4 members go 0 / 2 / 2... or any
+  // split that ends within 1 of the minimum.
+  cache.addPod(pod("old-0").label("job", "k").gpus(1).onNode("a0"));
+  cache.addPod(pod("old-1").label("job", "k").gpus(1).onNode("a1"));
+  const GangPlacement topped = placed(place(request("k", spreading("k", 4, kZone, 1)), cache));
+  const auto counts = perDomain(topped, cache, kZone, {{"a", 2}});
+  int lo = 100, hi = 0;
+  for (const auto& [zone, n] : counts) {
+    lo = std::min(lo, n);
+    hi = std::max(hi, n);
+  }
+  CHECK(counts.size() == 3);
+  CHECK(hi - lo <= 1);
+}
+
+TEST_CASE("spread over hosts raises the minimum by filling every node", "[spread]") {
+  ClusterCache cache({});
+  cache.addNode(node("n1").gpus(8));
+  cache.addNode(node("n2").gpus(8));
+  cache.addPod(pod("old").label("job", "g").gpus(1).onNode("n1"));
+  // n1 has 1 of the job, n2 0: 3 members end 2 / 2 (kube-scheduler, one by one: n2, n1, n2).
+  const GangPlacement p = placed(place(request("g", spreading("g", 3, kHost, 1)), cache));
+  CHECK(perDomain(p, cache, kHost, {{"n1", 1}}) == std::map<std::string, int>{{"n1", 2}, {"n2", 2}});
+  // 6 go 3 / 3: with the old one 4 / 3.
+  const GangPlacement six = placed(place(request("h", spreading("g", 6, kHost, 1)), cache));
+  CHECK(perDomain(six, cache, kHost) == std::map<std::string, int>{{"n1", 3}, {"n2", 3}});
+  // With minDomains 3 and 2 nodes the minimum stays 0: at most 1 per node beyond what exists.
+  std::vector<PodInfoPtr> strict;
+  for (int i = 0; i < 2; ++i)
+    strict.push_back(pod("s" + std::to_string(i)).gpus(1).gang("s", 2).label("job", "s")
+                         .spread(kHost, 1, "DoNotSchedule", "job", "s", 3).info());
+  const GangPlacement one_each = placed(place(request("s", strict), cache));
+  CHECK(perDomain(one_each, cache, kHost) == std::map<std::string, int>{{"n1", 1}, {"n2", 1}});
+  strict.push_back(pod("s2").gpus(1).gang("s", 3).label("job", "s")
+                       .spread(kHost, 1, "DoNotSchedule", "job", "s", 3).info());
+  const PlacementResult refused = place(request("s", strict), cache);
   REQUIRE(std::holds_alternative<Unschedulable>(refused));
   CHECK_THAT(std::get<Unschedulable>(refused).message,
-             Catch::Contains("Muster does not spread a gang's members over domains yet"));
-  // Spreading away from the web pods only: both members avoid zone a (2 web pods there).
+             Catch::Contains("node(s) didn't match pod topology spread constraints: spread over "
+                             "kubernetes.io/hostname with maxSkew 1, the nodes can take 2 of the 3"));
+}
+
+TEST_CASE("a launcher the workers' spread counts is placed first and counted", "[spread]") {
+  ClusterCache cache({});
+  cache.addNode(node("a1").gpus(8).cpu("64").label(kZone, "a"));
+  cache.addNode(node("b1").gpus(8).cpu("64").label(kZone, "b"));
+  std::vector<PodInfoPtr> members = spreading("j", 3, kZone, 1);
+  members.push_back(pod("j-launcher").cpu("1").gang("j", 4).label("job", "j").info());
+  const GangPlacement p = placed(place(request("j", members), cache));
+  // 4 pods of the job over 2 zones with maxSkew 1: 2 and 2, the launcher among them.
+  CHECK(perDomain(p, cache, kZone) == std::map<std::string, int>{{"a", 2}, {"b", 2}});
+}
+
+TEST_CASE("gang spreads Muster does not place are refused with a message", "[spread]") {
+  ClusterCache cache = zones();
+  // Two shapes that count each other and both spread.
+  std::vector<PodInfoPtr> mixed = spreading("m", 2, kZone, 1);
+  mixed.push_back(pod("m-big").gpus(2).gang("m", 3).label("job", "m")
+                      .spread(kZone, 1, "DoNotSchedule", "job", "m").info());
+  const PlacementResult r = place(request("m", mixed), cache);
+  REQUIRE(std::holds_alternative<Unschedulable>(r));
+  CHECK_THAT(std::get<Unschedulable>(r).message,
+             Catch::Contains("which spreads too but has other requests, constraints or labels"));
+  // A constraint that counts the others but not the pod itself.
+  std::vector<PodInfoPtr> blind;
+  blind.push_back(pod("x").gpus(1).gang("x", 2).label("role", "head")
+                      .spread(kZone, 1, "DoNotSchedule", "role", "worker").info());
+  blind.push_back(pod("y").gpus(1).gang("x", 2).label("role", "worker").info());
+  const PlacementResult b = place(request("x", blind), cache);
+  REQUIRE(std::holds_alternative<Unschedulable>(b));
+  CHECK_THAT(std::get<Unschedulable>(b).message, Catch::Contains("but not the pod itself"));
+  // Spreading away from other pods only (the selector counts no member) is a plain filter: both
+  // members avoid zone a, which has 2 web pods.
+  cache.addPod(pod("web").label("app", "web").onNode("a1"));
   cache.addPod(pod("web2").label("app", "web").onNode("a2"));
   GangRequest away;
   away.key = GangKey{"ml", "h", false};
@@ -145,6 +245,100 @@ TEST_CASE("a gang whose members spread over each other is refused, one that spre
     away.members.push_back(pod("h" + std::to_string(i)).gpus(1).gang("h", 2)
                                .spread(kZone, 1, "DoNotSchedule", "app", "web").info());
   for (const Assignment& a : placed(place(away, cache)).assignments) CHECK(a.node == "b1");
+}
+
+// Random small clusters: a placement exists exactly when some split of the members over the nodes
+// fits them and ends, per constraint, within maxSkew of the minimum wherever members went (found
+// here by trying every split), and the placement found is such a split. Half the rounds add a
+// constraint on the host to the one on the zone.
+TEST_CASE("gang spread agrees with an exhaustive search over splits", "[spread]") {
+  std::mt19937 rng(7);
+  int feasible_rounds = 0;
+  for (int round = 0; round < 400; ++round) {
+    const int zones_n = 2 + static_cast<int>(rng() % 2);
+    const int skew = 1 + static_cast<int>(rng() % 2);
+    const int host_skew = rng() % 2 == 0 ? 0 : 1 + static_cast<int>(rng() % 2);  // 0: none
+    const int members = 2 + static_cast<int>(rng() % 6);
+    ClusterCache cache({});
+    std::vector<std::string> names, zone_of;
+    std::vector<int> room, existing;
+    for (int z = 0; z < zones_n; ++z) {
+      const std::string zone(1, static_cast<char>('a' + z));
+      const int nodes = 1 + static_cast<int>(rng() % 2);
+      for (int i = 0; i < nodes; ++i) {
+        const int free = static_cast<int>(rng() % 4);
+        const std::string name = zone + std::to_string(i);
+        cache.addNode(node(name).gpus(4).label(kZone, zone));
+        const int old = std::min(static_cast<int>(rng() % 2), 4 - free);
+        for (int k = 0; k < 4 - free; ++k) {
+          auto p = pod(name + "-busy" + std::to_string(k)).gpus(1).onNode(name);
+          if (k < old) p.label("job", "g");
+          cache.addPod(p);
+        }
+        names.push_back(name);
+        zone_of.push_back(zone);
+        room.push_back(free);
+        existing.push_back(old);
+      }
+    }
+    const size_t n = names.size();
+    // Final counts per zone and per node hold each constraint where members went.
+    auto holds = [&](const std::vector<int>& x) {
+      std::map<std::string, int> zone_count, zone_took;
+      for (size_t i = 0; i < n; ++i) {
+        zone_count[zone_of[i]] += existing[i] + x[i];
+        zone_took[zone_of[i]] += x[i];
+      }
+      int lo = 1000;
+      for (const auto& [z, c] : zone_count) lo = std::min(lo, c);
+      for (const auto& [z, c] : zone_count)
+        if (zone_took[z] > 0 && c > lo + skew) return false;
+      if (host_skew == 0) return true;
+      int host_lo = 1000;
+      for (size_t i = 0; i < n; ++i) host_lo = std::min(host_lo, existing[i] + x[i]);
+      for (size_t i = 0; i < n; ++i)
+        if (x[i] > 0 && existing[i] + x[i] > host_lo + host_skew) return false;
+      return true;
+    };
+    bool feasible = false;
+    std::vector<int> x(n, 0);
+    std::function<void(size_t, int)> tryAll = [&](size_t i, int left) {
+      if (feasible) return;
+      if (i == n) {
+        feasible = left == 0 && holds(x);
+        return;
+      }
+      for (int v = 0; v <= std::min(left, room[i]); ++v) {
+        x[i] = v;
+        tryAll(i + 1, left - v);
+      }
+      x[i] = 0;
+    };
+    tryAll(0, members);
+    std::vector<PodInfoPtr> gang;
+    for (int i = 0; i < members; ++i) {
+      auto b = pod("m" + std::to_string(i)).gpus(1).gang("g", members).label("job", "g")
+                   .spread(kZone, skew, "DoNotSchedule", "job", "g");
+      if (host_skew > 0) b.spread(kHost, host_skew, "DoNotSchedule", "job", "g");
+      gang.push_back(b.info());
+    }
+    const PlacementResult r = place(request("g", gang), cache);
+    INFO("round " << round << ": " << n << " nodes, " << zones_n << " zones, skew " << skew
+                  << ", host skew " << host_skew << ", " << members << " members; free "
+                  << absl::StrJoin(room, ",") << "; job pods " << absl::StrJoin(existing, ",")
+                  << "; zones " << absl::StrJoin(zone_of, ","));
+    REQUIRE(std::holds_alternative<GangPlacement>(r) == feasible);
+    if (!feasible) continue;
+    ++feasible_rounds;
+    std::vector<int> got(n, 0);
+    for (const Assignment& a : std::get<GangPlacement>(r).assignments)
+      ++got[std::find(names.begin(), names.end(), a.node) - names.begin()];
+    for (size_t i = 0; i < n; ++i) CHECK(got[i] <= room[i]);
+    CHECK(holds(got));
+  }
+  // Both outcomes are exercised.
+  CHECK(feasible_rounds > 50);
+  CHECK(feasible_rounds < 350);
 }
 
 }  // namespace
