@@ -47,6 +47,7 @@ extern const Resource kConfigMaps;
 extern const Resource kPersistentVolumeClaims;
 extern const Resource kPersistentVolumes;  // cluster-scoped
 extern const Resource kStorageClasses;     // storage.k8s.io/v1, cluster-scoped
+extern const Resource kCSINodes;           // storage.k8s.io/v1, cluster-scoped
 extern const Resource kPodDisruptionBudgets;  // policy/v1
 }  // namespace resources
 

@@ -6,9 +6,24 @@
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "proto/vocabulary.h"
 
 namespace muster::proto {
 namespace {
+
+// The CSI driver a volume source (a pod's spec.volumes[] entry or a PersistentVolume's spec) is
+// attached by: csi.driver, or the driver its in-tree source migrates to; "" for others.
+absl::Status csiDriverOf(const rapidjson::Value& source, const JsonPath& path, std::string* out) {
+  MUSTER_RETURN_IF_ERROR(withObject(source, path, "csi", [out](const rapidjson::Value& csi,
+                                                                const JsonPath& p) {
+    return readString(csi, p, "driver", out);
+  }));
+  for (const vocabulary::InTreeVolume& v : vocabulary::kInTreeVolumes) {
+    const rapidjson::Value* field = findField(source, v.field);
+    if (field != nullptr && field->IsObject()) *out = v.csi_driver;
+  }
+  return absl::OkStatus();
+}
 
 // Decodes the object member `name` (when present) into *out with the matching overload.
 template <typename T>
@@ -127,6 +142,9 @@ absl::Status decodePodSpec(const rapidjson::Value& v, const JsonPath& path,
               if (!claim.empty()) out->pvc_claim_names.push_back(std::move(claim));
               return absl::OkStatus();
             }));
+        std::string driver;
+        MUSTER_RETURN_IF_ERROR(csiDriverOf(volume, p, &driver));
+        if (!driver.empty()) out->inline_csi_drivers.push_back(std::move(driver));
         return withObject(volume, p, "ephemeral", [&](const rapidjson::Value&, const JsonPath&) {
           out->pvc_claim_names.push_back(pod_name + "-" + volume_name);
           out->ephemeral_claim_names.push_back(pod_name + "-" + volume_name);
@@ -556,6 +574,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentV
         }));
     MUSTER_RETURN_IF_ERROR(readString(spec, p, "storageClassName", &out->storage_class_name));
     MUSTER_RETURN_IF_ERROR(readStringList(spec, p, "accessModes", &out->access_modes));
+    MUSTER_RETURN_IF_ERROR(csiDriverOf(spec, p, &out->csi_driver));
     MUSTER_RETURN_IF_ERROR(readString(spec, p, "volumeMode", &out->volume_mode));
     MUSTER_RETURN_IF_ERROR(
         withObject(spec, p, "capacity", [out](const rapidjson::Value& c, const JsonPath& cp) {
@@ -573,6 +592,30 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentV
     return readString(status, p, "phase", &out->phase);
   });
 }
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, CSINode* out) {
+  *out = CSINode{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
+  return withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
+    return forEachElement(spec, p, "drivers", [out](const rapidjson::Value& d, const JsonPath& dp) {
+      MUSTER_RETURN_IF_ERROR(expectObject(d, dp));
+      CSINode::Driver driver;
+      MUSTER_RETURN_IF_ERROR(readString(d, dp, "name", &driver.name));
+      MUSTER_RETURN_IF_ERROR(
+          withObject(d, dp, "allocatable", [&driver](const rapidjson::Value& a, const JsonPath& ap) {
+            MUSTER_RETURN_IF_ERROR(readInt32(a, ap, "count", &driver.allocatable_count));
+            if (driver.allocatable_count && *driver.allocatable_count < 0)
+              return fieldError(ap.field("count"), "must not be negative");
+            return absl::OkStatus();
+          }));
+      out->drivers.push_back(std::move(driver));
+      return absl::OkStatus();
+    });
+  });
+}
+
+absl::Status decode(const rapidjson::Value& v, CSINode* out) { return decode(v, JsonPath(), out); }
 
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, StorageClass* out) {
   *out = StorageClass{};

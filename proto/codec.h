@@ -50,6 +50,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, SlurmStepSt
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolumeClaim* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolume* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, StorageClass* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, CSINode* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Namespace* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob* out);
 
@@ -63,6 +64,7 @@ absl::Status decode(const rapidjson::Value& v, WorkloadPodGroup* out);
 absl::Status decode(const rapidjson::Value& v, PersistentVolumeClaim* out);
 absl::Status decode(const rapidjson::Value& v, PersistentVolume* out);
 absl::Status decode(const rapidjson::Value& v, StorageClass* out);
+absl::Status decode(const rapidjson::Value& v, CSINode* out);
 absl::Status decode(const rapidjson::Value& v, PodDisruptionBudget* out);
 absl::Status decode(const rapidjson::Value& v, Namespace* out);
 absl::Status decode(const rapidjson::Value& v, ParallelJob* out);

@@ -194,6 +194,9 @@ struct PodSpec {
   std::vector<std::string> pvc_claim_names;
   // Of those, the ones generic ephemeral volumes make: they must exist and be owned by the pod.
   std::vector<std::string> ephemeral_claim_names;
+  // The CSI driver of each inline volume a node must attach: spec.volumes[].csi.driver, or the
+  // driver an in-tree source migrates to (scheduler's volume limits count them).
+  std::vector<std::string> inline_csi_drivers;
   std::string hostname;
   std::string subdomain;
   // spec.schedulingGates[].name: while any is present the pod must not be placed.
@@ -351,6 +354,19 @@ struct PersistentVolume {
   std::vector<std::string> access_modes;  // spec.accessModes
   std::string volume_mode;                // spec.volumeMode; "" is Filesystem
   std::string phase;                      // status.phase: "Available", "Bound", "Released", ...
+  // The CSI driver that attaches it: spec.csi.driver, or the driver an in-tree volume source
+  // migrates to (awsElasticBlockStore, gcePersistentDisk, azureDisk, cinder); "" for others.
+  std::string csi_driver;
+};
+
+// storage.k8s.io/v1 CSINode: how many volumes of each CSI driver the node can attach.
+struct CSINode {
+  ObjectMeta meta;  // named after its node
+  struct Driver {
+    std::string name;
+    std::optional<int32_t> allocatable_count;  // spec.drivers[].allocatable.count; absent: no limit
+  };
+  std::vector<Driver> drivers;
 };
 
 // policy/v1 PodDisruptionBudget: what the scheduler needs to predict whether the Eviction API

@@ -45,6 +45,20 @@ inline constexpr char kGpuNicAffinityPreferred[] = "preferred";
 // The implicit bottom topology level.
 inline constexpr char kHostnameLabel[] = "kubernetes.io/hostname";
 
+// In-tree volume plugins and the CSI drivers they migrate to (csi-translation-lib): the volume
+// source's field, its provisioner name, the driver.
+struct InTreeVolume {
+  const char* field;
+  const char* provisioner;
+  const char* csi_driver;
+};
+inline constexpr InTreeVolume kInTreeVolumes[] = {
+    {"awsElasticBlockStore", "kubernetes.io/aws-ebs", "ebs.csi.aws.com"},
+    {"gcePersistentDisk", "kubernetes.io/gce-pd", "pd.csi.storage.gke.io"},
+    {"azureDisk", "kubernetes.io/azure-disk", "disk.csi.azure.com"},
+    {"cinder", "kubernetes.io/cinder", "cinder.csi.openstack.org"},
+};
+
 // The prefix of every label and annotation Muster owns; sinfo lists a node's muster.dev/ label
 // values as its features.
 inline constexpr char kMusterPrefix[] = "muster.dev/";

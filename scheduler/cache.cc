@@ -106,6 +106,8 @@ NodeId ClusterCache::slotFor(std::string_view name) {
   }
   nodes_[id].name = std::string(name);
   if (auto d = devices_.find(av(name)); d != devices_.end()) nodes_[id].devices = d->second;
+  if (auto l = volume_limits_.find(av(name)); l != volume_limits_.end())
+    nodes_[id].volume_limits = l->second;
   node_ids_.emplace(std::string(name), id);
   return id;
 }
@@ -259,10 +261,10 @@ void ClusterCache::upsertPod(const proto::Pod& pod) {
           cached.placed->started != startOf(pod) ||
           cached.placed->priority != pod.spec.priority.value_or(0) ||
           !(cached.placed->unit == gangKeyOf(pod))) {
-        countClaims(*cached.placed, -1);
+        countClaims(*cached.placed, cached.node, -1);
         unindexUnit(key, cached.placed->unit);
         cached.placed = placedOf(pod);
-        countClaims(*cached.placed, +1);
+        countClaims(*cached.placed, cached.node, +1);
         indexUnit(key, cached);
       } else if (was_assumed) {
         indexUnit(key, cached);
@@ -285,6 +287,7 @@ std::shared_ptr<const PlacedPod> ClusterCache::placedOf(const proto::Pod& pod) {
   placed->labels = pod.meta.labels;
   placed->terminating = pod.meta.deletion_timestamp.has_value();
   placed->claims = pod.spec.pvc_claim_names;
+  placed->inline_csi_drivers = pod.spec.inline_csi_drivers;
   placed->priority = pod.spec.priority.value_or(0);
   placed->unit = gangKeyOf(pod);
   placed->started = startOf(pod);
@@ -303,7 +306,7 @@ absl::Status ClusterCache::suspend(std::string_view pod_key) {
   if (it == pods_.end()) return absl::NotFoundError(absl::StrCat("suspend ", av(pod_key), ": not placed"));
   CachedPod& cached = it->second;
   account(cached.node, cached.requests, cached.ports, -1);
-  countClaims(*cached.placed, -1);
+  countClaims(*cached.placed, cached.node, -1);
   with_anti_affinity_.erase(it->first);
   with_terms_.erase(it->first);
   suspended_.emplace(it->first, std::move(cached));
@@ -323,11 +326,40 @@ absl::Status ClusterCache::resume(std::string_view pod_key) {
   return absl::OkStatus();
 }
 
-void ClusterCache::countClaims(const PlacedPod& placed, int sign) {
+void ClusterCache::countClaims(const PlacedPod& placed, NodeId node, int sign) {
+  NodeInfo& n = nodes_[node];
   for (const std::string& claim : placed.claims) {
     const std::string key = absl::StrCat(placed.namespace_, "/", claim);
     if ((claim_users_[key] += sign) <= 0) claim_users_.erase(key);
+    if ((n.claims[key] += sign) <= 0) n.claims.erase(key);
   }
+  for (const std::string& driver : placed.inline_csi_drivers)
+    if ((n.inline_csi[driver] += sign) <= 0) n.inline_csi.erase(driver);
+}
+
+void ClusterCache::setVolumeLimits(std::string_view node,
+                                   std::shared_ptr<const VolumeLimits> limits) {
+  if (auto it = node_ids_.find(av(node)); it != node_ids_.end())
+    nodes_[it->second].volume_limits = limits;
+  if (limits) {
+    volume_limits_[std::string(node)] = std::move(limits);
+  } else {
+    volume_limits_.erase(av(node));
+  }
+  ++generation_;
+}
+
+int64_t ClusterCache::attachedVolumes(const NodeInfo& node, std::string_view driver) const {
+  int64_t n = 0;
+  if (auto it = node.inline_csi.find(av(driver)); it != node.inline_csi.end()) n += it->second;
+  if (!claim_driver_) return n;
+  for (const auto& [claim, users] : node.claims) {
+    const size_t slash = claim.find('/');
+    if (claim_driver_(std::string_view(claim).substr(0, slash),
+                      std::string_view(claim).substr(slash + 1)) == driver)
+      ++n;
+  }
+  return n;
 }
 
 void ClusterCache::indexUnit(const std::string& key, const CachedPod& cached) {
@@ -357,7 +389,7 @@ void ClusterCache::unindexUnit(const std::string& key, const GangKey& unit) {
 
 void ClusterCache::insertPod(std::string key, CachedPod cached, bool index_unit) {
   if (index_unit) indexUnit(key, cached);
-  countClaims(*cached.placed, +1);
+  countClaims(*cached.placed, cached.node, +1);
   if (!cached.placed->required_anti_affinity.empty()) with_anti_affinity_.insert(key);
   if (cached.placed->anyTerm()) with_terms_.insert(key);
   pods_.emplace(std::move(key), std::move(cached));
@@ -380,7 +412,7 @@ void ClusterCache::removePod(std::string_view pod_key) {
   if (it == pods_.end()) return;
   NodeId id = it->second.node;
   account(id, it->second.requests, it->second.ports, -1);
-  countClaims(*it->second.placed, -1);
+  countClaims(*it->second.placed, id, -1);
   unindexUnit(it->first, it->second.placed->unit);
   with_anti_affinity_.erase(it->first);
   with_terms_.erase(it->first);

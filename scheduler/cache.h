@@ -25,6 +25,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,6 +54,7 @@ struct PlacedPod {
   proto::Labels labels;
   bool terminating = false;  // deletionTimestamp set (topology spread does not count it)
   std::vector<std::string> claims;  // PersistentVolumeClaims its volumes use
+  std::vector<std::string> inline_csi_drivers;  // the CSI driver of each inline volume
   std::vector<proto::PodAffinityTerm> required_anti_affinity;
   // What makes other pods prefer or avoid this one's domains (the scoring's symmetry).
   std::vector<proto::PodAffinityTerm> required_affinity;
@@ -88,6 +90,12 @@ struct UnitMember {
   bool preempted = false;    // marked muster.dev/Preempted: its whole gang is being evicted
 };
 
+// CSI driver → how many of its volumes a node can attach (CSINode allocatable.count).
+using VolumeLimits = absl::flat_hash_map<std::string, int64_t>;
+// The CSI driver that attaches a claim's volume ("" when none or unknown): its volume's, or its
+// class's provisioner while it is unbound.
+using ClaimDriver = std::function<std::string(std::string_view ns, std::string_view claim)>;
+
 struct NodeInfo {
   std::string name;
   bool present = false;  // the Node object is known (false: only pods bound to it are)
@@ -116,6 +124,11 @@ struct NodeInfo {
   }
   // The node's GPU/RDMA NIC layout from its NodeTopology; null when none is published.
   std::shared_ptr<const NodeDevices> devices;
+  // Volumes of the placed pods: "namespace/claim" → pods using it; CSI driver → inline volumes.
+  absl::flat_hash_map<std::string, int32_t> claims;
+  absl::flat_hash_map<std::string, int32_t> inline_csi;
+  // How many volumes of each CSI driver the node can attach (its CSINode); null when unknown.
+  std::shared_ptr<const VolumeLimits> volume_limits;
 
   int64_t freeOf(ResourceId id) const { return saturatingSub(allocatable[id], requested[id]); }
   Resources free() const {
@@ -177,6 +190,13 @@ class ClusterCache {
   // The node's device layout (null: it has none, e.g. its NodeTopology was deleted). Layouts
   // with the same NodeDevices::shapeKey() are shared between nodes.
   void setNodeDevices(std::string_view node, std::shared_ptr<const NodeDevices> devices);
+  // CSI volume limits (scheduler/volume_binding.h): the node's CSINode, and how claims resolve to
+  // drivers. A node attaches a claim once however many of its pods use it.
+  void setVolumeLimits(std::string_view node, std::shared_ptr<const VolumeLimits> limits);
+  void setClaimDriver(ClaimDriver f) { claim_driver_ = std::move(f); }
+  const ClaimDriver& claimDriver() const { return claim_driver_; }
+  // Distinct volumes of `driver` attached for the node's placed pods.
+  int64_t attachedVolumes(const NodeInfo& node, std::string_view driver) const;
   // How many nodes (present or not) have a device layout.
   size_t nodesWithDevices() const { return devices_.size(); }
 
@@ -291,9 +311,11 @@ class ClusterCache {
   absl::flat_hash_map<std::string, CachedPod> suspended_;  // suspend()ed pods, by key
   absl::flat_hash_map<GangKey, std::vector<UnitMember>> units_;  // placed pods by gang
   absl::flat_hash_map<std::string, int> claim_users_;      // "ns/claim" → placed pods using it
-  void countClaims(const PlacedPod& placed, int sign);
+  void countClaims(const PlacedPod& placed, NodeId node, int sign);
   void unnominate(const std::string& key);
   absl::flat_hash_map<std::string, std::shared_ptr<const NodeDevices>> devices_;
+  absl::flat_hash_map<std::string, std::shared_ptr<const VolumeLimits>> volume_limits_;
+  ClaimDriver claim_driver_;
   absl::flat_hash_map<std::string, std::weak_ptr<const NodeDevices>> shapes_;  // by shapeKey()
   size_t present_count_ = 0;
   uint64_t generation_ = 0;

@@ -79,6 +79,8 @@ inline constexpr std::string_view kReasonVolumeBindConflict =
 inline constexpr std::string_view kReasonReadWriteOncePod =
     "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already "
     "in-use by another pod";
+// kube-scheduler's NodeVolumeLimits words: the node's CSINode allows no more of a driver's volumes.
+inline constexpr std::string_view kReasonVolumeLimits = "node(s) exceed max volume count";
 // The node share (resources.h): a pod asking for a node to itself, and the others.
 inline constexpr std::string_view kReasonNotEmptyForExclusive =
     "node(s) had other pods (the pod asks for a node to itself: muster.dev/exclusive)";

@@ -96,6 +96,9 @@ struct Group {
   // Its pods have claims to bind (WaitForFirstConsumer): a node takes no more of them than its
   // existing volumes serve where the class cannot provision (staticVolumeRoom).
   bool claims_to_bind = false;
+  // Its pods have volumes a CSI driver attaches: a node with a CSINode limit for the driver takes
+  // no more of them than the volumes it can still attach (volumeLimitRoom).
+  bool csi = false;
   bool prefers = false;  // preferred node affinity or pod_score: nodes are ranked by preference()
   int64_t count = 0;
   std::vector<int32_t>* cap = nullptr;  // by position
@@ -234,6 +237,17 @@ class Placer {
   bool fitsOne(const Group& g, NodeId id) const;
   // GPU↔NIC alignment of the group's pods on a node, with `extra` tentatively placed there too.
   AlignedCapacity alignedOn(const Group& g, const NodeInfo& n, const Resources* extra) const;
+  // How many pods like `pod` the node can still attach the CSI volumes of (its CSINode limits):
+  // claims already attached there or shared by the pods count once, a claim still to bind and
+  // an inline volume once per pod.
+  // `before`: groups placed earlier in this fill, whose volumes at position `pos` count too.
+  int64_t volumeLimitRoom(const PodInfo& pod, const NodeInfo& n,
+                          const std::vector<size_t>* before = nullptr, uint32_t pos = 0) const;
+  // What the groups `before` add at `pos`, per driver (shared claims recorded in `shared_keys`).
+  absl::flat_hash_map<std::string, int64_t> volumesAddedAt(uint32_t pos, const std::vector<size_t>& before,
+                                                           absl::flat_hash_set<std::string>* shared_keys) const;
+  // After a fill: no node gets more volumes of a driver than its limit from the groups together.
+  bool volumeLimitsHold() const;
   // distribute() into the nodes [b, e) of order, by alignment tiers (the file comment of
   // placement.h, point 6).
   bool distributeAligned(uint32_t b, uint32_t e, int64_t need, Group& g,
@@ -308,6 +322,92 @@ int64_t staticVolumeRoom(const PodInfo& pod, const NodeInfo& n) {
   return room;
 }
 
+// A pod's CSI volumes by driver: those its group shares (bound claims not yet attached on the
+// node; each attached once) and those each pod brings (claims to bind, inline volumes).
+struct DriverVolumes {
+  std::string driver;
+  int64_t shared = 0;
+  int64_t own = 0;
+};
+
+void addVolume(std::vector<DriverVolumes>& out, std::string_view driver, bool own) {
+  auto it = std::find_if(out.begin(), out.end(), [&](const DriverVolumes& d) { return d.driver == driver; });
+  if (it == out.end()) it = out.insert(out.end(), DriverVolumes{std::string(driver), 0, 0});
+  ++(own ? it->own : it->shared);
+}
+
+// The pod's volumes the node does not attach yet, for the drivers the node limits.
+std::vector<DriverVolumes> newVolumes(const PodInfo& pod, const NodeInfo& n,
+                                      absl::flat_hash_set<std::string>* shared_keys = nullptr) {
+  std::vector<DriverVolumes> out;
+  for (const VolumeConstraint& v : pod.volumes) {
+    if (v.csi_driver.empty() || !n.volume_limits->contains(v.csi_driver)) continue;
+    if (v.to_bind) {
+      addVolume(out, v.csi_driver, true);
+      continue;
+    }
+    std::string key = absl::StrCat(pod.pod.meta.namespace_, "/", v.claim);
+    if (n.claims.contains(key)) continue;
+    if (shared_keys != nullptr && !shared_keys->insert(std::move(key)).second) continue;
+    addVolume(out, v.csi_driver, false);
+  }
+  for (const std::string& driver : pod.pod.spec.inline_csi_drivers)
+    if (n.volume_limits->contains(driver)) addVolume(out, driver, true);
+  return out;
+}
+
+int64_t Placer::volumeLimitRoom(const PodInfo& pod, const NodeInfo& n,
+                                const std::vector<size_t>* before, uint32_t pos) const {
+  absl::flat_hash_set<std::string> shared_keys;
+  absl::flat_hash_map<std::string, int64_t> added;
+  if (before != nullptr) added = volumesAddedAt(pos, *before, &shared_keys);
+  int64_t room = kUnlimited;
+  for (const DriverVolumes& d : newVolumes(pod, n, &shared_keys)) {
+    auto a = added.find(d.driver);
+    const int64_t free = n.volume_limits->at(d.driver) - cache_.attachedVolumes(n, d.driver) -
+                         (a == added.end() ? 0 : a->second) - d.shared;
+    if (free < d.own || free < 0) return 0;
+    if (d.own > 0) room = std::min(room, free / d.own);
+  }
+  return room;
+}
+
+absl::flat_hash_map<std::string, int64_t> Placer::volumesAddedAt(
+    uint32_t pos, const std::vector<size_t>& before,
+    absl::flat_hash_set<std::string>* shared_keys) const {
+  absl::flat_hash_map<std::string, int64_t> adding;
+  const NodeInfo& n = nodeAt(pos);
+  for (size_t gi : before) {
+    if (!groups_[gi].csi) continue;
+    for (const auto& [p, k] : fill_out_[gi]) {
+      if (p != pos) continue;
+      for (const DriverVolumes& d : newVolumes(*groups_[gi].rep, n, shared_keys))
+        adding[d.driver] += d.shared + d.own * k;
+    }
+  }
+  return adding;
+}
+
+bool Placer::volumeLimitsHold() const {
+  // Each group's cap saw the groups before it (fill); this checks the sum once more, per node
+  // that members of two groups with CSI volumes share.
+  absl::flat_hash_map<uint32_t, int> groups_on;
+  std::vector<size_t> all;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    if (!groups_[gi].csi) continue;
+    all.push_back(gi);
+    for (const auto& [pos, k] : fill_out_[gi]) ++groups_on[pos];
+  }
+  for (const auto& [pos, count] : groups_on) {
+    const NodeInfo& n = nodeAt(pos);
+    if (count < 2 || !n.volume_limits) continue;
+    absl::flat_hash_set<std::string> shared_keys;
+    for (const auto& [driver, more] : volumesAddedAt(pos, all, &shared_keys))
+      if (cache_.attachedVolumes(n, driver) + more > n.volume_limits->at(driver)) return false;
+  }
+  return true;
+}
+
 void Placer::buildGroups() {
   const auto& members = request_.members;
   if (cache_.anyNominated())
@@ -341,6 +441,9 @@ void Placer::buildGroups() {
       }
       g.claims_to_bind = std::any_of(p.volumes.begin(), p.volumes.end(),
                                      [](const VolumeConstraint& v) { return v.to_bind; });
+      g.csi = !p.pod.spec.inline_csi_drivers.empty() ||
+              std::any_of(p.volumes.begin(), p.volumes.end(),
+                          [](const VolumeConstraint& v) { return !v.csi_driver.empty(); });
       g.req = sparse(p.requests);
       g.has_ports = !p.host_ports.empty();
       g.fast_static = !p.has_node_selector && p.pod.spec.node_name.empty();
@@ -434,6 +537,7 @@ int32_t Placer::nodeCap(const Group& g, NodeId id, const Resources* extra,
   int64_t c = capacityOn(g.req, n, extra);
   if ((g.has_ports || g.one_per_node) && c > 1) c = 1;
   if (g.claims_to_bind && c > 1) c = std::min(c, staticVolumeRoom(*g.rep, n));
+  if (g.csi && c > 0 && n.volume_limits) c = std::min(c, volumeLimitRoom(*g.rep, n));
   if (c > 0 && g.align && align_required_) c = std::min<int64_t>(c, alignedOn(g, n, extra).numa);
   return static_cast<int32_t>(c);
 }
@@ -468,6 +572,7 @@ bool Placer::fitsOne(const Group& g, NodeId id) const {
   if (g.spread && !g.spread->check(n).ok()) return false;
   if (g.has_ports && !filterNodePorts(*g.rep, n).ok()) return false;
   if (g.align && align_required_ && alignedOn(g, n, nullptr).numa < 1) return false;
+  if (g.csi && n.volume_limits && volumeLimitRoom(*g.rep, n) < 1) return false;
   return true;
 }
 
@@ -731,7 +836,13 @@ bool Placer::fill(int level, uint32_t idx) {
       restoreCaps();
       return false;
     }
-    if (step + 1 == order.size()) break;
+    if (step + 1 == order.size()) {
+      if (!volumeLimitsHold()) {
+        restoreCaps();
+        return false;
+      }
+      break;
+    }
     // Reserve on scratch state: later groups see what this group took.
     for (const auto& [pos, k] : fill_out_[gi]) {
       extra_[pos] += g.rep->requests.times(k);
@@ -740,13 +851,18 @@ bool Placer::fill(int level, uint32_t idx) {
         ports.insert(ports.end(), g.rep->host_ports.begin(), g.rep->host_ports.end());
       }
     }
+    const std::vector<size_t> placed(order.begin(), order.begin() + static_cast<ptrdiff_t>(step) + 1);
     for (size_t later_step = step + 1; later_step < order.size(); ++later_step) {
       Group& later = groups_[order[later_step]];
       for (const auto& [pos, res] : extra_) {
         if ((*later.cap)[pos] == 0) continue;
         auto ports = extra_ports_.find(pos);
-        (*later.cap)[pos] = nodeCap(later, topo_.order[pos], &res,
-                                    ports == extra_ports_.end() ? nullptr : &ports->second);
+        int32_t cap = nodeCap(later, topo_.order[pos], &res,
+                              ports == extra_ports_.end() ? nullptr : &ports->second);
+        const NodeInfo& n = nodeAt(pos);
+        if (later.csi && cap > 0 && n.volume_limits)
+          cap = static_cast<int32_t>(std::min<int64_t>(cap, volumeLimitRoom(*later.rep, n, &placed, pos)));
+        (*later.cap)[pos] = cap;
       }
       computePrefix(later);
     }
@@ -1034,6 +1150,8 @@ Unschedulable Placer::diagnose(std::string headline_extra) const {
     if (s.ok() && main.inter) s = main.inter->check(n);
     if (s.ok() && main.rwop_conflict) s = Status::unschedulable(std::string(kReasonReadWriteOncePod));
     if (s.ok() && main.spread) s = main.spread->check(n);
+    if (s.ok() && main.csi && n.volume_limits && volumeLimitRoom(*main.rep, n) < 1)
+      s = Status::unschedulable(std::string(kReasonVolumeLimits));
     if (s.ok() && !n.nominated.empty()) s = filterNodeResourcesFit(*main.rep, n, heldFor(main, n));
     if (s.ok() && main.align && align_required_ && alignedOn(main, n, nullptr).numa < 1) {
       s = n.devices ? Status::unschedulable(

@@ -4,6 +4,7 @@
 #include "scheduler/spread.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace muster::scheduler {
 namespace {
@@ -52,7 +53,7 @@ std::string signatureOf(const PodInfo& info) {
     // A claim still to bind is known by what it can be bound to, not by its name: members with
     // alike claims of their own are one group, and share its volumes' room (placement.cc).
     if (!v.to_bind) absl::StrAppend(&s, v.claim, "\x1f", v.volume, "\x1f", v.found ? "1" : "0");
-    absl::StrAppend(&s, v.read_write_once_pod ? "o" : "");
+    absl::StrAppend(&s, v.read_write_once_pod ? "o" : "", "\x1f", v.csi_driver);
     auto selector = [&s](const std::optional<proto::NodeSelector>& selector) {
       if (!selector) return;
       absl::StrAppend(&s, "[");
@@ -70,6 +71,7 @@ std::string signatureOf(const PodInfo& info) {
     }
     absl::StrAppend(&s, "\x1e");
   }
+  absl::StrAppend(&s, "|c:", absl::StrJoin(spec.inline_csi_drivers, ","));
   absl::StrAppend(&s, "|i:", interPodSignature(info.pod), "|d:", spreadSignature(info.pod), "|t:");
   for (const proto::Toleration& t : spec.tolerations) {
     absl::StrAppend(&s, t.key, "\x1f", t.operator_, "\x1f", t.value, "\x1f", t.effect, "\x1e");

@@ -60,6 +60,9 @@ struct VolumeConstraint {
   bool provisionable = false;
   std::optional<proto::NodeSelector> provision_topology{};  // the class's allowedTopologies
   std::string selected_node{};  // volume.kubernetes.io/selected-node already on the claim
+  // The CSI driver that attaches it (its volume's, or its class's provisioner while it is
+  // unbound; in-tree plugins by the driver they migrate to): node volume limits count it.
+  std::string csi_driver{};
 };
 
 struct PodInfo {

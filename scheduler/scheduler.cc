@@ -119,6 +119,7 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       volumes_(informers.informer<proto::PersistentVolume>(proto::resources::kPersistentVolumes)),
       storage_classes_(
           informers.informer<proto::StorageClass>(proto::resources::kStorageClasses)),
+      csi_nodes_(informers.informer<proto::CSINode>(proto::resources::kCSINodes)),
       namespaces_(informers.informer<proto::Namespace>(proto::resources::kNamespaces)),
       pdbs_(informers.informer<proto::PodDisruptionBudget>(proto::resources::kPodDisruptionBudgets)),
       api_(api),
@@ -222,6 +223,16 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
   };
   storage_classes_.addHandlers(
       {on_class, [on_class](const auto&, const auto& c) { on_class(c); }, on_class});
+  auto on_csi_node = [this](const std::shared_ptr<const proto::CSINode>& n, bool deleted) {
+    asio::post(strand_, [this, n, deleted] { onCSINode(*n, deleted); });
+  };
+  csi_nodes_.addHandlers({[on_csi_node](const auto& n) { on_csi_node(n, false); },
+                          [on_csi_node](const auto&, const auto& n) { on_csi_node(n, false); },
+                          [on_csi_node](const auto& n) { on_csi_node(n, true); }});
+  cache_.setClaimDriver([this](std::string_view ns, std::string_view name) -> std::string {
+    std::shared_ptr<const proto::PersistentVolumeClaim> claim = claims_.get(ns, name);
+    return claim ? claimCsiDriver(*claim, volumeLookups()) : "";
+  });
   topologies_.addHandlers({
       [this](const auto& t) { asio::post(strand_, [this, t] { onNodeTopology(t, false); }); },
       [this](const auto&, const auto& t) {
@@ -463,6 +474,20 @@ void Scheduler::onNodeTopology(const std::shared_ptr<const proto::NodeTopology>&
   kick();
 }
 
+void Scheduler::onCSINode(const proto::CSINode& csi_node, bool deleted) {
+  std::shared_ptr<VolumeLimits> limits;
+  if (!deleted) {
+    for (const proto::CSINode::Driver& d : csi_node.drivers) {
+      if (!d.allocatable_count) continue;
+      if (!limits) limits = std::make_shared<VolumeLimits>();
+      (*limits)[d.name] = *d.allocatable_count;
+    }
+  }
+  cache_.setVolumeLimits(csi_node.meta.name, std::move(limits));
+  queue_.onClusterEvent(ClusterEvent::kNodeUpdated);
+  kick();
+}
+
 // --- the loop -----------------------------------------------------------------------------------
 
 asio::awaitable<void> Scheduler::waitForCaches() {
@@ -475,7 +500,7 @@ asio::awaitable<void> Scheduler::waitForCaches() {
   // not listed yet must not be told that it does not exist.
   while (!stopping_ && !(pods_.hasSynced() && nodes_.hasSynced() && claims_.hasSynced() &&
                         volumes_.hasSynced() && storage_classes_.hasSynced() &&
-                        pod_groups_.hasSynced() &&
+                        csi_nodes_.hasSynced() && pod_groups_.hasSynced() &&
                         workload_pod_groups_.hasSynced() && namespaces_.hasSynced() &&
                         pdbs_.hasSynced()))
     co_await sleep(std::chrono::milliseconds(100));

@@ -85,6 +85,7 @@ class Scheduler {
   void onNodeTopology(const std::shared_ptr<const proto::NodeTopology>& topology, bool deleted);
   void onClaim(const proto::PersistentVolumeClaim& claim);
   void onVolume(const proto::PersistentVolume& volume);
+  void onCSINode(const proto::CSINode& csi_node, bool deleted);
   // Pending pods with claims are decided again (a volume or StorageClass came, changed or went).
   void requeueClaimUsers();
   VolumeLookups volumeLookups() const;
@@ -162,6 +163,8 @@ class Scheduler {
   proto::Informer<proto::PersistentVolumeClaim>& claims_;
   proto::Informer<proto::PersistentVolume>& volumes_;
   proto::Informer<proto::StorageClass>& storage_classes_;
+  // Per node, how many volumes of each CSI driver it can attach (NodeVolumeLimits).
+  proto::Informer<proto::CSINode>& csi_nodes_;
   // Namespace labels, for inter-pod terms' namespaceSelector.
   proto::Informer<proto::Namespace>& namespaces_;
   // What preemption must not break.

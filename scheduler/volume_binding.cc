@@ -82,6 +82,23 @@ std::string claimProblem(const proto::Pod& pod, const VolumeLookups& lookups) {
   return "";
 }
 
+std::string csiDriverOfProvisioner(std::string_view provisioner) {
+  for (const vocab::InTreeVolume& v : vocab::kInTreeVolumes)
+    if (provisioner == v.provisioner) return v.csi_driver;
+  if (provisioner == vocab::kNoProvisioner) return "";
+  return std::string(provisioner);
+}
+
+std::string claimCsiDriver(const proto::PersistentVolumeClaim& claim, const VolumeLookups& lookups) {
+  if (!claim.volume_name.empty()) {
+    std::shared_ptr<const proto::PersistentVolume> pv = lookups.volume(claim.volume_name);
+    return pv ? pv->csi_driver : "";
+  }
+  if (claim.storage_class_name.empty()) return "";
+  std::shared_ptr<const proto::StorageClass> sc = lookups.storage_class(claim.storage_class_name);
+  return sc ? csiDriverOfProvisioner(sc->provisioner) : "";
+}
+
 std::vector<VolumeConstraint> volumeConstraints(const proto::Pod& pod, const VolumeLookups& lookups,
                                                 const std::set<std::string, std::less<>>& taken) {
   std::vector<VolumeConstraint> out;
@@ -94,6 +111,7 @@ std::vector<VolumeConstraint> volumeConstraints(const proto::Pod& pod, const Vol
     VolumeConstraint v;
     v.claim = name;
     v.read_write_once_pod = contains(claim->access_modes, "ReadWriteOncePod");
+    v.csi_driver = claimCsiDriver(*claim, lookups);
     if (claim->isBound()) {
       v.volume = claim->volume_name;
       if (std::shared_ptr<const proto::PersistentVolume> pv = lookups.volume(claim->volume_name)) {

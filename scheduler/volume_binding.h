@@ -46,6 +46,14 @@ struct VolumeLookups {
   std::function<std::vector<std::shared_ptr<const proto::PersistentVolume>>()> all_volumes;
 };
 
+// The CSI driver a provisioner's volumes are attached by: an in-tree plugin's migration target,
+// else the provisioner itself (CSI provisioners are named after their driver).
+std::string csiDriverOfProvisioner(std::string_view provisioner);
+
+// The CSI driver that attaches the claim's volume: the bound volume's, or the class's
+// provisioner's while unbound; "" when neither is known or the volume is not CSI.
+std::string claimCsiDriver(const proto::PersistentVolumeClaim& claim, const VolumeLookups& lookups);
+
 // "" when every claim of the pod is bound or waits for its first consumer; else why not.
 std::string claimProblem(const proto::Pod& pod, const VolumeLookups& lookups);
 

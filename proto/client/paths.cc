@@ -158,6 +158,7 @@ const Resource kConfigMaps{"v1", "configmaps", true};
 const Resource kPersistentVolumeClaims{"v1", "persistentvolumeclaims", true};
 const Resource kPersistentVolumes{"v1", "persistentvolumes", false};
 const Resource kStorageClasses{"storage.k8s.io/v1", "storageclasses", false};
+const Resource kCSINodes{"storage.k8s.io/v1", "csinodes", false};
 const Resource kPodDisruptionBudgets{"policy/v1", "poddisruptionbudgets", true};
 }  // namespace resources
 

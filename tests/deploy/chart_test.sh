@@ -248,6 +248,9 @@ cannot "delete persistentvolumes" delete persistentvolumes
 can "list storageclasses" list storageclasses.storage.k8s.io
 can "watch storageclasses" watch storageclasses.storage.k8s.io
 cannot "update storageclasses" update storageclasses.storage.k8s.io
+can "list csinodes (volume limits)" list csinodes.storage.k8s.io
+can "watch csinodes" watch csinodes.storage.k8s.io
+cannot "update csinodes" update csinodes.storage.k8s.io
 can "list persistentvolumes" list persistentvolumes
 can "watch persistentvolumes" watch persistentvolumes
 can "list poddisruptionbudgets in all namespaces (preemption)" list poddisruptionbudgets.policy -A

@@ -591,6 +591,67 @@ TEST_CASE("pods with bound claims go where their local volumes live, a gang incl
                                     "--wait=false"});
 }
 
+// A CSINode for `node` whose driver `driver` attaches at most `count` volumes.
+void setCSINode(Env& env, const std::string& node, const std::string& driver, int count) {
+  const std::string body = absl::StrCat(
+      R"({"apiVersion":"storage.k8s.io/v1","kind":"CSINode","metadata":{"name":")", node,
+      R"(","labels":{"e2e-run":")", env.run, R"("}},"spec":{"drivers":[{"name":")", driver,
+      R"(","nodeID":")", node, R"(","allocatable":{"count":)", count, "}}]}}");
+  proto::Request req;
+  req.verb = proto::Verb::kPost;
+  req.path = proto::resources::kCSINodes.collectionPath();
+  req.body = body;
+  if (env.client->callSync(req).ok()) return;
+  INFO(body);
+  REQUIRE(TestCluster::get()
+              .kubectl({"patch", "csinode", node, "--type=merge", "-p",
+                        absl::StrCat(R"({"spec":{"drivers":[{"name":")", driver, R"(","nodeID":")",
+                                     node, R"(","allocatable":{"count":)", count, "}}]}}")})
+              .ok());
+}
+
+TEST_CASE("node volume limits: a node's CSINode caps the volumes its pods attach, a gang's "
+          "included") {
+  Env env("vlim");
+  const std::string driver = "csi.e2e.test";
+  for (int i = 0; i < 2; ++i) {
+    createNode(*env.client, absl::StrCat(env.run, "-n", i), env.run, {});
+    setCSINode(env, absl::StrCat(env.run, "-n", i), driver, 1);
+  }
+  waitNodesReady(*env.client, env.run, 2);
+  std::vector<std::string> claims;
+  for (int i = 0; i < 3; ++i) {
+    const std::string claim = absl::StrCat(env.run, "-c", i);
+    boundClaim(env, claim, claim + "-pv", "ReadWriteOnce", "",
+               absl::StrCat(R"("csi":{"driver":")", driver, R"(","volumeHandle":")", claim, R"("},)"));
+    claims.push_back(claim);
+  }
+  SchedulerProcess sched(kTestSchedulerConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+  // Packing alone would put both one-GPU members on one node; each node attaches one volume.
+  create(*env.client, withClaim(PodBuilder("g0", env.run).withGpus(1).gang("g", 2), claims[0]));
+  create(*env.client, withClaim(PodBuilder("g1", env.run).withGpus(1).gang("g", 2), claims[1]));
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "g") == 2; }));
+  auto pods = listPods(*env.client, env.run);
+  CHECK(pods.at("g0").spec.node_name != pods.at("g1").spec.node_name);
+  // A third volume fits nowhere, in kube-scheduler's words.
+  create(*env.client, withClaim(PodBuilder("third", env.run).withGpus(1), claims[2]));
+  REQUIRE(waitFor([&] {
+    return absl::EndsWith(conditionMessage(listPods(*env.client, env.run).at("third")),
+                          ", 2 node(s) exceed max volume count.");
+  }));
+  // The driver on n1 now attaches 2: the pod is decided again and binds there.
+  setCSINode(env, env.run + "-n1", driver, 2);
+  REQUIRE(waitFor([&] {
+    return listPods(*env.client, env.run).at("third").spec.node_name == env.run + "-n1";
+  }));
+  CHECK(sched.alive());
+  (void)TestCluster::get().kubectl({"delete", "pvc,pv", "-n", "default", "-l", "e2e-run=" + env.run,
+                                    "--wait=false"});
+  (void)TestCluster::get().kubectl({"delete", "csinodes", "-l", "e2e-run=" + env.run, "--wait=false"});
+}
+
 // The run's claims: name → the node in their volume.kubernetes.io/selected-node ("" without),
 // and whether they are bound.
 struct ClaimState {

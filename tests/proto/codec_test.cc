@@ -215,6 +215,36 @@ TEST_CASE("what volume binding reads of claims and StorageClasses decodes", "[co
   CHECK(pod.spec.ephemeral_claim_names == std::vector<std::string>{"w0-scratch"});
 }
 
+TEST_CASE("what node volume limits read: CSINodes, volumes' and pods' CSI drivers", "[codec]") {
+  CSINode n;
+  REQUIRE(decodeJson(R"({"metadata":{"name":"n1"},"spec":{"drivers":[
+      {"name":"ebs.csi.aws.com","nodeID":"i-1","allocatable":{"count":25}},
+      {"name":"nfs.csi.k8s.io","nodeID":"n1"}]}})", &n).ok());
+  REQUIRE(n.drivers.size() == 2);
+  CHECK(n.drivers[0].name == "ebs.csi.aws.com");
+  CHECK(n.drivers[0].allocatable_count == 25);
+  CHECK_FALSE(n.drivers[1].allocatable_count.has_value());  // no limit
+  CHECK_FALSE(decodeJson(R"({"metadata":{"name":"n1"},"spec":{"drivers":[
+      {"name":"x","allocatable":{"count":-1}}]}})", &n).ok());
+  PersistentVolume pv;
+  REQUIRE(decodeJson(R"({"metadata":{"name":"pv1"},"spec":{"csi":{"driver":"pd.csi.storage.gke.io",
+      "volumeHandle":"projects/p/disks/d"}}})", &pv).ok());
+  CHECK(pv.csi_driver == "pd.csi.storage.gke.io");
+  // In-tree sources count as the driver they migrate to.
+  REQUIRE(decodeJson(R"({"metadata":{"name":"pv2"},"spec":{"awsElasticBlockStore":{"volumeID":"vol-1"}}})",
+                     &pv).ok());
+  CHECK(pv.csi_driver == "ebs.csi.aws.com");
+  REQUIRE(decodeJson(R"({"metadata":{"name":"pv3"},"spec":{"hostPath":{"path":"/d"}}})", &pv).ok());
+  CHECK(pv.csi_driver.empty());
+  Pod pod;
+  REQUIRE(decodeJson(R"({"metadata":{"name":"w0"},"spec":{"volumes":[
+      {"name":"secrets","csi":{"driver":"secrets-store.csi.k8s.io"}},
+      {"name":"disk","azureDisk":{"diskName":"d","diskURI":"u"}},
+      {"name":"cfg","configMap":{"name":"c"}}]}})", &pod).ok());
+  CHECK(pod.spec.inline_csi_drivers ==
+        std::vector<std::string>{"secrets-store.csi.k8s.io", "disk.csi.azure.com"});
+}
+
 TEST_CASE("volume binding's patches: a claim's selected node, a volume's claimRef", "[codec]") {
   CHECK(selectedNodePatch("n3", "u1") ==
         R"({"metadata":{"uid":"u1","annotations":{"volume.kubernetes.io/selected-node":"n3"}}})");

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "scheduler/filter.h"
+#include "scheduler/placement.h"
 #include "tests/scheduler/builders.h"
 
 namespace muster::scheduler {
@@ -246,6 +247,82 @@ TEST_CASE("a gang's plan gives each claim its own volume on its member's node, a
   CHECK_THAT(std::string(plan.status().message()),
              Catch::Contains("pod ml/w1 on node n1: PersistentVolumeClaim w1-scratch: node(s) "
                              "didn't find available persistent volumes to bind"));
+}
+
+// Node volume limits (kube-scheduler's NodeVolumeLimits): n1 attaches 2 EBS volumes and has one,
+// n2 attaches 1 and has none.
+struct Limits {
+  Objects o;
+  ClusterCache cache{{}};
+  static constexpr char kEbs[] = "ebs.csi.aws.com";
+
+  Limits() {
+    o.storageClass("gp3", "WaitForFirstConsumer", "kubernetes.io/aws-ebs");  // migrates to EBS
+    for (const char* name : {"shared", "a", "b"}) bound(name);
+    cache.addNode(node("n1").gpus(8).build());
+    cache.addNode(node("n2").gpus(8).build());
+    cache.setClaimDriver([this](std::string_view ns, std::string_view name) -> std::string {
+      auto c = o.lookups().claim(ns, name);
+      return c ? claimCsiDriver(*c, o.lookups()) : "";
+    });
+    cache.setVolumeLimits("n1", std::make_shared<VolumeLimits>(VolumeLimits{{kEbs, 2}}));
+    cache.setVolumeLimits("n2", std::make_shared<VolumeLimits>(VolumeLimits{{kEbs, 1}}));
+    cache.addPod(testing::pod("old").ns("ml").claim("shared").onNode("n1"));
+  }
+  void bound(const std::string& name) {
+    proto::PersistentVolumeClaim& c = o.claim(name, "gp3");
+    c.volume_name = "pv-" + name;
+    c.phase = "Bound";
+    o.volume("pv-" + name, "gp3", "10Gi").csi_driver = kEbs;
+  }
+  PodInfoPtr info(const std::string& name, std::vector<std::string> claims, int inline_ebs = 0) {
+    proto::Pod p = podWithClaims(name, std::move(claims));
+    p.meta.namespace_ = "ml";
+    for (int i = 0; i < inline_ebs; ++i) p.spec.inline_csi_drivers.push_back(kEbs);
+    return *makePodInfo(p, volumeConstraints(p, o.lookups(), {}));
+  }
+  PlacementResult placeGang(std::vector<PodInfoPtr> members) {
+    GangRequest r;
+    r.key = GangKey{"ml", members.size() == 1 ? members[0]->pod.meta.name : "g",
+                    members.size() == 1};
+    r.min_member = static_cast<int32_t>(members.size());
+    r.members = std::move(members);
+    return place(r, cache);
+  }
+};
+
+std::string where(const PlacementResult& r) {
+  if (const auto* u = std::get_if<Unschedulable>(&r)) return "unschedulable: " + u->message;
+  std::string out;
+  for (const Assignment& a : std::get<GangPlacement>(r).assignments) out += a.node + " ";
+  return out;
+}
+
+TEST_CASE("node volume limits: a node attaches no more of a driver's volumes than its CSINode "
+          "allows", "[volumes]") {
+  Limits l;
+  CHECK(l.info("p", {"a"})->volumes.at(0).csi_driver == Limits::kEbs);
+  // Two new volumes: n1 would have 3 of 2, n2 2 of 1.
+  CHECK(where(l.placeGang({l.info("two", {"a", "b"})})) ==
+        "unschedulable: 0/2 nodes are available: 2 node(s) exceed max volume count.");
+  // The claim n1 already attaches counts once: "shared" + "a" is 2 of 2 there.
+  CHECK(where(l.placeGang({l.info("reuse", {"shared", "a"})})) == "n1 ");
+  // An inline volume of the driver counts like a claim.
+  CHECK(where(l.placeGang({l.info("inline", {"shared"}, 2)})) ==
+        "unschedulable: 0/2 nodes are available: 2 node(s) exceed max volume count.");
+  // Claims still to bind count as their class's driver, once per member: room for 1 on each.
+  for (const char* c : {"c0", "c1", "c2"}) l.o.claim(c, "gp3");
+  CHECK(where(l.placeGang({l.info("m0", {"c0"}), l.info("m1", {"c1"})})) == "n1 n2 ");
+  const PlacementResult three =
+      l.placeGang({l.info("m0", {"c0"}), l.info("m1", {"c1"}), l.info("m2", {"c2"})});
+  REQUIRE(std::holds_alternative<Unschedulable>(three));
+  CHECK_THAT(std::get<Unschedulable>(three).message, Catch::Contains("gang ml/g needs 3 pods"));
+  // Members with different bound claims are different groups: each alone fits n1, together they
+  // would attach 3 there; the fill checks them together.
+  CHECK(where(l.placeGang({l.info("x", {"a"}), l.info("y", {"b"})})) == "n1 n2 ");
+  // Without the limit the node takes what it has room for.
+  l.cache.setVolumeLimits("n1", nullptr);
+  CHECK(where(l.placeGang({l.info("two", {"a", "b"})})) == "n1 ");
 }
 
 }  // namespace
