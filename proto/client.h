@@ -48,6 +48,9 @@ extern const Resource kPersistentVolumeClaims;
 extern const Resource kPersistentVolumes;  // cluster-scoped
 extern const Resource kStorageClasses;     // storage.k8s.io/v1, cluster-scoped
 extern const Resource kCSINodes;           // storage.k8s.io/v1, cluster-scoped
+extern const Resource kReplicationControllers;
+extern const Resource kReplicaSets;        // apps/v1
+extern const Resource kStatefulSets;       // apps/v1
 extern const Resource kPodDisruptionBudgets;  // policy/v1
 }  // namespace resources
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ctime>
 #include <random>
+#include <type_traits>
 #include <utility>
 
 #include "absl/time/clock.h"
@@ -592,6 +593,41 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentV
     return readString(status, p, "phase", &out->phase);
   });
 }
+
+// Objects the scheduler reads only for their metadata and spec.selector (a label map for
+// Services and ReplicationControllers, a LabelSelector for ReplicaSets and StatefulSets).
+template <typename T>
+absl::Status decodeSelecting(const rapidjson::Value& v, const JsonPath& path, T* out) {
+  *out = T{};
+  MUSTER_RETURN_IF_ERROR(expectObject(v, path));
+  MUSTER_RETURN_IF_ERROR(decodeField(v, path, "metadata", &out->meta));
+  return withObject(v, path, "spec", [out](const rapidjson::Value& spec, const JsonPath& p) {
+    if constexpr (std::is_same_v<decltype(out->selector), std::map<std::string, std::string>>) {
+      return readStringMap(spec, p, "selector", &out->selector);
+    } else {
+      return decodeOptionalSelector(spec, p, "selector", &out->selector);
+    }
+  });
+}
+
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Service* out) {
+  return decodeSelecting(v, path, out);
+}
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ReplicationController* out) {
+  return decodeSelecting(v, path, out);
+}
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ReplicaSet* out) {
+  return decodeSelecting(v, path, out);
+}
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, StatefulSet* out) {
+  return decodeSelecting(v, path, out);
+}
+absl::Status decode(const rapidjson::Value& v, Service* out) { return decode(v, JsonPath(), out); }
+absl::Status decode(const rapidjson::Value& v, ReplicationController* out) {
+  return decode(v, JsonPath(), out);
+}
+absl::Status decode(const rapidjson::Value& v, ReplicaSet* out) { return decode(v, JsonPath(), out); }
+absl::Status decode(const rapidjson::Value& v, StatefulSet* out) { return decode(v, JsonPath(), out); }
 
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, CSINode* out) {
   *out = CSINode{};

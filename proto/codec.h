@@ -51,6 +51,10 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentV
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, PersistentVolume* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, StorageClass* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, CSINode* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, StatefulSet* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ReplicaSet* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ReplicationController* out);
+absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Service* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, Namespace* out);
 absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob* out);
 
@@ -65,6 +69,10 @@ absl::Status decode(const rapidjson::Value& v, PersistentVolumeClaim* out);
 absl::Status decode(const rapidjson::Value& v, PersistentVolume* out);
 absl::Status decode(const rapidjson::Value& v, StorageClass* out);
 absl::Status decode(const rapidjson::Value& v, CSINode* out);
+absl::Status decode(const rapidjson::Value& v, StatefulSet* out);
+absl::Status decode(const rapidjson::Value& v, ReplicaSet* out);
+absl::Status decode(const rapidjson::Value& v, ReplicationController* out);
+absl::Status decode(const rapidjson::Value& v, Service* out);
 absl::Status decode(const rapidjson::Value& v, PodDisruptionBudget* out);
 absl::Status decode(const rapidjson::Value& v, Namespace* out);
 absl::Status decode(const rapidjson::Value& v, ParallelJob* out);

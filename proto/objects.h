@@ -163,6 +163,9 @@ struct ContainerStatus {
 
 // core/v1 TopologySpreadConstraint.
 struct TopologySpreadConstraint {
+  // Not part of the API: the scheduler added it (kube-scheduler's System defaulting), and a node
+  // missing its key is then not ranked lower.
+  bool system_default = false;
   int32_t max_skew = 0;
   std::string topology_key;
   std::string when_unsatisfiable;  // "DoNotSchedule" or "ScheduleAnyway"
@@ -357,6 +360,37 @@ struct PersistentVolume {
   // The CSI driver that attaches it: spec.csi.driver, or the driver an in-tree volume source
   // migrates to (awsElasticBlockStore, gcePersistentDisk, azureDisk, cinder); "" for others.
   std::string csi_driver;
+};
+
+// What a pod's default topology spread constraints count (kube-scheduler's DefaultSelector): the
+// selectors of the Services, and of the ReplicationController, ReplicaSet or StatefulSet that
+// controls it. core/v1 Service and ReplicationController select by a label map. The job engine
+// creates Services (encode in proto/pod_template.h); decode reads only meta and selector.
+struct ServicePort {
+  std::string name;
+  int32_t port = 0;
+  int32_t target_port = 0;
+  std::string protocol = "TCP";
+};
+struct Service {
+  ObjectMeta meta;
+  bool headless = false;                     // clusterIP: None
+  bool publish_not_ready_addresses = false;  // names resolve before pods are Ready
+  std::map<std::string, std::string> selector;  // spec.selector; empty selects no pod
+  std::vector<ServicePort> ports;
+};
+struct ReplicationController {
+  ObjectMeta meta;
+  std::map<std::string, std::string> selector;  // spec.selector
+};
+// apps/v1 ReplicaSet and StatefulSet select by a LabelSelector.
+struct ReplicaSet {
+  ObjectMeta meta;
+  std::optional<LabelSelector> selector;  // spec.selector
+};
+struct StatefulSet {
+  ObjectMeta meta;
+  std::optional<LabelSelector> selector;  // spec.selector
 };
 
 // storage.k8s.io/v1 CSINode: how many volumes of each CSI driver the node can attach.

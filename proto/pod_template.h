@@ -134,19 +134,7 @@ class PodTemplate {
 };
 
 // Other objects the job engine creates, as plain values (encoded by proto/codec.h).
-struct ServicePort {
-  std::string name;
-  int32_t port = 0;
-  int32_t target_port = 0;
-  std::string protocol = "TCP";
-};
-struct Service {
-  ObjectMeta meta;
-  bool headless = false;                     // clusterIP: None
-  bool publish_not_ready_addresses = false;  // names resolve before pods are Ready
-  std::map<std::string, std::string> selector;
-  std::vector<ServicePort> ports;
-};
+// (Service is in proto/objects.h: the scheduler reads Services too.)
 struct Secret {
   ObjectMeta meta;
   std::string type = "Opaque";

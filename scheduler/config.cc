@@ -1,6 +1,7 @@
 #include "scheduler/config.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -37,7 +38,48 @@ cfg::Reader minRuntimeInto(std::vector<SchedulerConfig::MinRuntimeBand>* out) {
   };
 }
 
+// podTopologySpread.defaultConstraints: a list of {maxSkew, topologyKey, whenUnsatisfiable}.
+cfg::Reader defaultSpreadInto(std::vector<SchedulerConfig::DefaultSpread>* out) {
+  return [out](const YAML::Node& n, const std::string& key) -> absl::Status {
+    out->clear();
+    if (n.IsNull()) return absl::OkStatus();
+    if (!n.IsSequence()) {
+      return cfg::bad(key, absl::StrCat("must be a list of {maxSkew, topologyKey, whenUnsatisfiable}, got ",
+                                        cfg::describe(n)));
+    }
+    for (size_t i = 0; i < n.size(); ++i) {
+      SchedulerConfig::DefaultSpread c;
+      int64_t skew = 0;
+      const std::string at = absl::StrCat(key, "[", i, "]");
+      if (absl::Status s = cfg::readMap(n[i], at,
+                                        {{"maxSkew", cfg::intInto(&skew)},
+                                         {"topologyKey", cfg::stringInto(&c.topology_key)},
+                                         {"whenUnsatisfiable", cfg::stringInto(&c.when_unsatisfiable)}});
+          !s.ok()) {
+        return s;
+      }
+      if (skew < 1 || skew > INT32_MAX)
+        return cfg::bad(at + ".maxSkew", absl::StrCat("must be a positive integer, got ", skew));
+      if (c.topology_key.empty()) return cfg::bad(at + ".topologyKey", "must be set");
+      if (c.when_unsatisfiable != "DoNotSchedule" && c.when_unsatisfiable != "ScheduleAnyway") {
+        return cfg::bad(at + ".whenUnsatisfiable",
+                        absl::StrCat("must be DoNotSchedule or ScheduleAnyway, got \"",
+                                     c.when_unsatisfiable, "\""));
+      }
+      c.max_skew = static_cast<int32_t>(skew);
+      out->push_back(std::move(c));
+    }
+    return absl::OkStatus();
+  };
+}
+
 }  // namespace
+
+std::vector<SchedulerConfig::DefaultSpread> SchedulerConfig::defaultSpread() const {
+  if (spread_defaulting == SpreadDefaulting::kList) return default_spread_constraints;
+  return {{3, std::string(proto::vocabulary::kHostnameLabel), "ScheduleAnyway"},
+          {5, "topology.kubernetes.io/zone", "ScheduleAnyway"}};
+}
 
 cfg::Keys schedulerConfigKeys(SchedulerConfig* c) {
   return {
@@ -74,6 +116,22 @@ cfg::Keys schedulerConfigKeys(SchedulerConfig* c) {
                       cfg::intInto(&c->preemption_nomination_timeout_seconds)}})},
       {"volumeBinding",
        cfg::mapInto({{"timeoutSeconds", cfg::intInto(&c->volume_binding_timeout_seconds)}})},
+      {"podTopologySpread",
+       cfg::mapInto(
+           {{"defaultingType",
+             [c](const YAML::Node& n, const std::string& key) -> absl::Status {
+               std::string s;
+               if (absl::Status st = cfg::readString(n, key, &s); !st.ok()) return st;
+               if (s == "System") {
+                 c->spread_defaulting = SchedulerConfig::SpreadDefaulting::kSystem;
+               } else if (s == "List") {
+                 c->spread_defaulting = SchedulerConfig::SpreadDefaulting::kList;
+               } else {
+                 return cfg::bad(key, absl::StrCat("must be System or List, got \"", s, "\""));
+               }
+               return absl::OkStatus();
+             }},
+            {"defaultConstraints", defaultSpreadInto(&c->default_spread_constraints)}})},
   };
 }
 
@@ -179,6 +237,12 @@ absl::Status validateConfig(const SchedulerConfig& c) {
                                      c.volume_binding_timeout_seconds);
       !s.ok()) {
     return s;
+  }
+  if (c.spread_defaulting == SchedulerConfig::SpreadDefaulting::kSystem &&
+      !c.default_spread_constraints.empty()) {
+    return cfg::bad("podTopologySpread.defaultConstraints",
+                    "must be empty with defaultingType System (kube-scheduler's own defaults); "
+                    "set defaultingType: List to use these");
   }
   if (c.queue_max_backoff_seconds < c.queue_initial_backoff_seconds) {
     return cfg::bad("queue.maxBackoffSeconds",

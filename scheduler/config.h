@@ -36,6 +36,15 @@
 //     timeoutSeconds: 600                  # a gang's WaitForFirstConsumer claims must be bound
 //                                          #   (provisioned) this soon after Muster asked, or the
 //                                          #   request is withdrawn and the gang tried again
+//   podTopologySpread:                     # for pods without topologySpreadConstraints, as
+//                                          #   kube-scheduler's PodTopologySpreadArgs:
+//     defaultingType: System               # System: ScheduleAnyway, maxSkew 3 per host and 5 per
+//                                          #   topology.kubernetes.io/zone; List: the list below
+//     defaultConstraints: []               # [{maxSkew, topologyKey, whenUnsatisfiable}] (List only;
+//                                          #   [] with List: no defaults). Either way the pods
+//                                          #   counted are those the Services, ReplicationController,
+//                                          #   ReplicaSet or StatefulSet selecting the pod select;
+//                                          #   a pod selected by none gets no defaults
 
 #include <cstdint>
 #include <string>
@@ -77,6 +86,18 @@ struct SchedulerConfig {
   int64_t preemption_victim_cooldown_seconds = 600;
   int64_t preemption_nomination_timeout_seconds = 300;
   int64_t volume_binding_timeout_seconds = 600;
+  enum class SpreadDefaulting { kSystem, kList };
+  SpreadDefaulting spread_defaulting = SpreadDefaulting::kSystem;
+  struct DefaultSpread {
+    int32_t max_skew = 1;
+    std::string topology_key;
+    std::string when_unsatisfiable;
+    friend bool operator==(const DefaultSpread&, const DefaultSpread&) = default;
+  };
+  std::vector<DefaultSpread> default_spread_constraints;  // with kList
+  // The constraints a pod without its own gets (before its selector is known): kube-scheduler's
+  // system defaults, or the configured list.
+  std::vector<DefaultSpread> defaultSpread() const;
   // events.scheduled (the process's events key, scheduler/cmd/config.h): false ("gang") writes
   // one Scheduled Event per bound gang, true ("pod") one per bound pod as kube-scheduler does.
   // Single pods get theirs either way.

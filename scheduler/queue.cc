@@ -47,12 +47,13 @@ std::optional<Unschedulable> precheck(const GangAttempt& attempt) {
 
 SchedulingQueue::SchedulingQueue(const SchedulerConfig& config, Clock clock,
                                  PodGroupLookup pod_groups, ClaimCheck claim_check,
-                                 VolumesOf volumes_of)
+                                 VolumesOf volumes_of, SpreadDefaults spread_defaults)
     : config_(config),
       clock_(std::move(clock)),
       pod_groups_(std::move(pod_groups)),
       claim_check_(std::move(claim_check)),
-      volumes_of_(std::move(volumes_of)) {}
+      volumes_of_(std::move(volumes_of)),
+      spread_defaults_(std::move(spread_defaults)) {}
 
 absl::Duration SchedulingQueue::backoffFor(int failures) const {
   absl::Duration d = absl::Seconds(config_.queue_initial_backoff_seconds);
@@ -227,8 +228,19 @@ absl::Status SchedulingQueue::addOrUpdatePod(const proto::Pod& pod) {
     if (b->second.pod) return absl::OkStatus();
     gang.bound.erase(b);  // cannot happen for a real pod (nodeName is never cleared)
   }
-  absl::StatusOr<PodInfoPtr> info =
-      makePodInfo(pod, volumes_of_ ? volumes_of_(pod) : std::vector<VolumeConstraint>{});
+  std::vector<VolumeConstraint> volumes =
+      volumes_of_ ? volumes_of_(pod) : std::vector<VolumeConstraint>{};
+  std::vector<proto::TopologySpreadConstraint> defaults;
+  if (spread_defaults_ && pod.spec.topology_spread_constraints.empty()) defaults = spread_defaults_(pod);
+  absl::StatusOr<PodInfoPtr> info;
+  if (defaults.empty()) {
+    info = makePodInfo(pod, std::move(volumes));
+  } else {
+    proto::Pod with_defaults = pod;
+    with_defaults.spec.topology_spread_constraints = std::move(defaults);
+    with_defaults.spec.has_topology_spread_constraints = true;
+    info = makePodInfo(std::move(with_defaults), std::move(volumes));
+  }
   if (!info.ok()) {
     gang.pending.erase(key);
     pod_gang_.erase(key);

@@ -94,8 +94,12 @@ class SchedulingQueue {
   // `claim_check(pod)`: why its claims keep a pod out (filter.h); `volumes_of(pod)`: what its
   // claims ask of a node (none without).
   using VolumesOf = std::function<std::vector<VolumeConstraint>(const proto::Pod&)>;
+  // `spread_defaults(pod)`: the topology spread constraints a pod without its own is placed with
+  // (scheduler/spread.h defaultSpreadConstraints; none without).
+  using SpreadDefaults = std::function<std::vector<proto::TopologySpreadConstraint>(const proto::Pod&)>;
   SchedulingQueue(const SchedulerConfig& config, Clock clock, PodGroupLookup pod_groups,
-                  ClaimCheck claim_check = {}, VolumesOf volumes_of = {});
+                  ClaimCheck claim_check = {}, VolumesOf volumes_of = {},
+                  SpreadDefaults spread_defaults = {});
 
   // A pod for this scheduler was added or changed. Pending pods join their gang; bound pods are
   // remembered as bound members of theirs; terminal pods leave, and so do pending pods that are
@@ -212,6 +216,7 @@ class SchedulingQueue {
   std::function<const proto::Labels*(std::string_view)> namespace_labels_;
   ClaimCheck claim_check_;
   VolumesOf volumes_of_;
+  SpreadDefaults spread_defaults_;
   absl::flat_hash_map<GangKey, Gang> gangs_;
   absl::flat_hash_map<std::string, GangKey> pod_gang_;
   std::set<std::tuple<int32_t, absl::Time, GangKey>> active_;

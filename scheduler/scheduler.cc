@@ -1,5 +1,7 @@
 #include "scheduler/scheduler.h"
 
+#include "scheduler/spread.h"
+
 #include <algorithm>
 #include <variant>
 
@@ -12,6 +14,7 @@
 #include "proto/metrics.h"
 #include "proto/vocabulary.h"
 #include "scheduler/pod_info.h"
+#include "scheduler/spread.h"
 #include "scheduler/strings.h"
 
 namespace muster::scheduler {
@@ -24,6 +27,7 @@ namespace {
 
 // The index of the PodDisruptionBudget informer by namespace.
 constexpr char kBudgetsByNamespaceIndex[] = "scheduler:namespace";
+constexpr char kServicesByNamespaceIndex[] = "scheduler:namespace";
 // How long a sent eviction of a preempted pod is waited on before it is sent again.
 constexpr absl::Duration kEvictionRetry = absl::Seconds(10);
 
@@ -120,6 +124,11 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       storage_classes_(
           informers.informer<proto::StorageClass>(proto::resources::kStorageClasses)),
       csi_nodes_(informers.informer<proto::CSINode>(proto::resources::kCSINodes)),
+      services_(informers.informer<proto::Service>(proto::resources::kServices)),
+      replication_controllers_(informers.informer<proto::ReplicationController>(
+          proto::resources::kReplicationControllers)),
+      replica_sets_(informers.informer<proto::ReplicaSet>(proto::resources::kReplicaSets)),
+      stateful_sets_(informers.informer<proto::StatefulSet>(proto::resources::kStatefulSets)),
       namespaces_(informers.informer<proto::Namespace>(proto::resources::kNamespaces)),
       pdbs_(informers.informer<proto::PodDisruptionBudget>(proto::resources::kPodDisruptionBudgets)),
       api_(api),
@@ -134,7 +143,8 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
              [this](const Pod& pod) { return claimProblem(pod, volumeLookups()); },
              [this](const Pod& pod) {
                return volumeConstraints(pod, volumeLookups(), volumesInFlight());
-             }),
+             },
+             [this](const Pod& pod) { return spreadDefaultsFor(pod); }),
       group_status_(api, strand_, clock_, [this](const std::string& group_key) {
         return pods_.byIndex(kPodsByPodGroupIndex, group_key);
       }) {
@@ -153,6 +163,10 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
   });
   pdbs_.addIndex(kBudgetsByNamespaceIndex, [](const proto::PodDisruptionBudget& b) {
     return std::vector<std::string>{b.meta.namespace_};
+  });
+  services_.addIndex(kServicesByNamespaceIndex, [](const proto::Service& s) {
+    if (s.selector.empty()) return std::vector<std::string>{};
+    return std::vector<std::string>{s.meta.namespace_};
   });
   pods_.addIndex(kPodsByClaimIndex, [](const Pod& p) {
     std::vector<std::string> keys;
@@ -474,6 +488,30 @@ void Scheduler::onNodeTopology(const std::shared_ptr<const proto::NodeTopology>&
   kick();
 }
 
+std::vector<proto::TopologySpreadConstraint> Scheduler::spreadDefaultsFor(const Pod& pod) const {
+  const std::map<std::string, std::string>* rc = nullptr;
+  const proto::LabelSelector* workload = nullptr;
+  std::shared_ptr<const proto::ReplicationController> owning_rc;
+  std::shared_ptr<const proto::ReplicaSet> owning_rs;
+  std::shared_ptr<const proto::StatefulSet> owning_ss;
+  if (const proto::OwnerReference* owner = pod.meta.controllerRef()) {
+    const std::string& ns = pod.meta.namespace_;
+    if (owner->kind == "ReplicationController" && owner->api_version == "v1") {
+      if ((owning_rc = replication_controllers_.get(ns, owner->name))) rc = &owning_rc->selector;
+    } else if (owner->kind == "ReplicaSet" && owner->api_version == "apps/v1") {
+      owning_rs = replica_sets_.get(ns, owner->name);
+      if (owning_rs && owning_rs->selector) workload = &*owning_rs->selector;
+    } else if (owner->kind == "StatefulSet" && owner->api_version == "apps/v1") {
+      owning_ss = stateful_sets_.get(ns, owner->name);
+      if (owning_ss && owning_ss->selector) workload = &*owning_ss->selector;
+    }
+  }
+  std::optional<proto::LabelSelector> selector = defaultSelector(
+      pod, services_.byIndex(kServicesByNamespaceIndex, pod.meta.namespace_), rc, workload);
+  if (!selector) return {};
+  return defaultSpreadConstraints(config_, *selector);
+}
+
 void Scheduler::onCSINode(const proto::CSINode& csi_node, bool deleted) {
   std::shared_ptr<VolumeLimits> limits;
   if (!deleted) {
@@ -500,7 +538,9 @@ asio::awaitable<void> Scheduler::waitForCaches() {
   // not listed yet must not be told that it does not exist.
   while (!stopping_ && !(pods_.hasSynced() && nodes_.hasSynced() && claims_.hasSynced() &&
                         volumes_.hasSynced() && storage_classes_.hasSynced() &&
-                        csi_nodes_.hasSynced() && pod_groups_.hasSynced() &&
+                        csi_nodes_.hasSynced() && services_.hasSynced() &&
+                        replication_controllers_.hasSynced() && replica_sets_.hasSynced() &&
+                        stateful_sets_.hasSynced() && pod_groups_.hasSynced() &&
                         workload_pod_groups_.hasSynced() && namespaces_.hasSynced() &&
                         pdbs_.hasSynced()))
     co_await sleep(std::chrono::milliseconds(100));

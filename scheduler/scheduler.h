@@ -86,6 +86,8 @@ class Scheduler {
   void onClaim(const proto::PersistentVolumeClaim& claim);
   void onVolume(const proto::PersistentVolume& volume);
   void onCSINode(const proto::CSINode& csi_node, bool deleted);
+  // The default topology spread constraints of a pod without its own (scheduler/spread.h).
+  std::vector<proto::TopologySpreadConstraint> spreadDefaultsFor(const proto::Pod& pod) const;
   // Pending pods with claims are decided again (a volume or StorageClass came, changed or went).
   void requeueClaimUsers();
   VolumeLookups volumeLookups() const;
@@ -165,6 +167,11 @@ class Scheduler {
   proto::Informer<proto::StorageClass>& storage_classes_;
   // Per node, how many volumes of each CSI driver it can attach (NodeVolumeLimits).
   proto::Informer<proto::CSINode>& csi_nodes_;
+  // What pods without topology spread constraints spread by default (spreadDefaultsFor).
+  proto::Informer<proto::Service>& services_;
+  proto::Informer<proto::ReplicationController>& replication_controllers_;
+  proto::Informer<proto::ReplicaSet>& replica_sets_;
+  proto::Informer<proto::StatefulSet>& stateful_sets_;
   // Namespace labels, for inter-pod terms' namespaceSelector.
   proto::Informer<proto::Namespace>& namespaces_;
   // What preemption must not break.

@@ -213,6 +213,7 @@ std::optional<SpreadScore> SpreadScore::prepare(const PodInfo& pod, const Cluste
     Constraint c;
     c.key = k.c->topology_key;
     c.weight = std::log(static_cast<double>(k.counts.size()) + 2);
+    c.required = !k.c->system_default;
     c.counts = std::move(k.counts);
     s.constraints_.push_back(std::move(c));
   }
@@ -223,7 +224,10 @@ int64_t SpreadScore::score(const NodeInfo& node) const {
   double sum = 0;
   for (const Constraint& c : constraints_) {
     const std::string* v = labelOf(node, c.key);
-    if (v == nullptr) return -(int64_t{1} << 40);  // kube-scheduler scores such a node 0
+    if (v == nullptr) {
+      if (!c.required) continue;
+      return -(int64_t{1} << 40);  // kube-scheduler scores such a node 0
+    }
     auto it = c.counts.find(*v);
     sum += static_cast<double>(it == c.counts.end() ? 0 : it->second) * c.weight;
   }
@@ -286,11 +290,49 @@ std::string gangSpread(const std::vector<PodInfoPtr>& members,
   return "";
 }
 
+std::optional<proto::LabelSelector> defaultSelector(
+    const proto::Pod& pod, const std::vector<std::shared_ptr<const proto::Service>>& services,
+    const std::map<std::string, std::string>* rc, const proto::LabelSelector* workload) {
+  proto::LabelSelector out;
+  for (const auto& svc : services) {
+    if (svc->meta.namespace_ != pod.meta.namespace_ || svc->selector.empty()) continue;
+    proto::LabelSelector s;
+    s.match_labels = svc->selector;
+    if (!s.matches(pod.meta.labels)) continue;
+    for (const auto& [k, v] : svc->selector) out.match_labels[k] = v;
+  }
+  if (rc != nullptr)
+    for (const auto& [k, v] : *rc) out.match_labels[k] = v;
+  if (workload != nullptr) {
+    // Its requirements are added to the Services' (a key in both must satisfy both).
+    for (const auto& [k, v] : workload->match_labels) out.match_expressions.push_back({k, "In", {v}});
+    out.match_expressions.insert(out.match_expressions.end(), workload->match_expressions.begin(),
+                                 workload->match_expressions.end());
+  }
+  if (isEmpty(out)) return std::nullopt;
+  return out;
+}
+
+std::vector<proto::TopologySpreadConstraint> defaultSpreadConstraints(
+    const SchedulerConfig& config, const proto::LabelSelector& selector) {
+  std::vector<proto::TopologySpreadConstraint> out;
+  for (const SchedulerConfig::DefaultSpread& d : config.defaultSpread()) {
+    proto::TopologySpreadConstraint c;
+    c.system_default = config.spread_defaulting == SchedulerConfig::SpreadDefaulting::kSystem;
+    c.max_skew = d.max_skew;
+    c.topology_key = d.topology_key;
+    c.when_unsatisfiable = d.when_unsatisfiable;
+    c.label_selector = selector;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 std::string spreadSignature(const proto::Pod& pod) {
   std::string s;
   for (const auto& c : pod.spec.topology_spread_constraints) {
     std::optional<proto::LabelSelector> sel = spreadSelector(c, pod.meta.labels);
-    absl::StrAppend(&s, "[", c.max_skew, "|", c.topology_key, "|", c.when_unsatisfiable, "|",
+    absl::StrAppend(&s, "[", c.system_default ? "s" : "", c.max_skew, "|", c.topology_key, "|", c.when_unsatisfiable, "|",
                     c.min_domains.value_or(1), "|", c.node_affinity_policy, "|",
                     c.node_taints_policy, "|");
     appendSelector(&s, sel);

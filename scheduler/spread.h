@@ -20,8 +20,11 @@
 // weighted by log(number of its domains + 2) as kube-scheduler does; a node missing a key scores
 // lowest. Placement ranks by it after preferred node affinity and inter-pod preferences.
 //
-// Not applied: the cluster default constraints kube-scheduler derives from Services and
-// ReplicaSets when a pod has none (they are ScheduleAnyway, a preference only).
+// Defaults (podTopologySpread in the config, kube-scheduler's PodTopologySpreadArgs): a pod
+// without constraints gets the System ones (ScheduleAnyway: maxSkew 3 per host, 5 per
+// topology.kubernetes.io/zone; a node without the key is not ranked lower) or the configured
+// list, counting what defaultSelector gives; none when nothing selects the pod. They are taken
+// when the pod is queued (scheduler's queue), from the Services and controllers known then.
 //
 // Inside a gang (gangSpread): a DoNotSchedule constraint whose selector counts other members of
 // the gang must hold once all of them are placed, as it would after kube-scheduler placed them one
@@ -38,6 +41,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,6 +51,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "proto/objects.h"
 #include "scheduler/cache.h"
+#include "scheduler/config.h"
 #include "scheduler/filter.h"
 #include "scheduler/pod_info.h"
 
@@ -125,6 +131,7 @@ class SpreadScore {
   struct Constraint {
     std::string key;
     double weight = 1;
+    bool required = true;  // a node without the key scores lowest (not for System defaults)
     absl::flat_hash_map<std::string, int64_t> counts;
   };
   std::vector<Constraint> constraints_;
@@ -141,6 +148,18 @@ std::optional<proto::LabelSelector> spreadSelector(const proto::TopologySpreadCo
 std::string gangSpread(const std::vector<PodInfoPtr>& members,
                        const std::function<bool(size_t, size_t)>& same_group,
                        std::vector<uint32_t>* masks);
+
+// kube-scheduler's DefaultSelector: the selectors of the Services selecting the pod (of its
+// namespace), with its controller's (`rc`: a ReplicationController's; `workload`: a ReplicaSet's or
+// StatefulSet's) merged in. nullopt when that selects nothing.
+std::optional<proto::LabelSelector> defaultSelector(
+    const proto::Pod& pod, const std::vector<std::shared_ptr<const proto::Service>>& services,
+    const std::map<std::string, std::string>* rc, const proto::LabelSelector* workload);
+
+// The default constraints for a pod (config.defaultSpread()) counting `selector`; System ones
+// are marked system_default.
+std::vector<proto::TopologySpreadConstraint> defaultSpreadConstraints(
+    const SchedulerConfig& config, const proto::LabelSelector& selector);
 
 // The pod's constraints as text, and which select the pod itself (part of the constraint
 // signature: members placed as one group must spread alike).

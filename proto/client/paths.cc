@@ -159,6 +159,9 @@ const Resource kPersistentVolumeClaims{"v1", "persistentvolumeclaims", true};
 const Resource kPersistentVolumes{"v1", "persistentvolumes", false};
 const Resource kStorageClasses{"storage.k8s.io/v1", "storageclasses", false};
 const Resource kCSINodes{"storage.k8s.io/v1", "csinodes", false};
+const Resource kReplicationControllers{"v1", "replicationcontrollers", true};
+const Resource kReplicaSets{"apps/v1", "replicasets", true};
+const Resource kStatefulSets{"apps/v1", "statefulsets", true};
 const Resource kPodDisruptionBudgets{"policy/v1", "poddisruptionbudgets", true};
 }  // namespace resources
 

@@ -251,6 +251,13 @@ cannot "update storageclasses" update storageclasses.storage.k8s.io
 can "list csinodes (volume limits)" list csinodes.storage.k8s.io
 can "watch csinodes" watch csinodes.storage.k8s.io
 cannot "update csinodes" update csinodes.storage.k8s.io
+can "list services in all namespaces (default spread)" list services -A
+can "watch services in all namespaces" watch services -A
+cannot "update services" update services -n "$WORK_NS"
+can "list replicationcontrollers in all namespaces" list replicationcontrollers -A
+can "list replicasets in all namespaces" list replicasets.apps -A
+can "watch statefulsets in all namespaces" watch statefulsets.apps -A
+cannot "update replicasets" update replicasets.apps -n "$WORK_NS"
 can "list persistentvolumes" list persistentvolumes
 can "watch persistentvolumes" watch persistentvolumes
 can "list poddisruptionbudgets in all namespaces (preemption)" list poddisruptionbudgets.policy -A

@@ -1178,6 +1178,40 @@ TEST_CASE("topology spread: single pods keep maxSkew over nodes where packing wo
   CHECK(sched.alive());
 }
 
+TEST_CASE("default topology spread: pods a Service selects spread over nodes, others pack") {
+  Env env("dts");
+  makeRacks(env, 1, 2);
+  const std::string app = env.run + "-web";
+  proto::Request req;
+  req.verb = proto::Verb::kPost;
+  req.path = proto::resources::kServices.collectionPath("default");
+  req.body = absl::StrCat(R"({"apiVersion":"v1","kind":"Service","metadata":{"name":")", app,
+                          R"(","labels":{"e2e-run":")", env.run,
+                          R"("}},"spec":{"clusterIP":"None","selector":{"app":")", app, R"("}}})");
+  REQUIRE(env.client->callSync(req).ok());
+  SchedulerProcess sched(kTestSchedulerConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+  // One at a time, as a Deployment's replicas arrive. No constraint of their own: kube-scheduler's
+  // System defaults (maxSkew 3 per host, a preference) count the Service's pods.
+  for (int i = 0; i < 4; ++i) {
+    create(*env.client, PodBuilder(absl::StrCat("r", i), env.run).withGpus(1).label("app", app));
+    REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "r") == i + 1; }));
+  }
+  for (int i = 0; i < 2; ++i) {
+    create(*env.client, PodBuilder(absl::StrCat("p", i), env.run).withGpus(1));
+    REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "p") == i + 1; }));
+  }
+  std::map<std::string, int> replicas, plain;
+  for (const auto& [name, p] : listPods(*env.client, env.run))
+    ++(name[0] == 'r' ? replicas : plain)[p.spec.node_name];
+  CHECK(replicas.size() == 2);
+  for (const auto& [node, n] : replicas) CHECK(n == 2);
+  CHECK(plain.size() == 1);  // packed onto one node, as without a Service
+  CHECK(sched.alive());
+  (void)TestCluster::get().kubectl({"delete", "service", app, "-n", "default", "--wait=false"});
+}
+
 TEST_CASE("topology spread inside a gang: 8 members spread 4 and 4 over racks and 2 per node, "
           "and a gang the constraint cannot hold waits whole") {
   Env env("tsg");

@@ -71,6 +71,34 @@ TEST_CASE("volume binding's timeout: 600 s unless set, and positive", "[config]"
         std::string::npos);
 }
 
+TEST_CASE("default spread constraints: kube-scheduler's System ones unless a List is given",
+          "[config]") {
+  const auto system = SchedulerConfig{}.defaultSpread();
+  REQUIRE(system.size() == 2);
+  CHECK(system[0] == SchedulerConfig::DefaultSpread{3, "kubernetes.io/hostname", "ScheduleAnyway"});
+  CHECK(system[1] == SchedulerConfig::DefaultSpread{5, "topology.kubernetes.io/zone", "ScheduleAnyway"});
+  auto list = parseConfig(
+      "podTopologySpread: {defaultingType: List, defaultConstraints: "
+      "[{maxSkew: 1, topologyKey: muster.dev/rack, whenUnsatisfiable: DoNotSchedule}]}");
+  REQUIRE(list.ok());
+  CHECK(list->defaultSpread() ==
+        std::vector<SchedulerConfig::DefaultSpread>{{1, "muster.dev/rack", "DoNotSchedule"}});
+  CHECK(parseConfig("podTopologySpread: {defaultingType: List}")->defaultSpread().empty());
+  CHECK(errorOf("podTopologySpread: {defaultingType: Cluster}") ==
+        "podTopologySpread.defaultingType: must be System or List, got \"Cluster\"");
+  CHECK(errorOf("podTopologySpread: {defaultConstraints: [{maxSkew: 1, topologyKey: k, "
+                "whenUnsatisfiable: DoNotSchedule}]}")
+            .find("podTopologySpread.defaultConstraints: must be empty with defaultingType System") !=
+        std::string::npos);
+  CHECK(errorOf("podTopologySpread: {defaultingType: List, defaultConstraints: [{maxSkew: 0, "
+                "topologyKey: k, whenUnsatisfiable: DoNotSchedule}]}") ==
+        "podTopologySpread.defaultConstraints[0].maxSkew: must be a positive integer, got 0");
+  CHECK(errorOf("podTopologySpread: {defaultingType: List, defaultConstraints: [{maxSkew: 1, "
+                "topologyKey: k, whenUnsatisfiable: Sometimes}]}") ==
+        "podTopologySpread.defaultConstraints[0].whenUnsatisfiable: must be DoNotSchedule or "
+        "ScheduleAnyway, got \"Sometimes\"");
+}
+
 TEST_CASE("a scheduler config built in code is validated the same way", "[config]") {
   SchedulerConfig c;
   c.topology_levels = {"rack", "rack"};

@@ -359,7 +359,7 @@ std::string PodJson::json() const {
   if (!annotations_.empty()) w.stringMapField("annotations", annotations_);
   if (!owner_.empty()) {
     w.key("ownerReferences").beginArray().beginObject();
-    w.stringField("apiVersion", "batch/v1").stringField("kind", "Job").stringField("name", owner_);
+    w.stringField("apiVersion", owner_api_).stringField("kind", owner_kind_).stringField("name", owner_);
     w.stringField("uid", "uid-job-" + owner_).booleanField("controller", true);
     w.endObject().endArray();
   }
@@ -411,6 +411,28 @@ std::string PodJson::json() const {
     w.endObject().endArray();
   }
   w.endObject();
+  w.endObject();
+  return w.str();
+}
+
+std::string serviceJson(const std::string& name, const std::map<std::string, std::string>& selector,
+                        const std::string& ns) {
+  proto::JsonWriter w;
+  w.beginObject().stringField("apiVersion", "v1").stringField("kind", "Service");
+  w.key("metadata").beginObject().stringField("name", name).stringField("namespace", ns).endObject();
+  w.key("spec").beginObject().stringMapField("selector", selector).endObject();
+  w.endObject();
+  return w.str();
+}
+
+std::string replicaSetJson(const std::string& name,
+                           const std::map<std::string, std::string>& selector,
+                           const std::string& ns) {
+  proto::JsonWriter w;
+  w.beginObject().stringField("apiVersion", "apps/v1").stringField("kind", "ReplicaSet");
+  w.key("metadata").beginObject().stringField("name", name).stringField("namespace", ns).endObject();
+  w.key("spec").beginObject().key("selector").beginObject().stringMapField("matchLabels", selector);
+  w.endObject().endObject();
   w.endObject();
   return w.str();
 }

@@ -175,6 +175,15 @@ class PodJson {
   PodJson& schedulingGroup(const std::string& group) { scheduling_group_ = group; return *this; }
   PodJson& annotation(const std::string& k, const std::string& v) { annotations_[k] = v; return *this; }
   PodJson& controlledBy(const std::string& job) { owner_ = job; return *this; }
+  // Controlled by another kind of object ("apps/v1", "ReplicaSet", "rs").
+  PodJson& controlledBy(const std::string& api_version, const std::string& kind,
+                        const std::string& name) {
+    owner_api_ = api_version;
+    owner_kind_ = kind;
+    owner_ = name;
+    return *this;
+  }
+  PodJson& label(const std::string& k, const std::string& v) { labels_[k] = v; return *this; }
   PodJson& boundTo(const std::string& node) { node_ = node; return *this; }
   PodJson& schedulerName(const std::string& v) { scheduler_ = v; return *this; }
   PodJson& phase(const std::string& v) { phase_ = v; return *this; }
@@ -195,6 +204,7 @@ class PodJson {
  private:
   std::string name_, ns_ = "ml", node_, owner_, scheduler_ = "muster-scheduler", phase_ = "Pending";
   std::string scheduling_group_, preemption_policy_, preempted_;
+  std::string owner_api_ = "batch/v1", owner_kind_ = "Job";
   std::optional<int32_t> priority_;
   int gpus_ = 1;
   std::map<std::string, std::string> labels_, annotations_, extra_;
@@ -208,6 +218,12 @@ std::string podGroupJson(const std::string& name, int min_member, const std::str
 std::string workloadPodGroupJson(const std::string& name, int min_count,
                                  const std::string& topology_key = "",
                                  const std::string& ns = "ml");
+// A Service selecting `selector`; a ReplicaSet whose spec.selector matches `selector`.
+std::string serviceJson(const std::string& name, const std::map<std::string, std::string>& selector,
+                        const std::string& ns = "ml");
+std::string replicaSetJson(const std::string& name,
+                           const std::map<std::string, std::string>& selector,
+                           const std::string& ns = "ml");
 // A PersistentVolumeClaim, bound (to a volume) or pending.
 std::string claimJson(const std::string& name, bool bound, const std::string& ns = "ml",
                       const std::string& access_mode = "ReadWriteOnce");

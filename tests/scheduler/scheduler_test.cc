@@ -25,6 +25,8 @@ namespace {
 using testing::FakeCluster;
 using testing::FakeEventSink;
 using testing::FakeSchedulerApi;
+using testing::replicaSetJson;
+using testing::serviceJson;
 using testing::nodeJson;
 using testing::podGroupJson;
 using testing::podJson;
@@ -208,6 +210,34 @@ TEST_CASE("a single pod gets kube-scheduler's Scheduled Event, and a PodGroup's 
       CHECK_THAT(e.message, Catch::StartsWith("Successfully assigned 3 pods of gang ml/g to "));
     }
   }
+}
+
+TEST_CASE("pods without spread constraints spread by kube-scheduler's defaults over what their "
+          "Service or ReplicaSet selects, and pack otherwise", "[scheduler][spread]") {
+  Fixture f;
+  for (const char* n : {"n1", "n2", "n3"}) f.cluster.put("nodes", nodeJson(n).rack("r1").gpus(8));
+  f.cluster.put("services", serviceJson("web", {{"app", "web"}}));
+  f.cluster.put("replicasets", replicaSetJson("db", {{"app", "db"}}));
+  std::vector<std::string> all;
+  for (int i = 0; i < 3; ++i) {
+    const std::string web = "web-" + std::to_string(i), db = "db-" + std::to_string(i),
+                      plain = "plain-" + std::to_string(i);
+    f.cluster.put("pods", podJson(web).label("app", "web"));
+    f.cluster.put("pods", podJson(db).label("app", "db").controlledBy("apps/v1", "ReplicaSet", "db"));
+    // Labelled like the web pods' namespace-mates but selected by nothing: packed.
+    f.cluster.put("pods", podJson(plain).label("app", "batch"));
+    all.insert(all.end(), {web, db, plain});
+  }
+  f.start();
+  REQUIRE(f.cluster.runUntil([&] { return f.bound(all) == 9; }));
+  auto nodesOf = [&](const std::string& prefix) {
+    std::set<std::string> nodes;
+    for (int i = 0; i < 3; ++i) nodes.insert(f.nodeOf(prefix + std::to_string(i)));
+    return nodes;
+  };
+  CHECK(nodesOf("web-").size() == 3);   // maxSkew 3 per host is a preference: fewest first
+  CHECK(nodesOf("db-").size() == 3);
+  CHECK(nodesOf("plain-").size() == 1);  // packing, as without defaults
 }
 
 TEST_CASE("a gang of 3 is not bound at all while only 2 of its members fit", "[scheduler]") {

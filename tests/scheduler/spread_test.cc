@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <functional>
+#include <memory>
 #include <random>
 #include <set>
 
@@ -121,6 +122,60 @@ TEST_CASE("ScheduleAnyway prefers the emptier domain over packing, and never ref
   // Unsatisfiable as DoNotSchedule when b is full; ScheduleAnyway still places it.
   cache.addPod(pod("fill").gpus(8).onNode("b1"));
   CHECK(lone(pod("soft2").label("app", "web").gpus(1).spread(kZone, 1, "ScheduleAnyway", "app", "web")) != "b1");
+}
+
+TEST_CASE("default constraints count what the pod's Services and controller select", "[spread]") {
+  auto svc = [](const std::string& ns, std::map<std::string, std::string> selector) {
+    auto s = std::make_shared<proto::Service>();
+    s->meta.namespace_ = ns;
+    s->selector = std::move(selector);
+    return std::shared_ptr<const proto::Service>(s);
+  };
+  const proto::Pod web = pod("w").label("app", "web").label("tier", "front").build();
+  // A matching Service of the namespace counts; one of another namespace, one that does not
+  // match the pod, and one without a selector do not.
+  std::optional<proto::LabelSelector> s = defaultSelector(
+      web, {svc("ml", {{"app", "web"}}), svc("other", {{"tier", "front"}}), svc("ml", {{"app", "db"}}),
+            svc("ml", {})},
+      nullptr, nullptr);
+  REQUIRE(s.has_value());
+  CHECK(s->match_labels == std::map<std::string, std::string>{{"app", "web"}});
+  CHECK(s->match_expressions.empty());
+  // A ReplicaSet's selector is added as requirements.
+  proto::LabelSelector rs;
+  rs.match_labels["tier"] = "front";
+  s = defaultSelector(web, {svc("ml", {{"app", "web"}})}, nullptr, &rs);
+  REQUIRE(s.has_value());
+  CHECK(s->matches({{"app", "web"}, {"tier", "front"}}));
+  CHECK_FALSE(s->matches({{"app", "web"}}));
+  // A ReplicationController's map is merged; nothing selecting the pod: no defaults.
+  const std::map<std::string, std::string> rc{{"tier", "front"}};
+  CHECK(defaultSelector(web, {}, &rc, nullptr)->match_labels == rc);
+  CHECK_FALSE(defaultSelector(web, {svc("ml", {{"app", "db"}})}, nullptr, nullptr).has_value());
+}
+
+TEST_CASE("System default constraints prefer fewer matching pods and do not rank down a node "
+          "without the zone label", "[spread]") {
+  ClusterCache cache = zones();
+  cache.addNode(node("x1").gpus(8));  // no zone label
+  for (const char* n : {"a1", "a2", "b1"}) cache.addPod(pod(std::string("web-") + n).label("app", "web").onNode(n));
+  SchedulerConfig config;
+  proto::LabelSelector selector;
+  selector.match_labels["app"] = "web";
+  proto::Pod p = pod("next").label("app", "web").gpus(1).build();
+  p.spec.topology_spread_constraints = defaultSpreadConstraints(config, selector);
+  p.spec.has_topology_spread_constraints = true;
+  REQUIRE(p.spec.topology_spread_constraints.size() == 2);
+  CHECK(p.spec.topology_spread_constraints[0].system_default);
+  std::optional<SpreadScore> score = SpreadScore::prepare(**makePodInfo(p), cache);
+  REQUIRE(score.has_value());
+  const auto at = [&](const char* n) { return score->score(cache.node(*cache.findNode(n))); };
+  CHECK(at("x1") > at("b1"));  // 0 pods on it, and its missing zone is not held against it
+  CHECK(at("b1") > at("a1"));  // zone b has 1 web pod, zone a 2
+  // The same constraints given by the pod itself: a node without the key ranks last.
+  for (auto& c : p.spec.topology_spread_constraints) c.system_default = false;
+  score = SpreadScore::prepare(**makePodInfo(p), cache);
+  CHECK(score->score(cache.node(*cache.findNode("x1"))) < score->score(cache.node(*cache.findNode("a1"))));
 }
 
 // Members of gang `name` with `gpus` GPUs each, labelled job=<name>, spreading over each other.
