@@ -232,6 +232,7 @@ GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCa
   GangInterPod out;
   const size_t n = members.size();
   out.one_per_node.assign(n, false);
+  out.one_per_domain.assign(n, "");
   out.group_key.assign(n, "");
   // The terms that can tell members apart: theirs, and the placed pods' anti-affinity.
   struct Term {
@@ -276,11 +277,13 @@ GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCa
       for (size_t j = 0; j < n; ++j)
         if (j != i && selected(t, i, j)) hit.push_back(j);
       if (hit.empty()) continue;
-      if (t.topology_key != proto::vocabulary::kHostnameLabel) {
+      const bool host = t.topology_key == proto::vocabulary::kHostnameLabel;
+      if (!host && !out.one_per_domain[i].empty() && out.one_per_domain[i] != t.topology_key) {
         out.unsupported = absl::StrCat(
-            "pod ", name, " has required anti-affinity to other members of its gang on ",
-            t.topology_key, "; among members of one gang Muster supports it only on ",
-            proto::vocabulary::kHostnameLabel, " (one such member per node)");
+            "pod ", name, " has required anti-affinity to other members of its gang on both ",
+            out.one_per_domain[i], " and ", t.topology_key,
+            "; among members of one gang Muster supports it on one key (and ",
+            proto::vocabulary::kHostnameLabel, ")");
         break;
       }
       for (size_t j : hit) {
@@ -288,12 +291,13 @@ GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCa
           out.unsupported = absl::StrCat(
               "pod ", name, " has required anti-affinity to member ", members[j]->key,
               " of its gang, which has other requests, constraints or labels; Muster supports it "
-              "only between members alike (one such member per node)");
+              "only between members alike (one such member per ", t.topology_key, ")");
           break;
         }
       }
       if (!out.unsupported.empty()) break;
-      out.one_per_node[i] = true;
+      out.one_per_node[i] = true;  // one per domain of any key is one per node too
+      if (!host) out.one_per_domain[i] = t.topology_key;
     }
     if (!out.unsupported.empty()) break;
     for (const auto& t : requiredAffinity(members[i]->pod)) {

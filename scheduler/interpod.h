@@ -24,8 +24,9 @@
 // the members of a gang already bound count as placed for the rest of it.
 //
 // Inside a gang (analyzeGang): the members are decided together, so their terms against each
-// other are turned into what the placement understands: anti-affinity on kubernetes.io/hostname
-// among members → at most one such member per node; affinity of every member to every member on
+// other are turned into what the placement understands: anti-affinity among alike members on
+// kubernetes.io/hostname → at most one such member per node, on another key → at most one per
+// domain of that key (placed like a spread, placement.cc distributeSpread); affinity of every member to every member on
 // a topology level (or the host) → the gang's required level. Other combinations are refused
 // with a message rather than placed wrongly (see GangInterPod::unsupported).
 
@@ -113,6 +114,9 @@ struct GangInterPod {
   // Per member: it may share a node with no other member its anti-affinity selects (they are all
   // members of its own placement group, see `group_key`).
   std::vector<bool> one_per_node;
+  // Per member: the key (other than the host's) of the domains it may share with no other member
+  // its anti-affinity selects (all of its own placement group); "" when none.
+  std::vector<std::string> one_per_domain;
   // Per member: what, besides its constraint signature, must be equal for two members to be
   // placed as one group: which terms (the members' own and the placed pods' anti-affinity) select
   // it. Empty strings when no inter-pod term is in play.

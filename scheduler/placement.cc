@@ -88,9 +88,11 @@ struct Group {
   // as a preference.
   std::optional<SpreadFilter> spread;
   std::optional<SpreadScore> spread_score;
-  // Some DoNotSchedule constraint counts other members of the gang (spread->gang()): the group is
-  // placed by distributeSpread, after the groups it may count.
+  // Some DoNotSchedule constraint counts other members of the gang (spread->gang()), or its
+  // members' anti-affinity allows one per domain of a key: the group is placed by
+  // distributeSpread, after the groups it may count, by these (a key other than the host's first).
   bool gang_spread = false;
+  std::vector<GangSpread> gang_constraints;
   // A ReadWriteOncePod claim of the group's pods is used by a placed pod: no node will do.
   bool rwop_conflict = false;
   // Its pods have claims to bind (WaitForFirstConsumer): a node takes no more of them than its
@@ -462,9 +464,24 @@ void Placer::buildGroups() {
   for (Group& g : groups_) {
     const size_t first = static_cast<size_t>(g.members.front());
     const uint32_t mask = first < inter_.gang_spread.size() ? inter_.gang_spread[first] : 0;
-    if (mask == 0) continue;
-    g.spread = SpreadFilter::prepare(*g.rep, cache_, mask);
-    g.gang_spread = g.spread.has_value() && !g.spread->gang().empty();
+    if (mask != 0) {
+      g.spread = SpreadFilter::prepare(*g.rep, cache_, mask);
+      if (g.spread) g.gang_constraints = g.spread->gang();
+    }
+    if (first < inter_.one_per_domain.size() && !inter_.one_per_domain[first].empty()) {
+      GangSpread a;
+      a.key = inter_.one_per_domain[first];
+      a.max_skew = 1;
+      a.can_raise = false;
+      a.anti_affinity = true;
+      for (NodeId id : topo_.order) {
+        const NodeInfo& n = cache_.node(id);
+        if (auto it = n.labels.find(a.key); it != n.labels.end()) a.counts.try_emplace(it->second, 0);
+      }
+      for (size_t k = 0; k < a.counts.size(); ++k) a.sorted.push_back(0);
+      g.gang_constraints.insert(g.gang_constraints.begin(), std::move(a));
+    }
+    g.gang_spread = !g.gang_constraints.empty();
   }
   std::stable_sort(groups_.begin(), groups_.end(), [](const Group& a, const Group& b) {
     return sizeKey(a.rep->requests) > sizeKey(b.rep->requests);
@@ -874,7 +891,7 @@ bool Placer::fill(int level, uint32_t idx) {
 int64_t Placer::distributeSpread(int level, uint32_t idx, const Group& g,
                                  const std::vector<size_t>& before,
                                  std::vector<std::pair<uint32_t, int64_t>>* out) const {
-  const std::vector<GangSpread>& gang = g.spread->gang();
+  const std::vector<GangSpread>& gang = g.gang_constraints;
   const GangSpread& primary = gang.front();
   // With two, the second is the host's: it caps and floors each node (below).
   const GangSpread* host = gang.size() > 1 ? &gang.back() : nullptr;
@@ -1197,12 +1214,18 @@ Unschedulable Placer::diagnose(std::string headline_extra) const {
     }
     for (const Group& g : groups_) {
       if (!g.gang_spread) continue;
-      const GangSpread& c = g.spread->gang().front();
+      const GangSpread& c = g.gang_constraints.front();
       const int64_t fit = distributeSpread(-1, 0, g, {}, nullptr);
       if (fit >= g.count) continue;
-      parts.push_back(absl::StrCat(std::string(kReasonSpread), ": spread over ", c.key, " with maxSkew ",
-                                   c.max_skew, ", the nodes can take ", fit, " of the ", g.count,
-                                   " members that count each other"));
+      if (c.anti_affinity) {
+        parts.push_back(absl::StrCat(std::string(kReasonPodAntiAffinity), ": one member per ", c.key,
+                                     ", the nodes can take ", fit, " of the ", g.count,
+                                     " members that exclude each other"));
+      } else {
+        parts.push_back(absl::StrCat(std::string(kReasonSpread), ": spread over ", c.key,
+                                     " with maxSkew ", c.max_skew, ", the nodes can take ", fit,
+                                     " of the ", g.count, " members that count each other"));
+      }
     }
     if (cordoned > 0) parts.push_back(absl::StrCat(cordoned, cordoned == 1 ? " node is" : " nodes are", " cordoned"));
     if (not_ready > 0) parts.push_back(absl::StrCat(not_ready, not_ready == 1 ? " node is" : " nodes are", " not ready"));
@@ -1424,6 +1447,21 @@ auto withInterPod(const GangRequest& request, const ClusterCache& cache,
              inter.group_key[i] == inter.group_key[j];
     };
     inter.unsupported = gangSpread(request.members, same_group, &inter.gang_spread);
+  }
+  for (size_t i = 0; i < request.members.size() && inter.unsupported.empty(); ++i) {
+    // One member per domain of a key and a spread over another key other than the host's: two
+    // keys to distribute over, which the placement does not do.
+    if (inter.one_per_domain[i].empty() || i >= inter.gang_spread.size()) continue;
+    const auto& constraints = request.members[i]->pod.spec.topology_spread_constraints;
+    for (size_t c = 0; c < constraints.size() && c < 32; ++c) {
+      if ((inter.gang_spread[i] >> c & 1) == 0) continue;
+      if (constraints[c].topology_key == vocab::kHostnameLabel) continue;
+      inter.unsupported = absl::StrCat(
+          "pod ", request.members[i]->key, " has required anti-affinity to other members of its gang on ",
+          inter.one_per_domain[i], " and a DoNotSchedule topology spread constraint counting them on ",
+          constraints[c].topology_key, "; Muster distributes a gang's members over one key (and ",
+          vocab::kHostnameLabel, ")");
+    }
   }
   if (inter.unsupported.empty()) inter.unsupported = sharedReadWriteOncePod(request.members);
   if (!inter.unsupported.empty()) {

@@ -73,8 +73,11 @@ struct GangSpread {
   std::vector<int64_t> sorted;                        // the values of counts, ascending
   proto::LabelSelector selector;
   std::string namespace_;
+  // Required anti-affinity among a group's own members on `key` (interpod.h): one member per
+  // domain (maxSkew 1 over domains all at 0, minimum never raised), counting no other pod.
+  bool anti_affinity = false;
   bool selects(const proto::Pod& pod) const {
-    return pod.meta.namespace_ == namespace_ && selector.matches(pod.meta.labels);
+    return !anti_affinity && pod.meta.namespace_ == namespace_ && selector.matches(pod.meta.labels);
   }
 };
 

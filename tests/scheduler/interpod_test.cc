@@ -243,6 +243,29 @@ TEST_CASE("members with anti-affinity to each other on the host get one node eac
              Catch::Contains("1 node(s) didn't match pod anti-affinity rules"));
 }
 
+TEST_CASE("members with anti-affinity to each other on a rack get one rack each, or wait whole",
+          "[interpod]") {
+  ClusterCache cache = racks();
+  auto per_rack = [](int i) {
+    return pod("w" + std::to_string(i)).gpus(1).gang("train", 2).label("role", "w")
+        .requiredAntiAffinity("role", "w", testing::kRack);
+  };
+  // Without the term both 1-GPU pods would share a node; with it, one per rack.
+  GangPlacement p = placed(place(gangOf(2, per_rack), cache));
+  std::set<std::string> racks_used;
+  for (const Assignment& a : p.assignments) racks_used.insert(a.node.substr(0, 2));
+  CHECK(racks_used.size() == 2);
+  // Three members, two racks: the gang waits whole, in kube-scheduler's words.
+  CHECK_THAT(refusedWith(place(gangOf(3, per_rack), cache)),
+             Catch::Contains("node(s) didn't match pod anti-affinity rules: one member per "
+                             "muster.dev/rack, the nodes can take 2 of the 3 members"));
+  // A placed pod the term selects takes its rack away (ordinary anti-affinity).
+  cache.addPod(pod("other").label("role", "w").onNode("r1-n0"));
+  for (const Assignment& a : placed(place(gangOf(1, per_rack), cache)).assignments)
+    CHECK(a.node.rfind("r0-", 0) == 0);
+  CHECK_THAT(refusedWith(place(gangOf(2, per_rack), cache)), Catch::Contains("anti-affinity"));
+}
+
 TEST_CASE("members with affinity to each other on a level land in one domain of it", "[interpod]") {
   ClusterCache cache = racks();
   auto member = [](int i) {
@@ -258,13 +281,14 @@ TEST_CASE("members with affinity to each other on a level land in one domain of 
 TEST_CASE("inter-pod terms among members that Muster cannot place yet are refused, not ignored",
           "[interpod]") {
   ClusterCache cache = racks();
-  // Anti-affinity among members on a rack (one member per rack).
-  auto per_rack = [](int i) {
+  // Anti-affinity among members on two keys other than the host's.
+  auto two_keys = [](int i) {
     return pod("w" + std::to_string(i)).gpus(1).gang("train", 2).label("role", "w")
-        .requiredAntiAffinity("role", "w", testing::kRack);
+        .requiredAntiAffinity("role", "w", testing::kRack)
+        .requiredAntiAffinity("role", "w", "topology.kubernetes.io/zone");
   };
-  CHECK_THAT(refusedWith(place(gangOf(2, per_rack), cache)),
-             Catch::Contains("supports it only on kubernetes.io/hostname"));
+  CHECK_THAT(refusedWith(place(gangOf(2, two_keys), cache)),
+             Catch::Contains("Muster supports it on one key (and kubernetes.io/hostname)"));
   // Anti-affinity from the launcher to the workers (members that differ).
   auto mixed = [](int i) {
     auto p = pod("p" + std::to_string(i)).gpus(i == 0 ? 0 : 1).gang("train", 3);
