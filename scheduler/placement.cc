@@ -868,7 +868,7 @@ bool Placer::fill(int level, uint32_t idx) {
         ports.insert(ports.end(), g.rep->host_ports.begin(), g.rep->host_ports.end());
       }
     }
-    const std::vector<size_t> placed(order.begin(), order.begin() + static_cast<ptrdiff_t>(step) + 1);
+    std::vector<size_t> placed;  // the groups placed so far, only when a later group needs them
     for (size_t later_step = step + 1; later_step < order.size(); ++later_step) {
       Group& later = groups_[order[later_step]];
       for (const auto& [pos, res] : extra_) {
@@ -877,8 +877,10 @@ bool Placer::fill(int level, uint32_t idx) {
         int32_t cap = nodeCap(later, topo_.order[pos], &res,
                               ports == extra_ports_.end() ? nullptr : &ports->second);
         const NodeInfo& n = nodeAt(pos);
-        if (later.csi && cap > 0 && n.volume_limits)
+        if (later.csi && cap > 0 && n.volume_limits) {
+          if (placed.empty()) placed.assign(order.begin(), order.begin() + static_cast<ptrdiff_t>(step) + 1);
           cap = static_cast<int32_t>(std::min<int64_t>(cap, volumeLimitRoom(*later.rep, n, &placed, pos)));
+        }
         (*later.cap)[pos] = cap;
       }
       computePrefix(later);
