@@ -63,7 +63,8 @@ std::string fingerprint(const proto::PodAffinityTerm& t, std::string_view owner_
   return s;
 }
 
-// The level index of a topology key: one of `levels`, levels.size() for the host, else -1.
+}  // namespace
+
 int levelOfKey(const std::vector<std::string>& levels, const std::string& key) {
   for (size_t i = 0; i < levels.size(); ++i)
     if (levels[i] == key) return static_cast<int>(i);
@@ -71,7 +72,32 @@ int levelOfKey(const std::vector<std::string>& levels, const std::string& key) {
   return -1;
 }
 
-}  // namespace
+bool matchesAllAffinity(const proto::Pod& owner, const proto::Pod& other,
+                        const NamespaceLabels& namespace_labels) {
+  const auto& affinity = requiredAffinity(owner);
+  return !affinity.empty() &&
+         std::all_of(affinity.begin(), affinity.end(), [&](const proto::PodAffinityTerm& t) {
+           return termSelects(t, owner.meta.namespace_, other.meta.namespace_, other.meta.labels,
+                              namespace_labels);
+         });
+}
+
+std::vector<std::string> exclusionKeys(const proto::Pod& a, const proto::Pod& b,
+                                       const NamespaceLabels& namespace_labels) {
+  std::vector<std::string> keys;
+  auto add = [&](const proto::Pod& owner, const proto::Pod& other) {
+    for (const auto& t : requiredAntiAffinity(owner)) {
+      if (!termSelects(t, owner.meta.namespace_, other.meta.namespace_, other.meta.labels,
+                       namespace_labels))
+        continue;
+      if (std::find(keys.begin(), keys.end(), t.topology_key) == keys.end())
+        keys.push_back(t.topology_key);
+    }
+  };
+  add(a, b);
+  add(b, a);
+  return keys;
+}
 
 bool termSelects(const proto::PodAffinityTerm& term, std::string_view owner_namespace,
                  std::string_view pod_namespace, const proto::Labels& labels,
@@ -152,7 +178,8 @@ Status InterPodFilter::check(const NodeInfo& node) const {
     if (v == nullptr) return Status::unresolvable(std::string(kReasonPodAffinity));
     if (!affinity_pairs_.contains(Pair(key, *v))) pods_exist = false;
   }
-  if (!pods_exist && !first_of_group_) return Status::unresolvable(std::string(kReasonPodAffinity));
+  if (!pods_exist && !first_of_group_ && !defer_affinity_)
+    return Status::unresolvable(std::string(kReasonPodAffinity));
   if (!anti_pairs_.empty()) {
     for (const std::string& key : anti_keys_) {
       const std::string* v = labelOf(node, key);
@@ -210,6 +237,16 @@ std::optional<InterPodScore> InterPodScore::prepare(const proto::Pod& pod, const
   return out;
 }
 
+bool InterPodFilter::affinityMet(const NodeInfo& node, const absl::flat_hash_set<Pair>& more) const {
+  for (const std::string& key : affinity_keys_) {
+    const std::string* v = labelOf(node, key);
+    if (v == nullptr) return false;
+    Pair pair(key, *v);
+    if (!affinity_pairs_.contains(pair) && !more.contains(pair)) return false;
+  }
+  return true;
+}
+
 int64_t InterPodScore::score(const NodeInfo& node) const {
   int64_t sum = 0;
   if (pairs_.size() < node.labels.size()) {
@@ -234,6 +271,7 @@ GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCa
   out.one_per_node.assign(n, false);
   out.one_per_domain.assign(n, "");
   out.group_key.assign(n, "");
+  out.whole_gang_affinity.assign(n, false);
   // The terms that can tell members apart: theirs, and the placed pods' anti-affinity.
   struct Term {
     const proto::PodAffinityTerm* term;
@@ -278,6 +316,9 @@ GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCa
         if (j != i && selected(t, i, j)) hit.push_back(j);
       if (hit.empty()) continue;
       const bool host = t.topology_key == proto::vocabulary::kHostnameLabel;
+      // Members of other groups it excludes are kept apart by the placement (exclusionKeys);
+      // among its own group, one per domain.
+      if (std::none_of(hit.begin(), hit.end(), [&](size_t j) { return sameGroup(i, j); })) continue;
       if (!host && !out.one_per_domain[i].empty() && out.one_per_domain[i] != t.topology_key) {
         out.unsupported = absl::StrCat(
             "pod ", name, " has required anti-affinity to other members of its gang on both ",
@@ -286,30 +327,21 @@ GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCa
             proto::vocabulary::kHostnameLabel, ")");
         break;
       }
-      for (size_t j : hit) {
-        if (!sameGroup(i, j)) {
-          out.unsupported = absl::StrCat(
-              "pod ", name, " has required anti-affinity to member ", members[j]->key,
-              " of its gang, which has other requests, constraints or labels; Muster supports it "
-              "only between members alike (one such member per ", t.topology_key, ")");
-          break;
-        }
-      }
-      if (!out.unsupported.empty()) break;
-      out.one_per_node[i] = true;  // one per domain of any key is one per node too
-      if (!host) out.one_per_domain[i] = t.topology_key;
+      // Per domain of another key: distributeSpread (nodes without the key take any number).
+      if (host) out.one_per_node[i] = true;
+      else out.one_per_domain[i] = t.topology_key;
     }
     if (!out.unsupported.empty()) break;
-    for (const auto& t : requiredAffinity(members[i]->pod)) {
+    const auto& affinity = requiredAffinity(members[i]->pod);
+    out.whole_gang_affinity[i] = !affinity.empty();
+    for (const auto& t : affinity) {
       size_t hits = 0;
       for (size_t j = 0; j < n; ++j)
         if (j != i && selected(t, i, j)) ++hits;
-      if (hits == 0) continue;
       if (hits != n - 1) {
-        out.unsupported = absl::StrCat(
-            "pod ", name, " has required affinity to some members of its gang but not all; "
-            "Muster supports affinity among members only when it selects every member");
-        break;
+        // Some members only: the placement's order and domains (placement.cc).
+        out.whole_gang_affinity[i] = false;
+        continue;
       }
       int level = levelOfKey(levels, t.topology_key);
       if (level < 0) {

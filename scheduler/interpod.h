@@ -23,12 +23,22 @@
 // "Placed" pods are what the cluster cache accounts: bound and assumed pods, not terminal ones, so
 // the members of a gang already bound count as placed for the rest of it.
 //
-// Inside a gang (analyzeGang): the members are decided together, so their terms against each
-// other are turned into what the placement understands: anti-affinity among alike members on
-// kubernetes.io/hostname → at most one such member per node, on another key → at most one per
-// domain of that key (placed like a spread, placement.cc distributeSpread); affinity of every member to every member on
-// a topology level (or the host) → the gang's required level. Other combinations are refused
-// with a message rather than placed wrongly (see GangInterPod::unsupported).
+// Inside a gang (analyzeGang, and the placement's groups): the members are decided together, so
+// their terms against each other are turned into what the placement understands:
+//   - anti-affinity among alike members on kubernetes.io/hostname → at most one such member per
+//     node, on another key → at most one per domain of that key (placed like a spread,
+//     placement.cc distributeSpread; nodes without the key take any number);
+//   - affinity of every member to every member on a topology level (or the host) → the gang's
+//     required level;
+//   - between members of different shapes (a launcher and its workers): the placement places
+//     the members an affinity term needs before the members that have it, and then only in
+//     domains holding one of them (or a placed pod the terms select), and keeps members whose
+//     anti-affinity (either side's) excludes each other in different domains — the order a
+//     one-pod-at-a-time scheduler would have to find;
+//   - self-affinity that only the members of one shape satisfy, with no placed pod to match:
+//     those members share one domain of the key.
+// Combinations left are refused with a message rather than placed wrongly
+// (GangInterPod::unsupported, placement.cc).
 
 #include <cstdint>
 #include <functional>
@@ -73,16 +83,28 @@ std::string interPodSignature(const proto::Pod& pod);
 // kube-scheduler's PreFilter) and then asked per node.
 class InterPodFilter {
  public:
+  using Pair = std::pair<std::string, std::string>;  // topology key, value
+
   // Nothing to check (no terms, and no placed pod's anti-affinity selects the pod): nullopt.
   static std::optional<InterPodFilter> prepare(const proto::Pod& pod, const ClusterCache& cache,
                                                const NamespaceLabels& namespace_labels = {});
   Status check(const NodeInfo& node) const;
 
+  // Members of the pod's gang placed before it will satisfy its affinity: check() then asks only
+  // that the node carries the terms' keys, and affinityMet() decides once they are placed.
+  void deferAffinity() { defer_affinity_ = true; }
+  // For every affinity key, the node's domain holds a placed pod matching all the terms, or is
+  // one of `more` (the domains of members placed before it).
+  bool affinityMet(const NodeInfo& node, const absl::flat_hash_set<Pair>& more) const;
+  // No placed pod matches all the affinity terms and the pod matches them itself.
+  bool firstOfGroup() const { return first_of_group_; }
+  const std::vector<std::string>& affinityKeys() const { return affinity_keys_; }
+
  private:
-  using Pair = std::pair<std::string, std::string>;  // topology key, value
   std::vector<std::string> affinity_keys_;
   absl::flat_hash_set<Pair> affinity_pairs_;  // domains holding a pod that matches all terms
   bool first_of_group_ = false;               // the self-affinity exception applies
+  bool defer_affinity_ = false;
   std::vector<std::string> anti_keys_;
   absl::flat_hash_set<Pair> anti_pairs_;      // domains holding a pod one of its terms selects
   absl::flat_hash_set<Pair> existing_anti_;   // domains placed pods' anti-affinity forbids
@@ -121,10 +143,24 @@ struct GangInterPod {
   // placed as one group: which terms (the members' own and the placed pods' anti-affinity) select
   // it. Empty strings when no inter-pod term is in play.
   std::vector<std::string> group_key;
+  // Per member: every one of its required affinity terms selects every other member (the
+  // required level above stands for them); false when it has none.
+  std::vector<bool> whole_gang_affinity;
   // Per member: its DoNotSchedule spread constraints that count other members (bit i: constraint
   // i; scheduler/spread.h gangSpread). Empty or 0: none.
   std::vector<uint32_t> gang_spread;
 };
+
+// The level index of a topology key: one of `levels`, levels.size() for the host, else -1.
+int levelOfKey(const std::vector<std::string>& levels, const std::string& key);
+
+// Whether `other` matches every required affinity term of `owner` (false when it has none).
+bool matchesAllAffinity(const proto::Pod& owner, const proto::Pod& other,
+                        const NamespaceLabels& namespace_labels = {});
+// The topology keys of the domains `a` and `b` may not share: those of a's required anti-affinity
+// terms that select b, and of b's that select a.
+std::vector<std::string> exclusionKeys(const proto::Pod& a, const proto::Pod& b,
+                                       const NamespaceLabels& namespace_labels = {});
 
 // `levels`: the configured topology level keys (the host level is kubernetes.io/hostname).
 GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCache& cache,

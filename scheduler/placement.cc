@@ -101,6 +101,15 @@ struct Group {
   // Its pods have volumes a CSI driver attaches: a node with a CSINode limit for the driver takes
   // no more of them than the volumes it can still attach (volumeLimitRoom).
   bool csi = false;
+  // Required inter-pod terms toward members of other groups (scheduler/interpod.h): the groups
+  // whose members its affinity needs in its domains (placed before it; `inter` defers its
+  // affinity to the fill), the groups whose domains of a key it may not share (either side's
+  // anti-affinity), and the level of the one domain its members share (self-affinity only they
+  // satisfy; -1: none).
+  std::vector<size_t> needs;
+  std::vector<size_t> needed_by;  // the groups whose `needs` hold this one
+  std::vector<std::pair<size_t, std::string>> excludes;
+  int together_level = -1;
   bool prefers = false;  // preferred node affinity or pod_score: nodes are ranked by preference()
   int64_t count = 0;
   std::vector<int32_t>* cap = nullptr;  // by position
@@ -228,8 +237,18 @@ class Placer {
   void computePrefix(Group& g);
   bool unitFits(int level, uint32_t idx) const;
   bool fill(int level, uint32_t idx);
+  bool fillInOrder(int level, uint32_t idx, const std::vector<size_t>& order);
   bool distribute(int level, uint32_t idx, int64_t need, Group& g,
                   std::vector<std::pair<uint32_t, int64_t>>* out);
+  // A group with together_level: all of it into the tightest domain of that level in the unit.
+  bool distributeTogether(int level, uint32_t idx, Group& g,
+                          std::vector<std::pair<uint32_t, int64_t>>* out);
+  // The inter-pod relations between the groups (Group::needs, excludes, together_level) and the
+  // order of a fill (fill_order_); a combination it cannot order is left in unsupported_.
+  void relateGroups();
+  // Before group `gi` is placed in a fill: its caps in the unit lose the nodes its terms toward
+  // the members of `before` forbid (recorded in cuts_ for restoreCaps).
+  void applyGangTerms(int level, uint32_t idx, size_t gi, const std::vector<size_t>& before);
   void restoreCaps();
   std::optional<std::pair<int, uint32_t>> search();
   // A gang of one pod: the best node by preferred affinity, then the free amount of the dominant
@@ -292,6 +311,12 @@ class Placer {
   absl::flat_hash_map<uint32_t, Resources> extra_;
   absl::flat_hash_map<uint32_t, std::vector<HostPort>> extra_ports_;
   std::vector<std::vector<std::pair<uint32_t, int64_t>>> fill_out_;  // per group
+  std::vector<size_t> fill_order_;  // the groups in the order a fill places them
+  std::vector<size_t> alt_order_;   // another order to try when that fails (empty: none)
+  // Caps applyGangTerms cut: group, position, the cap before.
+  std::vector<std::tuple<size_t, uint32_t, int32_t>> cuts_;
+  bool gang_terms_ = false;  // some group has needs, excludes or together_level
+  std::string unsupported_;  // relateGroups found no order
 };
 
 // How many pods like `pod` the node's existing volumes can serve: for each claim to bind that the
@@ -486,6 +511,7 @@ void Placer::buildGroups() {
   std::stable_sort(groups_.begin(), groups_.end(), [](const Group& a, const Group& b) {
     return sizeKey(a.rep->requests) > sizeKey(b.rep->requests);
   });
+  relateGroups();
   total_count_ = static_cast<int64_t>(members.size());
   if (!groups_.empty()) dominant_ = dominantResource(groups_[0].rep->requests);
   Scratch& s = tls_scratch;
@@ -499,6 +525,114 @@ void Placer::buildGroups() {
     groups_[g].cap = &s.caps[g];
     groups_[g].pre = &s.pres[g];
   }
+}
+
+void Placer::relateGroups() {
+  const size_t k = groups_.size();
+  const NamespaceLabels& ns = options_.namespace_labels;
+  for (size_t y = 0; y < k; ++y) {
+    Group& g = groups_[y];
+    const proto::Pod& pod = g.rep->pod;
+    for (size_t x = y + 1; x < k; ++x) {
+      for (std::string& key : exclusionKeys(pod, groups_[x].rep->pod, ns)) {
+        groups_[x].excludes.emplace_back(y, key);
+        g.excludes.emplace_back(x, std::move(key));
+      }
+    }
+    const size_t first = static_cast<size_t>(g.members.front());
+    if (!g.inter || g.inter->affinityKeys().empty() || inter_.whole_gang_affinity.size() <= first ||
+        inter_.whole_gang_affinity[first])
+      continue;
+    for (size_t x = 0; x < k; ++x)
+      if (x != y && matchesAllAffinity(pod, groups_[x].rep->pod, ns)) g.needs.push_back(x);
+    if (!g.needs.empty()) {
+      g.inter->deferAffinity();
+      for (size_t x : g.needs) groups_[x].needed_by.push_back(y);
+      continue;
+    }
+    if (g.count < 2 || !g.inter->firstOfGroup()) continue;
+    // Its members match their own terms and nothing else does: the first goes anywhere, the
+    // others to its domains.
+    const std::vector<std::string>& keys = g.inter->affinityKeys();
+    const std::string& key = keys.front();
+    if (std::any_of(keys.begin(), keys.end(), [&](const std::string& k2) { return k2 != key; })) {
+      unsupported_ = absl::StrCat("pod ", g.rep->key, " has required affinity to the members of its gang "
+                                  "like it on more than one key; Muster supports it on one");
+      return;
+    }
+    g.together_level = levelOfKey(cache_.levels(), key);
+    if (g.together_level < 0) {
+      unsupported_ = absl::StrCat("pod ", g.rep->key, " has required affinity to the members of its gang "
+                                  "like it on ", key, ", which is not one of the scheduler's topology "
+                                  "levels or ", vocab::kHostnameLabel);
+      return;
+    }
+    if (g.gang_spread) {
+      unsupported_ = absl::StrCat("pod ", g.rep->key, " has required affinity to the members of its gang "
+                                  "like it and spreads them too; Muster supports one or the other");
+      return;
+    }
+  }
+  // The order: a group after those its affinity needs, and after those its gang spread counts
+  // unless they count it too; among the ready ones, groups that do not spread first, then by
+  // size (index).
+  std::vector<std::vector<size_t>> after(k);  // after[y]: groups placed before y
+  std::vector<bool> mutual_spread(k, false);   // spreads counting a group that counts it
+  for (size_t y = 0; y < k; ++y) {
+    const Group& g = groups_[y];
+    after[y] = g.needs;
+    if (!g.gang_spread) continue;
+    for (size_t x = 0; x < k; ++x) {
+      if (x == y) continue;
+      const proto::Pod& other = groups_[x].rep->pod;
+      const bool counts = std::any_of(g.gang_constraints.begin(), g.gang_constraints.end(),
+                                      [&](const GangSpread& c) { return c.selects(other); });
+      if (!counts) continue;
+      const Group& o = groups_[x];
+      const bool mutual = o.gang_spread && std::any_of(o.gang_constraints.begin(), o.gang_constraints.end(),
+                                                       [&](const GangSpread& c) { return c.selects(g.rep->pod); });
+      if (!mutual) after[y].push_back(x);
+      else mutual_spread[y] = true;
+    }
+  }
+  fill_order_.clear();
+  std::vector<bool> done(k, false);
+  while (fill_order_.size() < k) {
+    size_t pick = k;
+    for (size_t y = 0; y < k; ++y) {
+      if (done[y] || !std::all_of(after[y].begin(), after[y].end(), [&](size_t x) { return done[x]; }))
+        continue;
+      if (pick == k || (groups_[pick].gang_spread && !groups_[y].gang_spread)) pick = y;
+    }
+    if (pick == k) {
+      std::vector<std::string> names;
+      for (size_t y = 0; y < k; ++y)
+        if (!done[y]) names.push_back(groups_[y].rep->key);
+      unsupported_ = absl::StrCat(
+          "the required affinity or topology spread of pods ", absl::StrJoin(names, ", "),
+          " needs each other's members placed first; no order of the gang's members satisfies them");
+      return;
+    }
+    done[pick] = true;
+    fill_order_.push_back(pick);
+  }
+  // Spreading groups that count each other go in either order; when one fails the other is
+  // tried (the first placed does not see the room the second needs).
+  std::vector<size_t> slots;
+  for (size_t i = 0; i < k; ++i)
+    if (groups_[fill_order_[i]].gang_spread && mutual_spread[fill_order_[i]]) slots.push_back(i);
+  if (slots.size() >= 2) {
+    std::vector<size_t> alt = fill_order_;
+    for (size_t a = 0, b = slots.size() - 1; a < b; ++a, --b) std::swap(alt[slots[a]], alt[slots[b]]);
+    std::vector<bool> seen(k, false);
+    bool valid = true;
+    for (size_t y : alt) {
+      valid &= std::all_of(after[y].begin(), after[y].end(), [&](size_t x) { return seen[x]; });
+      seen[y] = true;
+    }
+    if (valid) alt_order_ = std::move(alt);
+  }
+  for (const Group& g : groups_) gang_terms_ |= !g.needs.empty() || !g.excludes.empty() || g.together_level >= 0;
 }
 
 void Placer::markBlocked() {
@@ -825,9 +959,18 @@ bool Placer::distributeAligned(uint32_t b, uint32_t e, int64_t need, Group& g,
 }
 
 void Placer::restoreCaps() {
-  if (extra_.empty()) return;
-  for (size_t gi = 1; gi < groups_.size(); ++gi) {
+  if (extra_.empty() && cuts_.empty()) return;
+  absl::flat_hash_set<size_t> cut_groups;
+  // The cut positions first: those also in extra_ are recomputed below.
+  for (auto it = cuts_.rbegin(); it != cuts_.rend(); ++it) {
+    const auto& [gi, pos, cap] = *it;
+    (*groups_[gi].cap)[pos] = cap;
+    cut_groups.insert(gi);
+  }
+  cuts_.clear();
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
     Group& g = groups_[gi];
+    if (extra_.empty() && !cut_groups.contains(gi)) continue;
     for (const auto& [pos, res] : extra_) (*g.cap)[pos] = nodeCap(g, topo_.order[pos], nullptr, nullptr);
     computePrefix(g);
   }
@@ -835,20 +978,114 @@ void Placer::restoreCaps() {
   extra_ports_.clear();
 }
 
+void Placer::applyGangTerms(int level, uint32_t idx, size_t gi, const std::vector<size_t>& before) {
+  Group& g = groups_[gi];
+  if (g.needs.empty() && g.excludes.empty() && g.needed_by.empty()) return;
+  auto placed = [&](size_t x) { return std::find(before.begin(), before.end(), x) != before.end(); };
+  std::vector<int32_t>& cap = *g.cap;
+  const uint32_t b = unitBegin(level, idx), e = unitEnd(level, idx);
+  auto cut = [&](uint32_t p) {
+    cuts_.emplace_back(gi, p, cap[p]);
+    cap[p] = 0;
+  };
+  // A lone member that others need nearby (a launcher its workers' affinity selects): only in a
+  // domain where they would have room, counting the domains placed pods already give them.
+  for (size_t y : g.count == 1 ? g.needed_by : std::vector<size_t>{}) {
+    const Group& dep = groups_[y];
+    const std::vector<std::string>& keys = dep.inter->affinityKeys();
+    if (placed(y) || std::any_of(keys.begin(), keys.end(), [&](const std::string& k) { return k != keys[0]; }))
+      continue;
+    const absl::flat_hash_set<InterPodFilter::Pair> none;
+    int64_t met_room = 0;
+    absl::flat_hash_map<std::string_view, int64_t> room;
+    for (uint32_t p = b; p < e; ++p) {
+      const NodeInfo& n = nodeAt(p);
+      if (dep.inter->affinityMet(n, none)) met_room += (*dep.cap)[p];
+      else if (auto it = n.labels.find(keys[0]); it != n.labels.end()) room[it->second] += (*dep.cap)[p];
+    }
+    for (uint32_t p = b; p < e; ++p) {
+      if (cap[p] == 0) continue;
+      auto it = nodeAt(p).labels.find(keys[0]);
+      auto r = it == nodeAt(p).labels.end() ? room.end() : room.find(it->second);
+      if (met_room + (r == room.end() ? 0 : r->second) < dep.count) cut(p);
+    }
+  }
+  // The domains the members placed before give its affinity, and those it must avoid.
+  absl::flat_hash_set<InterPodFilter::Pair> met, avoid;
+  for (size_t x : g.needs) {
+    if (!placed(x)) continue;
+    for (const auto& [pos, k] : fill_out_[x]) {
+      const NodeInfo& n = nodeAt(pos);
+      for (const std::string& key : g.inter->affinityKeys())
+        if (auto it = n.labels.find(key); it != n.labels.end()) met.emplace(key, it->second);
+    }
+  }
+  for (const auto& [x, key] : g.excludes) {
+    if (!placed(x)) continue;
+    for (const auto& [pos, k] : fill_out_[x]) {
+      const NodeInfo& n = nodeAt(pos);
+      if (auto it = n.labels.find(key); it != n.labels.end()) avoid.emplace(key, it->second);
+    }
+  }
+  if (!g.needs.empty() || !avoid.empty()) {
+    for (uint32_t p = b; p < e; ++p) {
+      if (cap[p] == 0) continue;
+      const NodeInfo& n = nodeAt(p);
+      bool ok = g.needs.empty() || g.inter->affinityMet(n, met);
+      for (auto a = avoid.begin(); ok && a != avoid.end(); ++a) {
+        auto it = n.labels.find(a->first);
+        ok = it == n.labels.end() || it->second != a->second;
+      }
+      if (!ok) cut(p);
+    }
+  }
+  computePrefix(g);
+}
+
+bool Placer::distributeTogether(int level, uint32_t idx, Group& g,
+                                std::vector<std::pair<uint32_t, int64_t>>* out) {
+  const int t = g.together_level;
+  if (t <= level) return distribute(level, idx, g.count, g, out);  // the unit is in one domain
+  // The tightest domain of level t in the unit that holds them all, the first among equals.
+  const uint32_t b = unitBegin(level, idx), e = unitEnd(level, idx);
+  int64_t best_cap = -1;
+  uint32_t best = 0;
+  auto consider = [&](uint32_t d, int64_t c) {
+    if (c >= g.count && (best_cap < 0 || c < best_cap)) {
+      best_cap = c;
+      best = d;
+    }
+  };
+  if (isHost(t)) {
+    for (uint32_t p = b; p < e; ++p) consider(p, (*g.cap)[p]);
+  } else {
+    const auto& domains = topo_.levels[t];
+    for (uint32_t d = 0; d < domains.size(); ++d) {
+      if (domains[d].value.empty() || domains[d].begin < b || domains[d].end > e) continue;
+      consider(d, capsum(g, t, d));
+    }
+  }
+  return best_cap >= 0 && distribute(t, best, g.count, g, out);
+}
+
 bool Placer::fill(int level, uint32_t idx) {
+  return fillInOrder(level, idx, fill_order_) ||
+         (!alt_order_.empty() && fillInOrder(level, idx, alt_order_));
+}
+
+bool Placer::fillInOrder(int level, uint32_t idx, const std::vector<size_t>& order) {
   fill_out_.assign(groups_.size(), {});
-  // Groups that spread over the gang's members go last, so the members they count are placed.
-  std::vector<size_t> order(groups_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return !groups_[i].gang_spread; });
+  // Groups in order: those whose members others' affinity needs or spread counts first.
   for (size_t step = 0; step < order.size(); ++step) {
     const size_t gi = order[step];
     Group& g = groups_[gi];
+    if (gang_terms_) applyGangTerms(level, idx, gi, {order.begin(), order.begin() + step});
     const bool ok =
         g.gang_spread
             ? distributeSpread(level, idx, g, {order.begin(), order.begin() + step}, &fill_out_[gi]) ==
                   g.count
-            : distribute(level, idx, g.count, g, &fill_out_[gi]);
+        : g.together_level >= 0 ? distributeTogether(level, idx, g, &fill_out_[gi])
+                                : distribute(level, idx, g.count, g, &fill_out_[gi]);
     if (!ok) {
       restoreCaps();
       return false;
@@ -923,10 +1160,21 @@ int64_t Placer::distributeSpread(int level, uint32_t idx, const Group& g,
   std::vector<Slot> slots;
   std::vector<DomainRoom> domains;
   absl::flat_hash_map<std::string_view, size_t> index;
+  // Members that exclude each other on a key: a node without it takes any number (kube-scheduler's
+  // anti-affinity passes there), after the keyed domains have taken one each.
+  const bool loose_ok = primary.anti_affinity && host == nullptr;
+  std::vector<Child> loose;
+  int64_t loose_room = 0;
   for (uint32_t p = unitBegin(level, idx), e = unitEnd(level, idx); p < e; ++p) {
     const NodeInfo& n = nodeAt(p);
     auto label = n.labels.find(primary.key);
-    if (label == n.labels.end()) continue;
+    if (label == n.labels.end()) {
+      if (loose_ok && (*g.cap)[p] > 0) {
+        loose.push_back(Child{(*g.cap)[p], preference(g, n), freeDom(levels_, p), p});
+        loose_room += (*g.cap)[p];
+      }
+      continue;
+    }
     auto [it, added] = index.try_emplace(label->second, domains.size());
     if (added) domains.push_back(DomainRoom{label->second, 0, 0, 0, 0});
     domains[it->second].placed += countedAt(counted_primary, p);
@@ -942,7 +1190,10 @@ int64_t Placer::distributeSpread(int level, uint32_t idx, const Group& g,
   // node must be in the unit with room. One pass per level tried, from today's.
   std::vector<int64_t> caps(slots.size()), floors(slots.size());
   int64_t best = 0;
-  const int64_t host_last = host && host->can_raise ? host->min + g.count : (host ? host->min : 0);
+  int64_t host_placed = 0;  // counted members of the groups before, which can raise it too
+  for (const auto& [pos, k] : counted_host) host_placed += k;
+  const int64_t host_last =
+      host && host->can_raise ? host->min + g.count + host_placed : (host ? host->min : 0);
   for (int64_t mh = host ? host->min : 0; mh <= host_last; ++mh) {
     for (DomainRoom& d : domains) d.room = d.floor = d.take = 0;
     int64_t outside_below = 0;
@@ -970,7 +1221,13 @@ int64_t Placer::distributeSpread(int level, uint32_t idx, const Group& g,
       domains[s.domain].floor += floor;
     }
     if (!feasible || outside_below > 0) break;
-    const int64_t placed = planGangSpread(primary, domains, g.count);
+    int64_t placed = planGangSpread(primary, domains, g.count);
+    int64_t rest = 0;  // to the loose nodes
+    if (placed < g.count && loose_room > 0) {
+      rest = std::min(loose_room, g.count - placed);
+      if (placed > 0) planGangSpread(primary, domains, placed);  // fills `take` for them
+      placed += rest;
+    }
     best = std::max(best, placed);
     if (placed < g.count) continue;
     if (!out) return placed;
@@ -1000,6 +1257,17 @@ int64_t Placer::distributeSpread(int level, uint32_t idx, const Group& g,
         const Child& c = children[start++];
         taken[c.idx] += c.cap;
         need -= c.cap;
+      }
+    }
+    if (rest > 0) {
+      sortChildren(loose);
+      for (size_t start = 0; rest > 0 && start < loose.size();) {
+        if (auto pick = tightestFor(loose, start, rest); pick != loose.end()) {
+          taken[pick->idx] += rest;
+          break;
+        }
+        taken[loose[start].idx] += loose[start].cap;
+        rest -= loose[start++].cap;
       }
     }
     std::vector<std::pair<uint32_t, int64_t>> sorted(taken.begin(), taken.end());
@@ -1058,7 +1326,7 @@ std::optional<std::pair<int, uint32_t>> Placer::search() {
       if (x.free_dom != y.free_dom) return spread ? x.free_dom > y.free_dom : x.free_dom < y.free_dom;
       return x.idx < y.idx;
     };
-    if (groups_.size() == 1 && !main.gang_spread) {
+    if (groups_.size() == 1 && !main.gang_spread && main.together_level < 0) {
       // Homogeneous: a unit whose capacity suffices always fills.
       const Candidate& best = *std::min_element(candidates.begin(), candidates.end(), better);
       if (fill(level, best.idx)) return std::make_pair(level, best.idx);
@@ -1229,6 +1497,30 @@ Unschedulable Placer::diagnose(std::string headline_extra) const {
                                      " of the ", g.count, " members that count each other"));
       }
     }
+    // Every group has room somewhere, so the members' terms toward each other stopped it.
+    if (gang_terms_ && n_ > 0 && unitFits(-1, 0)) {
+      for (const Group& g : groups_) {
+        const std::string like = absl::StrCat("the ", g.count, g.count == 1 ? " member like " : " members like ",
+                                              g.rep->key);
+        if (!g.needs.empty()) {
+          parts.push_back(absl::StrCat(std::string(kReasonPodAffinity), ": ", like, " need room in a ",
+                                       absl::StrJoin(g.inter->affinityKeys(), "/"),
+                                       " domain holding members their affinity selects"));
+        }
+        if (g.together_level >= 0) {
+          parts.push_back(absl::StrCat(std::string(kReasonPodAffinity), ": ", like, " share one ",
+                                       g.inter->affinityKeys().front(), " domain, and none has room for all"));
+        }
+      }
+      for (size_t y = 0; y < groups_.size(); ++y) {
+        for (const auto& [x, key] : groups_[y].excludes) {
+          if (x < y) continue;
+          parts.push_back(absl::StrCat(std::string(kReasonPodAntiAffinity), ": members like ",
+                                       groups_[y].rep->key, " and ", groups_[x].rep->key,
+                                       " may not share a ", key, " domain"));
+        }
+      }
+    }
     if (cordoned > 0) parts.push_back(absl::StrCat(cordoned, cordoned == 1 ? " node is" : " nodes are", " cordoned"));
     if (not_ready > 0) parts.push_back(absl::StrCat(not_ready, not_ready == 1 ? " node is" : " nodes are", " not ready"));
     if (blocked > 0) {
@@ -1287,6 +1579,11 @@ PlacementResult Placer::run() {
     return done;
   }
   buildGroups();
+  if (!unsupported_.empty()) {
+    Unschedulable u;
+    u.message = absl::StrCat("gang ", request_.key.toString(), ": ", unsupported_);
+    return u;
+  }
   markBlocked();
   std::string bound_problem;
   if (!resolveBound(&bound_problem)) {

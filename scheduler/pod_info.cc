@@ -24,6 +24,22 @@ void appendTerm(std::string* out, const proto::NodeSelectorTerm& t) {
   absl::StrAppend(out, "}");
 }
 
+}  // namespace
+
+std::string nodeAffinitySignature(const proto::Pod& pod) {
+  const proto::PodSpec& spec = pod.spec;
+  std::string s = "s:";
+  for (const auto& [k, v] : spec.node_selector) absl::StrAppend(&s, k, "\x1f", v, "\x1e");
+  if (spec.affinity && spec.affinity->node_affinity.required) {
+    absl::StrAppend(&s, "r[");
+    for (const auto& t : spec.affinity->node_affinity.required->node_selector_terms) appendTerm(&s, t);
+    absl::StrAppend(&s, "]");
+  }
+  return s;
+}
+
+namespace {
+
 std::string signatureOf(const PodInfo& info) {
   const proto::PodSpec& spec = info.pod.spec;
   std::string s;
@@ -33,16 +49,9 @@ std::string signatureOf(const PodInfo& info) {
   for (const std::string& name : info.unadvertised) absl::StrAppend(&s, "?", name, ",");
   absl::StrAppend(&s, "|n:", spec.node_name, "|p:");
   for (const HostPort& p : info.host_ports) absl::StrAppend(&s, p.ip, "/", p.protocol, "/", p.port, ",");
-  absl::StrAppend(&s, "|s:");
-  for (const auto& [k, v] : spec.node_selector) absl::StrAppend(&s, k, "\x1f", v, "\x1e");
-  absl::StrAppend(&s, "|a:");
+  absl::StrAppend(&s, "|", nodeAffinitySignature(info.pod), "|a:");
   if (spec.affinity) {
     const proto::NodeAffinity& na = spec.affinity->node_affinity;
-    if (na.required) {
-      absl::StrAppend(&s, "r[");
-      for (const auto& t : na.required->node_selector_terms) appendTerm(&s, t);
-      absl::StrAppend(&s, "]");
-    }
     for (const auto& p : na.preferred) {
       absl::StrAppend(&s, "w", p.weight);
       appendTerm(&s, p.preference);

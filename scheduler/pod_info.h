@@ -94,4 +94,8 @@ absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod, std::vector<VolumeConstra
 // Succeeded or Failed: no longer holds resources on its node.
 bool isTerminal(const proto::Pod& pod);
 
+// Its nodeSelector and required node affinity as text: equal for pods that may use the same nodes
+// by them (a part of constraint_signature).
+std::string nodeAffinitySignature(const proto::Pod& pod);
+
 }  // namespace muster::scheduler

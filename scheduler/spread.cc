@@ -156,7 +156,10 @@ int64_t planGangSpread(const GangSpread& c, std::vector<DomainRoom>& domains, in
   };
   std::vector<Bounds> bounds(domains.size());
   int64_t best = 0;
-  const int64_t last = c.can_raise ? c.min + need : c.min;
+  // Members of other groups placed before count too: they can have raised the minimum already.
+  int64_t placed = 0;
+  for (const DomainRoom& d : domains) placed += d.placed;
+  const int64_t last = c.can_raise ? c.min + need + placed : c.min;
   for (int64_t m = c.min; m <= last; ++m) {
     const auto below = std::lower_bound(c.sorted.begin(), c.sorted.end(), m) - c.sorted.begin();
     int64_t outside_below = below;
@@ -277,13 +280,45 @@ std::string gangSpread(const std::vector<PodInfoPtr>& members,
       counted[i].insert(counted[i].end(), hit.begin(), hit.end());
     }
   }
+  // Members of other shapes that count each other are placed one group after the other, each
+  // counting those before (placement.cc): the skew holds at the end when their constraints and
+  // the nodes they may use are the same. One-way counting is an order (the counted first).
+  std::vector<std::string> alike(n);
+  auto alikeKey = [&](size_t i) -> const std::string& {
+    if (!alike[i].empty()) return alike[i];
+    const proto::Pod& p = members[i]->pod;
+    const auto& constraints = p.spec.topology_spread_constraints;
+    std::string& s = alike[i];
+    absl::StrAppend(&s, p.meta.namespace_, "|");
+    bool honor_affinity = false;
+    bool honor_taints = false;
+    for (size_t ci = 0; ci < constraints.size() && ci < 32; ++ci) {
+      if (((*masks)[i] >> ci & 1) == 0) continue;
+      const auto& c = constraints[ci];
+      absl::StrAppend(&s, "[", c.max_skew, "|", c.topology_key, "|", c.min_domains.value_or(1), "|",
+                      c.node_affinity_policy, "|", c.node_taints_policy, "|");
+      appendSelector(&s, spreadSelector(c, p.meta.labels));
+      absl::StrAppend(&s, "]");
+      honor_affinity |= c.node_affinity_policy != "Ignore";
+      honor_taints |= c.node_taints_policy == "Honor";
+    }
+    if (honor_affinity) absl::StrAppend(&s, "|a:", nodeAffinitySignature(p));
+    if (honor_taints) {
+      for (const proto::Toleration& t : p.spec.tolerations)
+        absl::StrAppend(&s, "|t:", t.key, "\x1f", t.operator_, "\x1f", t.value, "\x1f", t.effect);
+    }
+    return s;
+  };
   for (size_t i = 0; i < n; ++i) {
     for (size_t j : counted[i]) {
-      if ((*masks)[j] != 0 && !same_group(i, j)) {
+      if ((*masks)[j] == 0 || same_group(i, j)) continue;
+      const bool mutual = std::find(counted[j].begin(), counted[j].end(), i) != counted[j].end();
+      if (mutual && alikeKey(i) != alikeKey(j)) {
         return absl::StrCat("pod ", members[i]->key, " has a DoNotSchedule topology spread "
                             "constraint that counts member ", members[j]->key, " of its own gang, "
-                            "which spreads too but has other requests, constraints or labels; "
-                            "Muster spreads members that count each other only when they are alike");
+                            "which counts it too with other constraints or node constraints; "
+                            "Muster spreads members of different shapes that count each other only "
+                            "when their constraints and the nodes they may use are the same");
       }
     }
   }

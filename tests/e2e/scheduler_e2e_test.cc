@@ -1129,6 +1129,51 @@ TEST_CASE("inter-pod anti-affinity: a gang gets one member per node, and later p
   CHECK(sched.alive());
 }
 
+TEST_CASE("a launcher and its workers with terms toward each other: the workers in the launcher's "
+          "rack, the launcher on a node of its own, or the gang waits whole") {
+  Env env("ipl");
+  makeRacks(env, 2, 3);
+  SchedulerProcess sched(kTestSchedulerConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+  // The workers require the launcher in their rack; the launcher requires no worker on its node.
+  auto term = [](const std::string& kind, const std::string& role, const std::string& key) {
+    return absl::StrCat(R"("affinity":{")", kind, R"(":{"requiredDuringSchedulingIgnoredDuringExecution":[)"
+                        R"({"labelSelector":{"matchLabels":{"role":")", role, R"("}},"topologyKey":")", key,
+                        R"("}]}})");
+  };
+  auto job = [&](const std::string& prefix, int workers) {
+    const std::string launcher_role = env.run + prefix + "-launcher";
+    const std::string worker_role = env.run + prefix + "-worker";
+    create(*env.client, PodBuilder(prefix + "-launcher", env.run).gang(prefix, workers + 1)
+                            .label("role", launcher_role)
+                            .spec(term("podAntiAffinity", worker_role, "kubernetes.io/hostname")));
+    for (int i = 0; i < workers; ++i)
+      create(*env.client, PodBuilder(absl::StrCat(prefix, "-w", i), env.run).withGpus(4)
+                              .gang(prefix, workers + 1).label("role", worker_role)
+                              .spec(term("podAffinity", launcher_role, "muster.dev/rack")));
+  };
+  job("a", 4);
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "a-") == 5; }));
+  auto pods = listPods(*env.client, env.run);
+  CHECK(racksOf(env, pods, "a-").size() == 1);
+  std::set<std::string> worker_nodes;
+  for (const auto& [name, p] : pods)
+    if (name.rfind("a-w", 0) == 0) worker_nodes.insert(p.spec.node_name);
+  CHECK(worker_nodes.size() == 2);  // 4 workers of 4 GPUs pack 2 per 8-GPU node
+  CHECK_FALSE(worker_nodes.contains(pods.at("a-launcher").spec.node_name));
+  // Six workers fill the free rack's three nodes, leaving the launcher no node there: pending
+  // whole, in kube-scheduler's words.
+  job("b", 6);
+  REQUIRE(waitFor([&] {
+    auto ps = listPods(*env.client, env.run);
+    return ps.count("b-w0") &&
+           conditionMessage(ps.at("b-w0")).find("didn't match pod affinity rules") != std::string::npos;
+  }));
+  CHECK(boundCount(listPods(*env.client, env.run), "b-") == 0);
+  CHECK(sched.alive());
+}
+
 TEST_CASE("preferred inter-pod terms: a pod goes near what it prefers and away from what it avoids") {
   Env env("ipp");
   makeRacks(env, 1, 2);

@@ -289,19 +289,127 @@ TEST_CASE("inter-pod terms among members that Muster cannot place yet are refuse
   };
   CHECK_THAT(refusedWith(place(gangOf(2, two_keys), cache)),
              Catch::Contains("Muster supports it on one key (and kubernetes.io/hostname)"));
-  // Anti-affinity from the launcher to the workers (members that differ).
-  auto mixed = [](int i) {
-    auto p = pod("p" + std::to_string(i)).gpus(i == 0 ? 0 : 1).gang("train", 3);
-    if (i == 0) return p.label("role", "launcher").requiredAntiAffinity("role", "worker", kHost);
-    return p.label("role", "worker");
+  // Affinity of the launcher to the workers and of the workers to the launcher, neither matching
+  // its own terms: no order of placing them one by one satisfies both (kube-scheduler leaves
+  // them pending too).
+  auto cycle = [](int i) {
+    auto p = pod("c" + std::to_string(i)).gpus(1).gang("train", 4);
+    if (i == 0) return p.label("role", "launcher").requiredAffinity("role", "worker", testing::kRack);
+    if (i == 3) return p.label("role", "server");
+    return p.label("role", "worker").requiredAffinity("role", "launcher", testing::kRack);
   };
-  CHECK_THAT(refusedWith(place(gangOf(3, mixed), cache)), Catch::Contains("members alike"));
-  // Affinity to some members only.
+  CHECK_THAT(refusedWith(place(gangOf(4, cycle), cache)),
+             Catch::Contains("no order of the gang's members satisfies them"));
+}
+
+// Where each member went, by name.
+std::map<std::string, std::string> nodesOf(const GangPlacement& p, const GangRequest& r) {
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i < p.assignments.size(); ++i) out[r.members[i]->pod.meta.name] = p.assignments[i].node;
+  return out;
+}
+
+TEST_CASE("a launcher and its workers with terms toward each other are placed in an order that "
+          "satisfies them", "[interpod]") {
+  // Two racks of three 8-GPU nodes; r0 has one node free.
+  ClusterCache cache(kLevels);
+  testing::addRacks(cache, 2, 3, 8);
+  cache.addPod(pod("f0").gpus(8).onNode("r0-n0"));
+  cache.addPod(pod("f1").gpus(8).onNode("r0-n1"));
+  // The workers need the launcher in their rack; the launcher wants no worker on its node.
+  auto job = [](int workers) {
+    return gangOf(workers + 1, [workers](int i) {
+      auto p = pod(i == 0 ? std::string("launcher") : "w" + std::to_string(i)).gang("train", workers + 1);
+      if (i == 0) return p.cpu("1").label("role", "launcher").requiredAntiAffinity("role", "worker", kHost);
+      return p.gpus(4).label("role", "worker").requiredAffinity("role", "launcher", testing::kRack);
+    });
+  };
+  GangRequest four = job(4);
+  std::map<std::string, std::string> at = nodesOf(placed(place(four, cache)), four);
+  REQUIRE(at.size() == 5);
+  // 16 GPUs: only r1 holds them, so the launcher is there too, on the node no worker uses.
+  std::map<std::string, int> per_node;
+  for (const auto& [name, node] : at) {
+    CHECK(node.rfind("r1-", 0) == 0);
+    if (name != "launcher") ++per_node[node];
+  }
+  CHECK(per_node.size() == 2);
+  CHECK_FALSE(per_node.contains(at["launcher"]));
+  // Six workers fill r1's three nodes: the launcher has no node there free of workers, and the
+  // gang waits whole, naming the rule.
+  const std::string why = refusedWith(place(job(6), cache));
+  CHECK_THAT(why, Catch::Contains("didn't match pod affinity rules: the 6 members like ml/w1 need room "
+                                  "in a muster.dev/rack domain holding members their affinity selects"));
+  CHECK_THAT(why, Catch::Contains("didn't match pod anti-affinity rules: members like ml/w1 and "
+                                  "ml/launcher may not share a kubernetes.io/hostname domain"));
+  // Anti-affinity from the launcher only, between members that differ: never on one node.
+  auto apart = [](int i) {
+    auto p = pod("p" + std::to_string(i)).gang("train", 3);
+    if (i == 0) return p.cpu("1").label("role", "launcher").requiredAntiAffinity("role", "worker", kHost);
+    return p.gpus(1).label("role", "worker");
+  };
+  GangRequest three = gangOf(3, apart);
+  std::map<std::string, std::string> where = nodesOf(placed(place(three, cache)), three);
+  CHECK(where["p0"] != where["p1"]);
+  CHECK(where["p0"] != where["p2"]);
+}
+
+TEST_CASE("affinity to some members only: those members first, the others in their domains",
+          "[interpod]") {
+  ClusterCache cache = racks();
+  cache.addPod(pod("f").gpus(7).onNode("r0-n0"));
+  // Every member needs s1 (n=1) on its node; s1 matches its own term and nothing placed does.
   auto some = [](int i) {
-    auto p = pod("s" + std::to_string(i)).gpus(1).gang("train", 3).label("n", std::to_string(i));
-    return p.requiredAffinity("n", "1", kHost);
+    return pod("s" + std::to_string(i)).gpus(2).gang("train", 3).label("n", std::to_string(i))
+        .requiredAffinity("n", "1", kHost);
   };
-  CHECK_THAT(refusedWith(place(gangOf(3, some), cache)), Catch::Contains("some members of its gang but not all"));
+  GangRequest r = gangOf(3, some);
+  std::map<std::string, std::string> at = nodesOf(placed(place(r, cache)), r);
+  CHECK(at["s0"] == at["s1"]);
+  CHECK(at["s2"] == at["s1"]);
+  CHECK(at["s1"] != "r0-n0");
+  // Self-affinity that only the workers satisfy: they share one rack, the launcher goes anywhere.
+  auto workers = [](int n) {
+    return gangOf(n + 1, [n](int i) {
+      auto p = pod(i == 0 ? std::string("launcher") : "w" + std::to_string(i)).gang("train", n + 1);
+      if (i == 0) return p.gpus(1).label("role", "launcher");
+      return p.gpus(4).label("role", "worker").requiredAffinity("role", "worker", testing::kRack);
+    });
+  };
+  GangRequest three = workers(3);  // r0 has room for 2 of them, r1 for 4
+  std::map<std::string, std::string> w = nodesOf(placed(place(three, cache)), three);
+  CHECK(w["w1"].substr(0, 2) == "r1");
+  CHECK(w["w2"].substr(0, 2) == "r1");
+  CHECK(w["w3"].substr(0, 2) == "r1");
+  // With r1 half full, three workers of 4 fit no rack together: they wait, though the cluster
+  // holds them apart.
+  cache.addPod(pod("g").gpus(8).onNode("r1-n0"));
+  CHECK_THAT(refusedWith(place(workers(3), cache)),
+             Catch::Contains("the 3 members like ml/w1 share one muster.dev/rack domain, and none has "
+                             "room for all"));
+}
+
+TEST_CASE("members with anti-affinity on a rack share a node that has no rack label, as "
+          "kube-scheduler allows", "[interpod]") {
+  ClusterCache cache = racks();
+  cache.addNode(node("loose").gpus(4));
+  auto per_rack = [](int i) {
+    return pod("w" + std::to_string(i)).gpus(2).gang("train", 4).label("role", "w")
+        .requiredAntiAffinity("role", "w", testing::kRack);
+  };
+  GangRequest r = gangOf(4, per_rack);
+  std::map<std::string, int> per;
+  for (const Assignment& a : placed(place(r, cache)).assignments) ++per[a.node];
+  // One per rack, the other two on the node without the key.
+  CHECK(per["loose"] == 2);
+  CHECK(per.size() == 3);
+  std::map<std::string, int> per_rack_count;
+  for (const auto& [n, k] : per)
+    if (n != "loose") per_rack_count[n.substr(0, 2)] += k;
+  CHECK(per_rack_count == std::map<std::string, int>{{"r0", 1}, {"r1", 1}});
+  // Five: one per rack, two on the loose node (4 GPUs): one too many.
+  CHECK_THAT(refusedWith(place(gangOf(5, per_rack), cache)),
+             Catch::Contains("one member per muster.dev/rack, the nodes can take 4 of the 5"));
 }
 
 TEST_CASE("a lone pod with terms is placed as kube-scheduler would", "[interpod]") {
