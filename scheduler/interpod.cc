@@ -63,6 +63,22 @@ std::string fingerprint(const proto::PodAffinityTerm& t, std::string_view owner_
   return s;
 }
 
+// Every node with label `inner` has `outer`, and nodes sharing a value of `inner` share one of
+// `outer`: at most one member per `outer` domain is then at most one per `inner` domain too.
+bool nestsIn(const ClusterCache& cache, const std::string& inner, const std::string& outer) {
+  absl::flat_hash_map<std::string_view, std::string_view> parent;
+  for (NodeId id : cache.topology().order) {
+    const NodeInfo& n = cache.node(id);
+    auto in = n.labels.find(inner);
+    if (in == n.labels.end()) continue;
+    auto out = n.labels.find(outer);
+    if (out == n.labels.end()) return false;
+    auto [it, added] = parent.try_emplace(in->second, out->second);
+    if (!added && it->second != out->second) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int levelOfKey(const std::vector<std::string>& levels, const std::string& key) {
@@ -320,11 +336,17 @@ GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCa
       // among its own group, one per domain.
       if (std::none_of(hit.begin(), hit.end(), [&](size_t j) { return sameGroup(i, j); })) continue;
       if (!host && !out.one_per_domain[i].empty() && out.one_per_domain[i] != t.topology_key) {
+        // Nested domains (racks in zones): one per the outer domain is one per the inner too.
+        if (nestsIn(cache, out.one_per_domain[i], t.topology_key)) {
+          out.one_per_domain[i] = t.topology_key;
+          continue;
+        }
+        if (nestsIn(cache, t.topology_key, out.one_per_domain[i])) continue;
         out.unsupported = absl::StrCat(
             "pod ", name, " has required anti-affinity to other members of its gang on both ",
             out.one_per_domain[i], " and ", t.topology_key,
             "; among members of one gang Muster supports it on one key (and ",
-            proto::vocabulary::kHostnameLabel, ")");
+            proto::vocabulary::kHostnameLabel, "), or on keys whose domains nest");
         break;
       }
       // Per domain of another key: distributeSpread (nodes without the key take any number).

@@ -12,6 +12,7 @@ using testing::node;
 using testing::pod;
 
 constexpr char kHost[] = "kubernetes.io/hostname";
+constexpr char kZoneKey[] = "topology.kubernetes.io/zone";
 const std::vector<std::string> kLevels{testing::kRack};
 
 // Two racks of two 8-GPU nodes: r0-n0, r0-n1, r1-n0, r1-n1.
@@ -266,6 +267,26 @@ TEST_CASE("members with anti-affinity to each other on a rack get one rack each,
   CHECK_THAT(refusedWith(place(gangOf(2, per_rack), cache)), Catch::Contains("anti-affinity"));
 }
 
+TEST_CASE("members with anti-affinity to each other on racks and on the zones holding them get "
+          "one zone each", "[interpod]") {
+  // Zone z0 holds rack r0, z1 holds r1: one member per zone is one per rack too.
+  ClusterCache cache(kLevels);
+  for (const char* n : {"r0-n0", "r0-n1", "r1-n0", "r1-n1"}) {
+    const std::string rack = std::string(n).substr(0, 2);
+    cache.addNode(node(n).gpus(8).rack(rack).spine("s0").label(kZoneKey, rack == "r0" ? "z0" : "z1"));
+  }
+  auto apart = [](int i) {
+    return pod("w" + std::to_string(i)).gpus(1).gang("train", 2).label("role", "w")
+        .requiredAntiAffinity("role", "w", testing::kRack).requiredAntiAffinity("role", "w", kZoneKey);
+  };
+  std::set<std::string> zones;
+  for (const Assignment& a : placed(place(gangOf(2, apart), cache)).assignments)
+    zones.insert(a.node.substr(0, 2));
+  CHECK(zones.size() == 2);
+  CHECK_THAT(refusedWith(place(gangOf(3, apart), cache)),
+             Catch::Contains("one member per topology.kubernetes.io/zone, the nodes can take 2 of the 3"));
+}
+
 TEST_CASE("members with affinity to each other on a level land in one domain of it", "[interpod]") {
   ClusterCache cache = racks();
   auto member = [](int i) {
@@ -281,14 +302,19 @@ TEST_CASE("members with affinity to each other on a level land in one domain of 
 TEST_CASE("inter-pod terms among members that Muster cannot place yet are refused, not ignored",
           "[interpod]") {
   ClusterCache cache = racks();
-  // Anti-affinity among members on two keys other than the host's.
+  // Anti-affinity among members on two keys other than the host's whose domains cross (each
+  // rack has a node in each zone).
+  for (const char* n : {"r0-n0", "r0-n1", "r1-n0", "r1-n1"}) {
+    cache.updateNode(node(n).gpus(8).rack(std::string(n).substr(0, 2)).spine("s0")
+                         .label(kZoneKey, n[4] == '0' ? "z0" : "z1"));
+  }
   auto two_keys = [](int i) {
     return pod("w" + std::to_string(i)).gpus(1).gang("train", 2).label("role", "w")
-        .requiredAntiAffinity("role", "w", testing::kRack)
-        .requiredAntiAffinity("role", "w", "topology.kubernetes.io/zone");
+        .requiredAntiAffinity("role", "w", testing::kRack).requiredAntiAffinity("role", "w", kZoneKey);
   };
   CHECK_THAT(refusedWith(place(gangOf(2, two_keys), cache)),
-             Catch::Contains("Muster supports it on one key (and kubernetes.io/hostname)"));
+             Catch::Contains("Muster supports it on one key (and kubernetes.io/hostname), or on keys "
+                             "whose domains nest"));
   // Affinity of the launcher to the workers and of the workers to the launcher, neither matching
   // its own terms: no order of placing them one by one satisfies both (kube-scheduler leaves
   // them pending too).
