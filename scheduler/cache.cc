@@ -189,6 +189,11 @@ void ClusterCache::account(NodeId id, const Resources& requests,
   bool track = !topology_dirty_ && n.present;
   Resources before;
   if (track) before = clampedFree(n);
+  if (requests[gpu_] > 0) {
+    gpu_pods_gpus_ += sign * requests[gpu_];
+    gpu_pods_cpu_ += sign * requests[kCpu];
+    gpu_pods_memory_ += sign * requests[kMemory];
+  }
   if (sign > 0) {
     n.requested += requests;
     n.used_ports.insert(n.used_ports.end(), ports.begin(), ports.end());

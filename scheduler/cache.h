@@ -323,9 +323,22 @@ class ClusterCache {
   mutable Topology topology_;
   mutable bool topology_dirty_ = true;
   ResourceId gpu_ = kCpu;  // nvidia.com/gpu (interned at construction)
+  // Summed requests of the accounted pods that ask for GPUs (perGpuShape).
+  int64_t gpu_pods_gpus_ = 0, gpu_pods_cpu_ = 0, gpu_pods_memory_ = 0;
  public:
   // The resource the domains' GPU index counts.
   ResourceId gpuResource() const { return gpu_; }
+  // The CPU (millicores) and memory (bytes) that the accounted pods asking for GPUs request per
+  // GPU, over all of them: what a free GPU typically needs beside it to be used. nullopt before
+  // any such pod.
+  struct GpuShape {
+    int64_t cpu = 0;
+    int64_t memory = 0;
+  };
+  std::optional<GpuShape> perGpuShape() const {
+    if (gpu_pods_gpus_ <= 0) return std::nullopt;
+    return GpuShape{gpu_pods_cpu_ / gpu_pods_gpus_, gpu_pods_memory_ / gpu_pods_gpus_};
+  }
 };
 
 }  // namespace muster::scheduler

@@ -731,12 +731,41 @@ std::optional<uint32_t> Placer::bestNodeForSinglePod() {
   const Group& g = groups_[0];
   const bool spread = options_.single_pod_strategy == SinglePodStrategy::kSpread;
   const int64_t want = g.rep->requests[dominant_];
-  int64_t best_aff = 0, best_free = 0;
+  int64_t best_aff = 0, best_free = 0, best_strand = 0;
   int best_align = 0;
   uint32_t best = n_;
   // Packing without affinity: a node the pod fills exactly cannot be beaten by a later one
-  // (unless alignment matters and this node is not aligned behind a PCIe switch).
+  // (unless alignment matters and this node is not aligned behind a PCIe switch, or it strands
+  // GPUs).
   const bool exact_fit_wins = !spread && !g.prefers;
+  // Packing strands no GPUs it need not: a node's free GPUs are usable as far as its free CPU and
+  // memory go at what the cluster's GPU pods ask per GPU (ClusterCache::perGpuShape); the pod
+  // goes where it makes the fewest GPUs unusable (a CPU-only pod to a node without free GPUs, or
+  // with cores to spare beyond them), then by the rules below.
+  // A pod asking per GPU for no more than that cannot make a node's GPUs unusable (only use those
+  // that were): it packs as before, and the free-GPU index still prunes.
+  const ResourceId gpu = cache_.gpuResource();
+  std::optional<ClusterCache::GpuShape> shape;
+  if (!spread) shape = cache_.perGpuShape();
+  if (shape) {
+    const Resources& r = g.rep->requests;
+    const bool heavy = r[gpu] == 0 ? r[kCpu] > 0 || r[kMemory] > 0
+                                   : r[kCpu] > r[gpu] * shape->cpu || r[kMemory] > r[gpu] * shape->memory;
+    if (!heavy) shape.reset();
+  }
+  auto stranded = [&](int64_t gpus, int64_t cpu, int64_t memory) -> int64_t {
+    if (gpus <= 0) return 0;
+    int64_t usable = gpus;
+    if (shape->cpu > 0) usable = std::min(usable, std::max<int64_t>(0, cpu) / shape->cpu);
+    if (shape->memory > 0) usable = std::min(usable, std::max<int64_t>(0, memory) / shape->memory);
+    return gpus - usable;
+  };
+  auto strandedBy = [&](const NodeInfo& n) -> int64_t {
+    if (!shape || n.allocatable[gpu] <= 0) return 0;
+    const int64_t gpus = n.freeOf(gpu), cpu = n.freeOf(kCpu), memory = n.freeOf(kMemory);
+    const Resources& r = g.rep->requests;
+    return stranded(gpus - r[gpu], cpu - r[kCpu], memory - r[kMemory]) - stranded(gpus, cpu, memory);
+  };
   bool done = false;
   auto visitRange = [&](uint32_t b, uint32_t e) {
     for (uint32_t p = b; p < e && !done; ++p) {
@@ -745,24 +774,29 @@ std::optional<uint32_t> Placer::bestNodeForSinglePod() {
       const NodeInfo& n = cache_.node(id);
       int64_t aff = preference(g, n);
       int align = g.align ? alignScore(alignedOn(g, n, nullptr), 1) : 0;
+      int64_t strand = strandedBy(n);
       int64_t left = n.freeOf(dominant_) - want;
-      bool take = best == n_ || aff > best_aff ||
-                  (aff == best_aff &&
-                   (align > best_align ||
-                    (align == best_align && (spread ? left > best_free : left < best_free))));
+      bool take =
+          best == n_ || aff > best_aff ||
+          (aff == best_aff &&
+           (align > best_align ||
+            (align == best_align &&
+             (strand < best_strand ||
+              (strand == best_strand && (spread ? left > best_free : left < best_free))))));
       if (take) {
         best = p;
         best_aff = aff;
         best_align = align;
+        best_strand = strand;
         best_free = left;
-        done = exact_fit_wins && left == 0 && (!g.align || align == 2);
+        done = exact_fit_wins && left == 0 && (!g.align || align == 2) && strand <= 0;
       }
     }
   };
   // By the domains' GPU index: whether any node has `want` GPUs free, and (packing, when only the
   // leftover orders nodes) the fewest a fitting node can have left.
   const bool indexed = options_.gpu_index && dominant_ == cache_.gpuResource() && want > 0;
-  const bool leftover_only = indexed && !spread && !g.prefers && !g.align;
+  const bool leftover_only = indexed && !spread && !g.prefers && !g.align && !shape;
   const uint64_t enough = Domain::atLeast(want);
   if (levels_ == 0) {
     visitRange(0, n_);

@@ -62,6 +62,15 @@ std::string sizeJson(const SizeStats& s) {
 }
 
 std::string resultJson(const SimResult& r, bool series) {
+  std::string at_capacity;
+  if (r.at_capacity.taken) {
+    const CapacitySnapshot& c = r.at_capacity;
+    at_capacity = absl::StrCat(",\"at_capacity\":{\"allocation\":", num(c.allocation),
+                               ",\"allocation_milli\":", num(c.allocation_milli), ",\"free_gpus\":",
+                               c.free_gpus, ",\"stranded_gpus\":", c.stranded_gpus,
+                               ",\"pods_placed\":", c.pods_placed, ",\"pods_arrived\":",
+                               c.pods_arrived, "}");
+  }
   std::string out = absl::StrCat(
       "{\"policy\":\"", r.policy, "\",\"nodes\":", r.nodes, ",\"gpus\":", r.gpus,
       ",\"jobs\":", r.jobs, ",\"placed\":", r.placed, ",\"horizon_s\":", num(r.horizon_s),
@@ -71,7 +80,7 @@ std::string resultJson(const SimResult& r, bool series) {
       num(r.decision_wall_ms), ",\"gpu_nic_pods\":", r.gpu_nic_pods, ",\"gpu_nic_pcie\":",
       r.gpu_nic_pcie, ",\"gpu_nic_aligned\":", r.gpu_nic_aligned, ",\"gpu_nic_pcie_share\":",
       num(share(r.gpu_nic_pcie, r.gpu_nic_pods)), ",\"gpu_nic_aligned_share\":",
-      num(share(r.gpu_nic_aligned, r.gpu_nic_pods)), ",\"gangs\":", sizeJson(r.gangs),
+      num(share(r.gpu_nic_aligned, r.gpu_nic_pods)), ",\"gangs\":", sizeJson(r.gangs), at_capacity,
       ",\"by_size\":{");
   bool first = true;
   for (const auto& [bucket, s] : r.by_size) {
@@ -93,6 +102,22 @@ std::string resultJson(const SimResult& r, bool series) {
 
 std::string markdown(const std::vector<SimResult>& results, const std::string& what) {
   std::string md = absl::StrCat("Simulation: ", what, "\n\n");
+  if (!results.empty() && results[0].at_capacity.taken) {
+    md += "Once the arrived GPU demand equals the cluster's GPUs (FGD's fill mode):\n\n"
+          "| policy | GPU allocation (whole GPUs) | in gpu_milli units | free GPUs | stranded GPUs "
+          "(no GPU pod shape fits their node's CPU/memory) | pods placed / arrived |\n"
+          "|---|---|---|---|---|---|\n";
+    for (const SimResult& r : results) {
+      const CapacitySnapshot& c = r.at_capacity;
+      char line[256];
+      std::snprintf(line, sizeof line, "| %s | %.1f %% | %.1f %% | %lld | %lld | %lld / %lld |\n",
+                    r.policy.c_str(), 100 * c.allocation, 100 * c.allocation_milli,
+                    static_cast<long long>(c.free_gpus), static_cast<long long>(c.stranded_gpus),
+                    static_cast<long long>(c.pods_placed), static_cast<long long>(c.pods_arrived));
+      md += line;
+    }
+    md += "\n";
+  }
   md += "| policy | GPU allocation (mean) | fragmentation (mean) | gangs: blocks spanned / min | "
         "at min | gangs: racks spanned / min | at min | delay mean (s) | delay p99 (s) | placed "
         "| decisions | GPU+NIC pods | aligned: PCIe switch | aligned: switch or NUMA node |\n"
@@ -255,7 +280,7 @@ std::vector<int> intList(const std::string& s) {
                "usage: %s [--nodes N | --node-csv FILE] [--nodes-per-rack K] [--racks-per-spine R]\n"
                "  [--spines-per-block S] [--node-layouts switch:2,numa:1,split:1 | none]\n"
                "  [--rdma-pods gangs|all|none] [--trace FILE [--gang-pods 1|8|2,4,8] [--gang-min-gpus G]\n"
-               "  [--time-scale X] [--limit N]] [--jobs J] [--seed S] [--load L]\n"
+               "  [--time-scale X] [--limit N] [--fill TARGET]] [--jobs J] [--seed S] [--load L]\n"
                "  [--mean-duration SECONDS] [--policies muster,first-fit,best-fit]\n"
                "  [--reservation-after SECONDS (300; the queue's reservationAfterSeconds)]\n"
                "  [--json FILE] [--markdown FILE] [--series] [--check FILE]\n",
@@ -268,6 +293,8 @@ std::vector<int> intList(const std::string& s) {
 int main(int argc, char** argv) {
   int node_count = 1024;
   std::string node_csv, trace, json_path, md_path, check_path;
+  double fill_target = 0;    // --fill: FGD's fill mode
+  int64_t capacity_job = -1;
   TopologyShape shape;
   TraceOptions trace_options;
   SyntheticOptions synth;
@@ -301,6 +328,7 @@ int main(int argc, char** argv) {
     else if (flag == "--gang-min-gpus") trace_options.min_gpus = std::atoi(v.c_str());
     else if (flag == "--time-scale") trace_options.time_scale = std::atof(v.c_str());
     else if (flag == "--limit") trace_options.limit = std::atoll(v.c_str());
+    else if (flag == "--fill") fill_target = std::atof(v.c_str());
     else if (flag == "--jobs") synth.jobs = std::atoi(v.c_str());
     else if (flag == "--seed") synth.seed = static_cast<uint32_t>(std::atoi(v.c_str()));
     else if (flag == "--load") synth.load = std::atof(v.c_str());
@@ -355,6 +383,12 @@ int main(int argc, char** argv) {
       return 2;
     }
     jobs = std::move(*read);
+    if (fill_target > 0) {
+      const size_t pool = jobs.size();
+      jobs = fillJobs(jobs, gpus, fill_target, synth.seed, &capacity_job);
+      std::fprintf(stderr, "fill mode: %zu jobs drawn from %zu to %.0f %% of the GPUs; capacity reached at job %lld\n",
+                   jobs.size(), pool, 100 * fill_target, static_cast<long long>(capacity_job));
+    }
     std::string gp;
     for (int g : trace_options.gang_pods) absl::StrAppend(&gp, gp.empty() ? "" : ",", g);
     what = absl::StrCat("trace ", trace, " (", jobs.size(), " jobs, multi-GPU jobs as gangs of ",
@@ -383,6 +417,13 @@ int main(int argc, char** argv) {
     options.policy = p;
     options.seed = synth.seed;
     options.reservation_after_s = reservation_after;
+    options.capacity_job = capacity_job;
+    if (capacity_job >= 0) {
+      // Nothing leaves, so room reserved for a waiting gang never comes: no reservations, and the
+      // run ends at the figures.
+      options.reservation_after_s = 1e15;
+      options.end_s = jobs[static_cast<size_t>(capacity_job)].arrival + 0.5;
+    }
     results.push_back(simulate(nodes, jobs, options));
     std::fprintf(stderr, "%s: %lld decisions, %.0f ms of decisions\n", results.back().policy.c_str(),
                  static_cast<long long>(results.back().decisions), results.back().decision_wall_ms);

@@ -80,7 +80,13 @@ proto::Pod toPod(const SimJob& job, int index, absl::Time created) {
   }
   p.spec.scheduler_name = kSchedulerName;
   p.spec.priority = job.priority;
-  if (!job.gpu_model.empty()) p.spec.node_selector[kModelLabel] = job.gpu_model;
+  if (job.gpu_models.size() == 1) {
+    p.spec.node_selector[kModelLabel] = job.gpu_models[0];
+  } else if (!job.gpu_models.empty()) {
+    proto::NodeSelectorTerm any_of;
+    any_of.match_expressions.push_back({kModelLabel, "In", job.gpu_models});
+    p.spec.affinity.emplace().node_affinity.required.emplace().node_selector_terms.push_back(any_of);
+  }
   p.status.phase = "Pending";
   proto::Container c;
   c.name = "main";
@@ -333,6 +339,15 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
     const int64_t g = total - used[id];
     return g > 0 && g < total ? g : 0;
   };
+  int64_t allocated_milli = 0, pods_placed = 0, pods_arrived = 0;
+  // The CPU (millicores) and memory (bytes) of the stream's GPU pods, for stranded GPUs.
+  std::vector<std::pair<int64_t, int64_t>> gpu_shapes;
+  if (options.capacity_job >= 0) {
+    std::set<std::pair<int64_t, int64_t>> shapes;
+    for (const SimJob& j : jobs)
+      if (j.gpus_per_pod > 0) shapes.emplace(j.cpu_milli_per_pod, j.memory_mib_per_pod * 1024 * 1024);
+    gpu_shapes.assign(shapes.begin(), shapes.end());
+  }
   auto useGpus = [&](NodeId id, int delta) {
     partial_free -= partialFree(id);
     used[id] += delta;
@@ -419,6 +434,8 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
         s.nodes.push_back(id);
         s.pod_keys.push_back(attempt->members[i]->key);
         if (gpu) useGpus(id, job.gpus_per_pod);
+        allocated_milli += job.gpus_per_pod * job.gpu_milli;
+        ++pods_placed;
         blocks.insert(topo.domain[id][0]);
         racks.insert(topo.domain[id][kLevels.size() - 1]);
       }
@@ -452,6 +469,8 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
           (void)cache.forget(s.pod_keys[i]);
           queue.removePod(s.pod_keys[i]);
           if (gpu) useGpus(s.nodes[i], -jobs[e.job].gpus_per_pod);
+          allocated_milli -= jobs[e.job].gpus_per_pod * jobs[e.job].gpu_milli;
+          --pods_placed;
         }
         --running;
         terminated = true;
@@ -461,6 +480,7 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
         for (int k = 0; k < job.pods; ++k) {
           if (!queue.addOrUpdatePod(toPod(job, k, now)).ok()) std::abort();
         }
+        pods_arrived += job.pods;
         ++arrived;
       } else {
         wakeups.erase(e.t);
@@ -468,6 +488,29 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
     }
     if (terminated) queue.onClusterEvent(scheduler::ClusterEvent::kPodTerminated);
     schedulingPass(t);
+    if (options.capacity_job >= 0 && !result.at_capacity.taken &&
+        static_cast<size_t>(options.capacity_job) < jobs.size() &&
+        t >= jobs[static_cast<size_t>(options.capacity_job)].arrival) {
+      CapacitySnapshot& snap = result.at_capacity;
+      snap.taken = true;
+      snap.allocation = result.gpus ? static_cast<double>(allocated) / static_cast<double>(result.gpus) : 0;
+      snap.allocation_milli =
+          result.gpus ? static_cast<double>(allocated_milli) / (1000.0 * static_cast<double>(result.gpus)) : 0;
+      snap.pods_placed = pods_placed;
+      snap.pods_arrived = pods_arrived;
+      for (NodeId id = 0; id < cache.slotCount() && gpu; ++id) {
+        const scheduler::NodeInfo& n = cache.node(id);
+        if (!n.present) continue;
+        const int64_t free_gpus = n.freeOf(*gpu);
+        if (free_gpus <= 0) continue;
+        snap.free_gpus += free_gpus;
+        const int64_t cpu = n.freeOf(scheduler::kCpu), mem = n.freeOf(scheduler::kMemory);
+        const bool usable = std::any_of(gpu_shapes.begin(), gpu_shapes.end(), [&](const auto& shape) {
+          return shape.first <= cpu && shape.second <= mem;
+        });
+        if (!usable) snap.stranded_gpus += free_gpus;
+      }
+    }
   }
   advance(result.horizon_s);
   if (result.horizon_s > 0) {

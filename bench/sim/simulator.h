@@ -39,6 +39,20 @@ struct SimOptions {
   double sample_interval_s = 0;   // 0: (last arrival) / 200
   double reservation_after_s = 300;
   double end_s = 0;  // stop at this simulated time (0: when every job has finished)
+  // FGD's fill mode (workload.h fillJobs): the index of the job whose arrival brings the demand to
+  // the cluster's capacity; SimResult::at_capacity is taken once it has been handled. -1: none.
+  int64_t capacity_job = -1;
+};
+
+// The cluster once the arrived demand equals its capacity (FGD's fill mode).
+struct CapacitySnapshot {
+  bool taken = false;
+  double allocation = 0;        // allocated GPUs / GPUs (a fractional pod holds a whole GPU)
+  double allocation_milli = 0;  // the pods' gpu_milli summed / (GPUs × 1000), the paper's unit
+  int64_t free_gpus = 0;
+  // Free GPUs on nodes whose free CPU or memory no GPU pod shape of the stream fits.
+  int64_t stranded_gpus = 0;
+  int64_t pods_placed = 0, pods_arrived = 0;
 };
 
 struct SizeStats {
@@ -84,6 +98,7 @@ struct SimResult {
   int64_t decisions = 0;       // place() (or baseline) calls
   int64_t failed_decisions = 0;
   double decision_wall_ms = 0;  // summed wall time of the decisions (machine-dependent)
+  CapacitySnapshot at_capacity;
 };
 
 SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>& jobs,

@@ -33,7 +33,8 @@ struct Csv {
   std::vector<std::vector<std::string>> rows;
 };
 
-absl::StatusOr<Csv> readCsv(const std::string& path, const std::vector<std::string>& required) {
+absl::StatusOr<Csv> readCsv(const std::string& path, const std::vector<std::string>& required,
+                            const std::vector<std::string>& optional = {}) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   Csv csv;
@@ -52,6 +53,8 @@ absl::StatusOr<Csv> readCsv(const std::string& path, const std::vector<std::stri
           return absl::InvalidArgumentError(absl::StrCat(path, ": no column ", name));
         }
       }
+      // Optional columns a file lacks read as empty cells.
+      for (const std::string& name : optional) csv.column.try_emplace(name, csv.column.size());
       header = false;
       continue;
     }
@@ -175,9 +178,9 @@ void assignLayouts(std::vector<SimNode>& nodes, const LayoutMix& mix, uint32_t s
 
 absl::StatusOr<std::vector<SimJob>> readPodCsv(const std::string& path,
                                                const TraceOptions& options) {
-  auto csv = readCsv(path, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec",
-                            "qos", "pod_phase", "creation_time", "deletion_time",
-                            "scheduled_time"});
+  auto csv = readCsv(path, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"},
+                     {"gpu_spec", "qos", "pod_phase", "creation_time", "deletion_time",
+                      "scheduled_time"});
   if (!csv.ok()) return csv.status();
   auto col = [&](const std::vector<std::string>& row, const char* name) -> const std::string& {
     return row[csv->column[name]];
@@ -208,12 +211,14 @@ absl::StatusOr<std::vector<SimJob>> readPodCsv(const std::string& path,
     int64_t gpu_milli = toInt(col(row, "gpu_milli"), 0);
     if (num_gpu == 0 && gpu_milli > 0) num_gpu = 1;
     j.gpus_per_pod = static_cast<int>(num_gpu);
+    j.gpu_milli = num_gpu > 0 && gpu_milli > 0 && gpu_milli < 1000 ? gpu_milli : 1000;
     j.cpu_milli_per_pod = toInt(col(row, "cpu_milli"), 0);
     j.memory_mib_per_pod = toInt(col(row, "memory_mib"), 0);
     const std::string& qos = col(row, "qos");
     j.priority = qos == "LS" ? 100 : qos == "Guaranteed" ? 50 : qos == "Burstable" ? 10 : 0;
     const std::string& spec = col(row, "gpu_spec");
-    if (!spec.empty() && spec.find('|') == std::string::npos) j.gpu_model = spec;
+    for (absl::string_view model : absl::StrSplit(spec, '|', absl::SkipWhitespace()))
+      j.gpu_models.emplace_back(absl::StripAsciiWhitespace(model));
     if (num_gpu >= options.min_gpus && !options.gang_pods.empty()) {
       size_t h = std::hash<std::string>{}(j.name);
       j.pods = options.gang_pods[h % options.gang_pods.size()];
@@ -223,6 +228,31 @@ absl::StatusOr<std::vector<SimJob>> readPodCsv(const std::string& path,
   std::stable_sort(jobs.begin(), jobs.end(),
                    [](const SimJob& a, const SimJob& b) { return a.arrival < b.arrival; });
   return jobs;
+}
+
+std::vector<SimJob> fillJobs(const std::vector<SimJob>& pool, int64_t cluster_gpus, double target,
+                             uint32_t seed, int64_t* at_capacity) {
+  std::vector<SimJob> out;
+  *at_capacity = -1;
+  if (pool.empty() || cluster_gpus <= 0) return out;
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, pool.size() - 1);
+  const double capacity = static_cast<double>(cluster_gpus) * 1000;
+  double demand = 0;
+  // Jobs asking for nothing could be drawn forever: stop after many more than needed.
+  for (size_t draws = 0; demand < target * capacity && draws < 100 * pool.size() + 1000000; ++draws) {
+    SimJob j = pool[pick(rng)];
+    j.name = absl::StrCat("fill-", out.size());
+    demand += static_cast<double>(j.pods) * j.gpus_per_pod * static_cast<double>(j.gpu_milli);
+    if (*at_capacity < 0 && demand >= capacity) *at_capacity = static_cast<int64_t>(out.size());
+    out.push_back(std::move(j));
+  }
+  // In random order (draws are already), one a second, never leaving.
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].arrival = static_cast<double>(i);
+    out[i].duration = 1e12;
+  }
+  return out;
 }
 
 std::vector<SimJob> syntheticJobs(const SyntheticOptions& options, int64_t cluster_gpus) {

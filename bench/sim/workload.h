@@ -73,7 +73,11 @@ struct SimJob {
   int64_t cpu_milli_per_pod = 1000;
   int64_t memory_mib_per_pod = 1024;
   int32_t priority = 0;
-  std::string gpu_model;  // required GPU model; "" for any
+  std::vector<std::string> gpu_models;  // any of these GPU models (node affinity In); empty: any
+  // The share of each GPU the pod uses, in thousandths (the trace's gpu_milli; 1000: whole GPUs).
+  // Muster allocates whole devices, so a fractional pod still takes one GPU; the simulator
+  // reports allocation in both units.
+  int64_t gpu_milli = 1000;
 };
 
 struct TraceOptions {
@@ -86,14 +90,24 @@ struct TraceOptions {
   int64_t limit = 0;        // at most this many rows (0: all)
 };
 
-// openb_pod_list_*.csv: name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,
-// creation_time,deletion_time,scheduled_time (header line required; columns found by name).
-// Duration: deletion − scheduled (or − creation when never scheduled); a pod still running at the
-// end of the trace runs until the last time in the file. Fractional GPUs (gpu_milli < 1000) count
-// as one whole GPU: Muster allocates whole devices. qos → priority: LS 100, Guaranteed 50,
-// Burstable 10, BE 0. gpu_spec naming exactly one model becomes a required node model; a list of
-// models ("A|B") is no constraint.
+// openb_pod_list_*.csv: name,cpu_milli,memory_mib,num_gpu,gpu_milli and optionally gpu_spec,qos,
+// pod_phase,creation_time,deletion_time,scheduled_time (header line required; columns found by
+// name; the multigpu files have only the first five). Duration: deletion − scheduled (or −
+// creation when never scheduled); a pod still running at the end of the trace runs until the
+// last time in the file; in a file without times every job arrives at 0 and runs a second (such
+// files are for fillJobs). Fractional GPUs (gpu_milli < 1000) take one whole
+// GPU (Muster allocates whole devices) and keep their gpu_milli. qos → priority: LS 100,
+// Guaranteed 50, Burstable 10, BE 0. gpu_spec ("A" or "A|B") becomes the required GPU models, any
+// of them.
 absl::StatusOr<std::vector<SimJob>> readPodCsv(const std::string& path, const TraceOptions& options);
+
+// FGD's fill mode (Weng et al., USENIX ATC '23, and its simulator): jobs drawn from `pool`
+// uniformly with replacement (seeded) until their GPU demand, in thousandths of a GPU, reaches
+// `target` × the cluster's GPUs, in random order, one a second, none ever leaving. `at_capacity`:
+// the index of the job whose arrival brings the demand to the cluster's capacity (1.0), where the
+// paper reads its figures.
+std::vector<SimJob> fillJobs(const std::vector<SimJob>& pool, int64_t cluster_gpus, double target,
+                             uint32_t seed, int64_t* at_capacity);
 
 struct SyntheticOptions {
   uint32_t seed = 1;

@@ -256,6 +256,42 @@ TEST_CASE("single pods pack onto the fullest node by default, spread when config
   CHECK(placed(place(r, cache, spread)).assignments[0].node == "empty");
 }
 
+TEST_CASE("single pods pack without stranding GPUs behind exhausted CPU", "[placement]") {
+  ClusterCache cache({});
+  // Places a lone pod and accounts it, as the scheduler does.
+  auto lone = [&](ClusterCache& c, testing::PodBuilder b) {
+    GangRequest r;
+    r.key = GangKey{"ml", "lone", true};
+    r.members.push_back(b.info());
+    const std::string at = placed(place(r, c)).assignments[0].node;
+    REQUIRE(c.assume(*r.members[0], at).ok());
+    return at;
+  };
+  cache.addNode(node("gpu").gpus(8).cpu("64"));
+  cache.addNode(node("cpu").cpu("40"));
+  // The cluster's GPU pods ask for 8 cores per GPU: the 4 free GPUs of "gpu" need 32 cores.
+  cache.addPod(pod("train").gpus(4).cpu("32").onNode("gpu"));
+  // Packing by cores alone would fill "gpu" (24 left against 32) and leave one of its GPUs
+  // without cores; the CPU-only pod goes to the node without GPUs.
+  CHECK(lone(cache, pod("etl").cpu("8")) == "cpu");
+  // A node with cores to spare beyond its free GPUs strands nothing either: packing decides.
+  cache.addNode(node("roomy").gpus(8).cpu("128"));
+  cache.addPod(pod("train2").gpus(4).cpu("32").onNode("roomy"));  // 96 cores for 4 GPUs
+  CHECK(lone(cache, pod("etl2").cpu("30")) == "cpu");    // 2 left there, 66 on "roomy"
+  CHECK(lone(cache, pod("etl3").cpu("30")) == "roomy");  // "cpu" is full; "gpu" would strand 4
+  // A GPU pod: the node it fills most would keep its last GPU without cores; it takes the one
+  // where the GPUs left keep theirs.
+  ClusterCache two({});
+  two.addNode(node("a").gpus(4).cpu("40"));
+  two.addNode(node("b").gpus(4).cpu("64"));
+  two.addPod(pod("x").gpus(2).cpu("15").onNode("a"));  // a: 2 GPUs, 25 cores free
+  two.addPod(pod("y").gpus(1).cpu("15").onNode("b"));  // b: 3 GPUs, 49 cores free
+  // 10 cores per GPU. On a, the GPU left would have 5 cores; on b, 2 GPUs keep 29.
+  CHECK(lone(two, pod("big-cpu").gpus(1).cpu("20")) == "b");
+  // Without CPU to compare (a pod asking for GPUs only), packing alone: the fullest.
+  CHECK(lone(two, pod("gpus-only").gpus(1)) == "a");
+}
+
 TEST_CASE("preferred node affinity decides among feasible nodes", "[placement]") {
   ClusterCache cache({});
   cache.addNode(node("plain").gpus(8));
