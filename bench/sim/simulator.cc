@@ -39,7 +39,8 @@ using scheduler::PlacementResult;
 using scheduler::Resources;
 using scheduler::Unschedulable;
 
-constexpr char kModelLabel[] = "muster.dev/gpu-model";
+// The label the topology agent puts on a node for its GPU model.
+constexpr const char* kModelLabel = proto::vocabulary::kLabelGpuModel;
 constexpr char kSchedulerName[] = "muster-scheduler";
 const absl::Time kEpoch = absl::FromUnixSeconds(1'700'000'000);
 
