@@ -72,6 +72,8 @@ inline constexpr char kLabelRack[] = "muster.dev/rack";
 // Node labels the topology agent publishes.
 inline constexpr char kLabelGpuCount[] = "muster.dev/gpu.count";
 inline constexpr char kLabelGpuModel[] = "muster.dev/gpu.model";
+// NVIDIA GPU feature discovery's label for the same (the product name).
+inline constexpr char kLabelGpuProduct[] = "nvidia.com/gpu.product";
 inline constexpr char kLabelRdmaCount[] = "muster.dev/rdma.count";
 inline constexpr char kLabelRdmaLinkLayer[] = "muster.dev/rdma.link-layer";
 

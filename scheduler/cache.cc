@@ -297,6 +297,7 @@ std::shared_ptr<const PlacedPod> ClusterCache::placedOf(const proto::Pod& pod) {
   placed->unit = gangKeyOf(pod);
   placed->started = startOf(pod);
   placed->preempted = markedPreempted(pod);
+  placed->gpu_models = requiredGpuModels(pod);
   if (pod.spec.affinity) {
     placed->required_anti_affinity = pod.spec.affinity->pod_anti_affinity.required;
     placed->required_affinity = pod.spec.affinity->pod_affinity.required;
@@ -312,6 +313,7 @@ absl::Status ClusterCache::suspend(std::string_view pod_key) {
   CachedPod& cached = it->second;
   account(cached.node, cached.requests, cached.ports, -1);
   countClaims(*cached.placed, cached.node, -1);
+  countModels(*cached.placed, cached.requests, -1);
   with_anti_affinity_.erase(it->first);
   with_terms_.erase(it->first);
   suspended_.emplace(it->first, std::move(cached));
@@ -329,6 +331,31 @@ absl::Status ClusterCache::resume(std::string_view pod_key) {
   account(cached.node, cached.requests, cached.ports, +1);
   insertPod(std::move(key), std::move(cached), /*index_unit=*/false);
   return absl::OkStatus();
+}
+
+void ClusterCache::countModels(const PlacedPod& placed, const Resources& requests, int sign) {
+  if (placed.gpu_models.empty() || requests[gpu_] <= 0) return;
+  const int64_t share = requests[gpu_] * 1000 / static_cast<int64_t>(placed.gpu_models.size());
+  for (const std::string& model : placed.gpu_models) {
+    auto it = model_demand_.try_emplace(model, 0).first;
+    it->second += sign * share;
+    if (it->second <= 0) model_demand_.erase(it);
+  }
+}
+
+int64_t ClusterCache::modelScarcity(const NodeInfo& n) const {
+  if (model_demand_.empty()) return 0;
+  for (const char* key : {proto::vocabulary::kLabelGpuModel, proto::vocabulary::kLabelGpuProduct}) {
+    auto label = n.labels.find(key);
+    if (label == n.labels.end()) continue;
+    auto demand = model_demand_.find(label->second);
+    if (demand == model_demand_.end()) return 0;
+    (void)topology();  // model_supply_ is counted with it
+    auto supply = model_supply_.find(label->second);
+    return supply == model_supply_.end() || supply->second <= 0 ? demand->second
+                                                                : demand->second / supply->second;
+  }
+  return 0;
 }
 
 void ClusterCache::countClaims(const PlacedPod& placed, NodeId node, int sign) {
@@ -395,6 +422,7 @@ void ClusterCache::unindexUnit(const std::string& key, const GangKey& unit) {
 void ClusterCache::insertPod(std::string key, CachedPod cached, bool index_unit) {
   if (index_unit) indexUnit(key, cached);
   countClaims(*cached.placed, cached.node, +1);
+  countModels(*cached.placed, cached.requests, +1);
   if (!cached.placed->required_anti_affinity.empty()) with_anti_affinity_.insert(key);
   if (cached.placed->anyTerm()) with_terms_.insert(key);
   pods_.emplace(std::move(key), std::move(cached));
@@ -418,6 +446,7 @@ void ClusterCache::removePod(std::string_view pod_key) {
   NodeId id = it->second.node;
   account(id, it->second.requests, it->second.ports, -1);
   countClaims(*it->second.placed, id, -1);
+  countModels(*it->second.placed, it->second.requests, -1);
   unindexUnit(it->first, it->second.placed->unit);
   with_anti_affinity_.erase(it->first);
   with_terms_.erase(it->first);
@@ -478,10 +507,17 @@ void ClusterCache::rebuildTopology() const {
   // Each present node's label value per level ("" when absent), as views into its labels.
   std::vector<std::array<std::string_view, kMaxTopologyLevels>> path(nodes_.size());
   t.order.reserve(present_count_);
+  model_supply_.clear();
   for (NodeId id = 0; id < nodes_.size(); ++id) {
     const NodeInfo& n = nodes_[id];
     if (!n.present) continue;
     t.order.push_back(id);
+    for (const char* key : {proto::vocabulary::kLabelGpuModel, proto::vocabulary::kLabelGpuProduct}) {
+      if (auto m = n.labels.find(key); m != n.labels.end()) {
+        model_supply_[m->second] += n.allocatable[gpu_];
+        break;
+      }
+    }
     for (size_t l = 0; l < levels; ++l) {
       auto it = n.labels.find(levels_[l]);
       if (it != n.labels.end()) path[id][l] = it->second;

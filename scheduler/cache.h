@@ -60,6 +60,7 @@ struct PlacedPod {
   std::vector<proto::PodAffinityTerm> required_affinity;
   std::vector<proto::WeightedPodAffinityTerm> preferred_affinity;
   std::vector<proto::WeightedPodAffinityTerm> preferred_anti_affinity;
+  std::vector<std::string> gpu_models;  // requiredGpuModels
   // What preemption (scheduler/preemption.h) needs: the pod's priority, the gang it belongs to
   // (gangKeyOf), when it started running (status.startTime, else its creation), and whether
   // Muster has already marked it preempted (the muster.dev/Preempted condition).
@@ -323,6 +324,11 @@ class ClusterCache {
   mutable Topology topology_;
   mutable bool topology_dirty_ = true;
   ResourceId gpu_ = kCpu;  // nvidia.com/gpu (interned at construction)
+  // modelScarcity: GPUs (thousandths) held by pods restricted to each model, and the GPUs of the
+  // present nodes of each model (counted when the topology is rebuilt).
+  absl::flat_hash_map<std::string, int64_t> model_demand_;
+  mutable absl::flat_hash_map<std::string, int64_t> model_supply_;
+  void countModels(const PlacedPod& placed, const Resources& requests, int sign);
   // Summed requests of the accounted pods that ask for GPUs (perGpuShape).
   int64_t gpu_pods_gpus_ = 0, gpu_pods_cpu_ = 0, gpu_pods_memory_ = 0;
  public:
@@ -335,6 +341,12 @@ class ClusterCache {
     int64_t cpu = 0;
     int64_t memory = 0;
   };
+  // How much of a GPU model's GPUs the accounted pods restricted to it hold, in thousandths (a pod
+  // accepting k models counts 1/k on each): 0 for a node without a model label (muster.dev/
+  // gpu.model or nvidia.com/gpu.product) or of a model no pod requires. Single pods that accept
+  // any model leave the scarcest models to those that need them (placement.cc).
+  int64_t modelScarcity(const NodeInfo& n) const;
+  bool anyModelDemand() const { return !model_demand_.empty(); }
   std::optional<GpuShape> perGpuShape() const {
     if (gpu_pods_gpus_ <= 0) return std::nullopt;
     return GpuShape{gpu_pods_cpu_ / gpu_pods_gpus_, gpu_pods_memory_ / gpu_pods_gpus_};

@@ -766,6 +766,11 @@ std::optional<uint32_t> Placer::bestNodeForSinglePod() {
     const Resources& r = g.rep->requests;
     return stranded(gpus - r[gpu], cpu - r[kCpu], memory - r[kMemory]) - stranded(gpus, cpu, memory);
   };
+  // A pod that accepts any GPU model leaves the models that pods restricted to them hold most of
+  // to those pods (ClusterCache::modelScarcity), after the stranding rule.
+  const bool scarce = !spread && g.rep->gpu_models.empty() && g.rep->requests[gpu] > 0 &&
+                      cache_.anyModelDemand();
+  int64_t best_scarcity = 0;
   bool done = false;
   auto visitRange = [&](uint32_t b, uint32_t e) {
     for (uint32_t p = b; p < e && !done; ++p) {
@@ -775,27 +780,31 @@ std::optional<uint32_t> Placer::bestNodeForSinglePod() {
       int64_t aff = preference(g, n);
       int align = g.align ? alignScore(alignedOn(g, n, nullptr), 1) : 0;
       int64_t strand = strandedBy(n);
+      int64_t scarcity = scarce ? cache_.modelScarcity(n) : 0;
       int64_t left = n.freeOf(dominant_) - want;
-      bool take =
-          best == n_ || aff > best_aff ||
-          (aff == best_aff &&
-           (align > best_align ||
-            (align == best_align &&
-             (strand < best_strand ||
-              (strand == best_strand && (spread ? left > best_free : left < best_free))))));
-      if (take) {
+      auto better = [&] {
+        if (aff != best_aff) return aff > best_aff;
+        if (align != best_align) return align > best_align;
+        if (strand != best_strand) return strand < best_strand;
+        if (scarcity != best_scarcity) return scarcity < best_scarcity;
+        return spread ? left > best_free : left < best_free;
+      };
+      if (best == n_ || better()) {
         best = p;
         best_aff = aff;
         best_align = align;
         best_strand = strand;
+        best_scarcity = scarcity;
         best_free = left;
-        done = exact_fit_wins && left == 0 && (!g.align || align == 2) && strand <= 0;
+        done = exact_fit_wins && left == 0 && (!g.align || align == 2) && strand <= 0 && scarcity == 0;
       }
     }
   };
   // By the domains' GPU index: whether any node has `want` GPUs free, and (packing, when only the
   // leftover orders nodes) the fewest a fitting node can have left.
   const bool indexed = options_.gpu_index && dominant_ == cache_.gpuResource() && want > 0;
+  // (With scarcity in play, once the best node so far is of a model no pod requires, only the
+  // leftover can beat it.)
   const bool leftover_only = indexed && !spread && !g.prefers && !g.align && !shape;
   const uint64_t enough = Domain::atLeast(want);
   if (levels_ == 0) {
@@ -813,7 +822,9 @@ std::optional<uint32_t> Placer::bestNodeForSinglePod() {
         const uint64_t fitting = d.gpu_mask & enough;
         if (fitting == 0) continue;
         // Ties go to the node found first, so only a strictly smaller leftover is worth a visit.
-        if (leftover_only && best != n_ && std::countr_zero(fitting) - want >= best_free) continue;
+        if (leftover_only && best != n_ && best_scarcity == 0 &&
+            std::countr_zero(fitting) - want >= best_free)
+          continue;
       }
       if (level + 1 == levels_) {
         visitRange(d.begin, d.end);

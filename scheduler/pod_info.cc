@@ -1,5 +1,9 @@
 #include "scheduler/pod_info.h"
 
+#include <algorithm>
+
+#include "proto/vocabulary.h"
+
 #include "scheduler/interpod.h"
 #include "scheduler/spread.h"
 
@@ -36,6 +40,24 @@ std::string nodeAffinitySignature(const proto::Pod& pod) {
     absl::StrAppend(&s, "]");
   }
   return s;
+}
+
+std::vector<std::string> requiredGpuModels(const proto::Pod& pod) {
+  namespace vocab = proto::vocabulary;
+  auto isModelKey = [](const std::string& k) { return k == vocab::kLabelGpuModel || k == vocab::kLabelGpuProduct; };
+  for (const auto& [k, v] : pod.spec.node_selector)
+    if (isModelKey(k)) return {v};
+  if (!pod.spec.affinity || !pod.spec.affinity->node_affinity.required) return {};
+  std::vector<std::string> models;
+  for (const proto::NodeSelectorTerm& t : pod.spec.affinity->node_affinity.required->node_selector_terms) {
+    auto e = std::find_if(t.match_expressions.begin(), t.match_expressions.end(), [&](const auto& r) {
+      return isModelKey(r.key) && r.operator_ == "In";
+    });
+    if (e == t.match_expressions.end()) return {};
+    for (const std::string& v : e->values)
+      if (std::find(models.begin(), models.end(), v) == models.end()) models.push_back(v);
+  }
+  return models;
 }
 
 namespace {
@@ -137,6 +159,7 @@ absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod, std::vector<VolumeConstra
       pod.spec.affinity && !pod.spec.affinity->node_affinity.preferred.empty();
   info->pod = std::move(pod);
   info->constraint_signature = signatureOf(*info);
+  info->gpu_models = requiredGpuModels(info->pod);
   return PodInfoPtr(std::move(info));
 }
 

@@ -81,6 +81,8 @@ struct PodInfo {
   // Equal for two pods exactly when their requests, host ports, nodeName, nodeSelector, node
   // affinity, volumes and tolerations are equal.
   std::string constraint_signature;
+  // requiredGpuModels(pod).
+  std::vector<std::string> gpu_models;
   // Fast-path flags for filtering.
   bool has_node_selector = false;  // nodeSelector, required node affinity or volume constraints
   bool has_preferred_affinity = false;
@@ -97,5 +99,10 @@ bool isTerminal(const proto::Pod& pod);
 // Its nodeSelector and required node affinity as text: equal for pods that may use the same nodes
 // by them (a part of constraint_signature).
 std::string nodeAffinitySignature(const proto::Pod& pod);
+
+// The GPU models the pod's nodeSelector or required node affinity restricts it to (the node label
+// muster.dev/gpu.model or nvidia.com/gpu.product): any of them. Empty when it does not (a term
+// of its required affinity without such a restriction lets it go anywhere).
+std::vector<std::string> requiredGpuModels(const proto::Pod& pod);
 
 }  // namespace muster::scheduler

@@ -256,17 +256,19 @@ TEST_CASE("single pods pack onto the fullest node by default, spread when config
   CHECK(placed(place(r, cache, spread)).assignments[0].node == "empty");
 }
 
+// Places a lone pod and accounts it, as the scheduler does; the node it went to.
+std::string placeLone(ClusterCache& cache, testing::PodBuilder b) {
+  GangRequest r;
+  r.key = GangKey{"ml", "lone", true};
+  r.members.push_back(b.info());
+  const std::string at = placed(place(r, cache)).assignments[0].node;
+  REQUIRE(cache.assume(*r.members[0], at).ok());
+  return at;
+}
+
 TEST_CASE("single pods pack without stranding GPUs behind exhausted CPU", "[placement]") {
   ClusterCache cache({});
-  // Places a lone pod and accounts it, as the scheduler does.
-  auto lone = [&](ClusterCache& c, testing::PodBuilder b) {
-    GangRequest r;
-    r.key = GangKey{"ml", "lone", true};
-    r.members.push_back(b.info());
-    const std::string at = placed(place(r, c)).assignments[0].node;
-    REQUIRE(c.assume(*r.members[0], at).ok());
-    return at;
-  };
+  auto lone = placeLone;
   cache.addNode(node("gpu").gpus(8).cpu("64"));
   cache.addNode(node("cpu").cpu("40"));
   // The cluster's GPU pods ask for 8 cores per GPU: the 4 free GPUs of "gpu" need 32 cores.
@@ -290,6 +292,30 @@ TEST_CASE("single pods pack without stranding GPUs behind exhausted CPU", "[plac
   CHECK(lone(two, pod("big-cpu").gpus(1).cpu("20")) == "b");
   // Without CPU to compare (a pod asking for GPUs only), packing alone: the fullest.
   CHECK(lone(two, pod("gpus-only").gpus(1)) == "a");
+}
+
+TEST_CASE("a pod that accepts any GPU model leaves the model other pods require to them",
+          "[placement]") {
+  ClusterCache cache({});
+  cache.addNode(node("t4").gpus(4).label(proto::vocabulary::kLabelGpuModel, "T4"));
+  cache.addNode(node("a100").gpus(8).label(proto::vocabulary::kLabelGpuProduct, "A100"));
+  auto lone = [&](testing::PodBuilder b) { return placeLone(cache, std::move(b)); };
+  // No pod requires a model yet: packing, the fullest node.
+  CHECK(lone(pod("any1").gpus(1)) == "t4");
+  // Once pods restricted to T4 hold some of it, pods that accept any model go elsewhere.
+  CHECK(lone(pod("t4-only").gpus(1).nodeSelector(proto::vocabulary::kLabelGpuModel, "T4")) == "t4");
+  CHECK(lone(pod("any2").gpus(1)) == "a100");
+  // A pod accepting T4 or A100 by node affinity is restricted too, and goes where it fits best.
+  CHECK(lone(pod("either").gpus(2).requiredAffinity(
+            testing::term(proto::vocabulary::kLabelGpuModel, "In", {"T4", "A100"}))) == "t4");
+  CHECK(requiredGpuModels(pod("x").requiredAffinity(testing::term(proto::vocabulary::kLabelGpuProduct,
+                                                                  "In", {"A", "B"})).build()) ==
+        std::vector<std::string>{"A", "B"});
+  // A second term without a model restriction lets the pod go anywhere.
+  CHECK(requiredGpuModels(pod("y").requiredAffinity(testing::term(proto::vocabulary::kLabelGpuModel,
+                                                                  "In", {"A"}))
+                              .requiredAffinity(testing::term("zone", "In", {"z"})).build())
+            .empty());
 }
 
 TEST_CASE("preferred node affinity decides among feasible nodes", "[placement]") {
@@ -385,6 +411,16 @@ TEST_CASE("the free-GPU index skips domains without changing a single placement:
   std::mt19937 rng(20261204);
   ClusterCache indexed(kLevels), scanned(kLevels);
   for (ClusterCache* c : {&indexed, &scanned}) addRacks(*c, 24, 8, 8, 4);
+  // Two GPU models, racks alternating; some pods ask for one (model scarcity is in play).
+  for (ClusterCache* c : {&indexed, &scanned}) {
+    for (int r = 0; r < 24; ++r) {
+      for (int n = 0; n < 8; ++n) {
+        c->updateNode(node("r" + std::to_string(r) + "-n" + std::to_string(n)).gpus(8)
+                          .rack("r" + std::to_string(r)).spine("s" + std::to_string(r / 4))
+                          .label(proto::vocabulary::kLabelGpuModel, r % 3 == 0 ? "T4" : "A100"));
+      }
+    }
+  }
   // Background pods of all sizes, some nodes full, some empty.
   std::vector<std::string> nodes;
   for (int r = 0; r < 24; ++r)
@@ -408,6 +444,7 @@ TEST_CASE("the free-GPU index skips domains without changing a single placement:
     GangRequest r = gang(name, n, [&](int i) {
       testing::PodBuilder b = pod(name + "-" + std::to_string(i)).gpus(gpus);
       if (n > 1) b.gang(name, n);
+      if (step % 5 == 0) b.nodeSelector(proto::vocabulary::kLabelGpuModel, "T4");
       return b;
     });
     if (n == 1) r.key.single_pod = true;
