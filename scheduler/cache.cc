@@ -190,9 +190,13 @@ void ClusterCache::account(NodeId id, const Resources& requests,
   Resources before;
   if (track) before = clampedFree(n);
   if (requests[gpu_] > 0) {
-    gpu_pods_gpus_ += sign * requests[gpu_];
-    gpu_pods_cpu_ += sign * requests[kCpu];
-    gpu_pods_memory_ += sign * requests[kMemory];
+    // Saturating: requests are whatever a pod says (the fuzzer says 2^63).
+    auto sum = [sign](int64_t& total, int64_t v) {
+      total = sign > 0 ? saturatingAdd(total, v) : saturatingSub(total, v);
+    };
+    sum(gpu_pods_gpus_, requests[gpu_]);
+    sum(gpu_pods_cpu_, requests[kCpu]);
+    sum(gpu_pods_memory_, requests[kMemory]);
   }
   if (sign > 0) {
     n.requested += requests;
@@ -335,10 +339,10 @@ absl::Status ClusterCache::resume(std::string_view pod_key) {
 
 void ClusterCache::countModels(const PlacedPod& placed, const Resources& requests, int sign) {
   if (placed.gpu_models.empty() || requests[gpu_] <= 0) return;
-  const int64_t share = requests[gpu_] * 1000 / static_cast<int64_t>(placed.gpu_models.size());
+  const int64_t share = saturatingMul(requests[gpu_], 1000) / static_cast<int64_t>(placed.gpu_models.size());
   for (const std::string& model : placed.gpu_models) {
     auto it = model_demand_.try_emplace(model, 0).first;
-    it->second += sign * share;
+    it->second = sign > 0 ? saturatingAdd(it->second, share) : saturatingSub(it->second, share);
     if (it->second <= 0) model_demand_.erase(it);
   }
 }
@@ -514,7 +518,8 @@ void ClusterCache::rebuildTopology() const {
     t.order.push_back(id);
     for (const char* key : {proto::vocabulary::kLabelGpuModel, proto::vocabulary::kLabelGpuProduct}) {
       if (auto m = n.labels.find(key); m != n.labels.end()) {
-        model_supply_[m->second] += n.allocatable[gpu_];
+        int64_t& supply = model_supply_[m->second];
+        supply = saturatingAdd(supply, n.allocatable[gpu_]);
         break;
       }
     }

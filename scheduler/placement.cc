@@ -750,7 +750,8 @@ std::optional<uint32_t> Placer::bestNodeForSinglePod() {
   if (shape) {
     const Resources& r = g.rep->requests;
     const bool heavy = r[gpu] == 0 ? r[kCpu] > 0 || r[kMemory] > 0
-                                   : r[kCpu] > r[gpu] * shape->cpu || r[kMemory] > r[gpu] * shape->memory;
+                                   : r[kCpu] > saturatingMul(r[gpu], shape->cpu) ||
+                                         r[kMemory] > saturatingMul(r[gpu], shape->memory);
     if (!heavy) shape.reset();
   }
   auto stranded = [&](int64_t gpus, int64_t cpu, int64_t memory) -> int64_t {
