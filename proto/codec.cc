@@ -1167,6 +1167,15 @@ std::string selectedNodePatch(std::string_view node, std::string_view claim_uid)
   return w.str();
 }
 
+std::string annotationPatch(std::string_view key, std::string_view value, std::string_view uid) {
+  JsonWriter w;
+  w.beginObject().key("metadata").beginObject();
+  w.stringFieldIfSet("uid", uid);
+  w.key("annotations").beginObject().stringField(key, value);
+  w.endObject().endObject().endObject();
+  return w.str();
+}
+
 std::string claimRefPatch(std::string_view claim_namespace, std::string_view claim_name,
                           std::string_view claim_uid, std::string_view resource_version) {
   JsonWriter w;

@@ -135,6 +135,8 @@ std::string nominatedNodeNamePatch(std::string_view node);
 // the claim's volume.kubernetes.io/selected-node annotation (null for "") with the claim's uid as
 // precondition - what asks a provisioner for a volume reachable from that node;
 std::string selectedNodePatch(std::string_view node, std::string_view claim_uid);
+// Merge patch setting one annotation of an object, only on the object with `uid` when given.
+std::string annotationPatch(std::string_view key, std::string_view value, std::string_view uid);
 // a PersistentVolume's spec.claimRef to the claim (null when `claim_name` is ""), with the
 // volume's resourceVersion as precondition so a volume bound meanwhile is not taken over.
 std::string claimRefPatch(std::string_view claim_namespace, std::string_view claim_name,

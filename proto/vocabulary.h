@@ -42,6 +42,13 @@ inline constexpr char kTopologyPreferredAnnotation[] = "muster.dev/topology-pref
 inline constexpr char kGpuNicAffinityAnnotation[] = "muster.dev/gpu-nic-affinity";
 inline constexpr char kGpuNicAffinityRequired[] = "required";
 inline constexpr char kGpuNicAffinityPreferred[] = "preferred";
+// A fraction of one GPU (nvidia.com/gpu) for a pod that requests no whole GPU: a quantity
+// greater than 0 and less than 1 ("0.5", "250m"). The scheduler packs such pods onto individual
+// GPUs, never past one whole GPU, and writes the index of the GPU it chose into
+// kGpuIndexAnnotation before the Binding, so that the container can read it at start through
+// the downward API (NVIDIA_VISIBLE_DEVICES). Isolation (MPS, time-slicing) is the node's job.
+inline constexpr char kGpuFractionAnnotation[] = "muster.dev/gpu-fraction";
+inline constexpr char kGpuIndexAnnotation[] = "muster.dev/gpu-index";
 // The implicit bottom topology level.
 inline constexpr char kHostnameLabel[] = "kubernetes.io/hostname";
 

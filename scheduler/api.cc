@@ -42,6 +42,17 @@ class ClientSchedulerApi final : public SchedulerApi {
     co_return result.status();
   }
 
+  asio::awaitable<absl::Status> setPodAnnotation(PodRef pod, std::string key,
+                                                 std::string value) override {
+    proto::Request req;
+    req.verb = proto::Verb::kPatch;
+    req.path = proto::resources::kPods.objectPath(pod.namespace_, pod.name);
+    req.content_type = std::string(proto::contentType(proto::PatchType::kMerge));
+    req.body = proto::annotationPatch(key, value, pod.uid);
+    auto result = co_await client_->call(std::move(req));
+    co_return result.status();
+  }
+
   asio::awaitable<absl::Status> evict(PodRef pod) override {
     proto::Request req;
     req.verb = proto::Verb::kPost;

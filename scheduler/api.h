@@ -42,6 +42,10 @@ class SchedulerApi {
   // a preemptor's pod will go once its victims are gone.
   virtual proto::asio::awaitable<absl::Status> setNominatedNodeName(PodRef pod,
                                                                     std::string node) = 0;
+  // Sets one annotation of the pod (merge patch), only on the pod with this uid (409 Conflict for
+  // one recreated under the name): the GPU a fraction went to, before the Binding.
+  virtual proto::asio::awaitable<absl::Status> setPodAnnotation(PodRef pod, std::string key,
+                                                                std::string value) = 0;
   // POST pods/<name>/eviction (policy/v1), with the pod's uid as precondition:
   // PodDisruptionBudgets apply; 429 when one refuses, 409 when the name is another pod's now.
   virtual proto::asio::awaitable<absl::Status> evict(PodRef pod) = 0;

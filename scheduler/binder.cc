@@ -43,6 +43,7 @@ struct Binder::Batch {
   GangKey gang;
   std::vector<PodRef> pods;
   std::vector<std::string> nodes;
+  std::vector<int32_t> gpu_indices;  // Assignment::gpu_index
   size_t remaining = 0;
   Result result;
   Done done;
@@ -102,6 +103,7 @@ void Binder::bind(const GangAttempt& attempt, const GangPlacement& placement, Do
   for (size_t i = 0; i < placement.assignments.size(); ++i) {
     batch->pods.push_back(PodRef::of(attempt.members[i]->pod));
     batch->nodes.push_back(placement.assignments[i].node);
+    batch->gpu_indices.push_back(placement.assignments[i].gpu_index);
   }
   if (batch->remaining == 0) {
     asio::post(strand_, [batch] { batch->done(std::move(batch->result)); });
@@ -110,7 +112,19 @@ void Binder::bind(const GangAttempt& attempt, const GangPlacement& placement, Do
   for (size_t i = 0; i < batch->pods.size(); ++i) {
     asio::co_spawn(strand_, [this, batch, i]() -> asio::awaitable<void> {
       absl::Status status = absl::CancelledError("scheduler stopping");
-      if (!stopping_) status = co_await api_->bind(batch->pods[i], batch->nodes[i]);
+      if (!stopping_) {
+        status = absl::OkStatus();
+        // The GPU a fraction went to, on the pod before the kubelet can see it.
+        if (const int32_t gpu = batch->gpu_indices[i]; gpu >= 0) {
+          status = co_await api_->setPodAnnotation(batch->pods[i], vocab::kGpuIndexAnnotation,
+                                                   absl::StrCat(gpu));
+          if (!status.ok())
+            status = absl::Status(status.code(), absl::StrCat("writing its GPU index (",
+                                                              vocab::kGpuIndexAnnotation, "): ",
+                                                              status.message()));
+        }
+        if (status.ok()) status = co_await api_->bind(batch->pods[i], batch->nodes[i]);
+      }
       co_await asio::post(strand_, asio::use_awaitable);
       answered(batch, i, std::move(status));
     }, proto::dieOnException("bind"));

@@ -5,7 +5,9 @@
 //
 // Contract:
 // - bind(attempt, placement): one Binding per assignment, all sent at once (concurrently, over
-//   the client's connection pool); `done` runs on the strand given at construction once every
+//   the client's connection pool; a pod asking for a fraction of a GPU first gets the GPU's index
+//   in muster.dev/gpu-index, and a failed write fails its bind); `done` runs on the strand given
+//   at construction once every
 //   member has answered, with the members that bound and the ones that failed (and why). The
 //   bound members of a gang get one `Scheduled` Event together once all have answered, on
 //   `regarding` (the gang's PodGroup) or else the first bound member in `placement`'s order,

@@ -184,7 +184,7 @@ void ClusterCache::removeNode(std::string_view name) {
 }
 
 void ClusterCache::account(NodeId id, const Resources& requests,
-                           const std::vector<HostPort>& ports, int sign) {
+                           const std::vector<HostPort>& ports, int sign, int64_t shared_gpus) {
   NodeInfo& n = nodes_[id];
   bool track = !topology_dirty_ && n.present;
   Resources before;
@@ -198,6 +198,8 @@ void ClusterCache::account(NodeId id, const Resources& requests,
     sum(gpu_pods_cpu_, requests[kCpu]);
     sum(gpu_pods_memory_, requests[kMemory]);
   }
+  n.requested[gpu_] = sign > 0 ? saturatingAdd(n.requested[gpu_], shared_gpus)
+                               : saturatingSub(n.requested[gpu_], shared_gpus);
   if (sign > 0) {
     n.requested += requests;
     n.used_ports.insert(n.used_ports.end(), ports.begin(), ports.end());
@@ -256,10 +258,15 @@ void ClusterCache::upsertPod(const proto::Pod& pod) {
   bool unadvertised = false;
   Resources requests = requestsForAccounting(pod, &unadvertised);
   std::vector<HostPort> ports = hostPortsOf(pod);
+  // A fraction of a GPU, and the GPU the scheduler gave it (a pod bound without one gets one here).
+  absl::StatusOr<int32_t> fraction = gpuFractionMilli(pod);
+  const int32_t milli = fraction.ok() ? *fraction : 0;
+  const int32_t index = milli > 0 ? gpuIndexOf(pod).value_or(-1) : -1;  // -1: none written
   if (it != pods_.end()) {
     CachedPod& cached = it->second;
     if (nodes_[cached.node].name == pod.spec.node_name && cached.requests == requests &&
-        cached.ports == ports) {
+        cached.ports == ports && cached.gpu_milli == milli &&
+        (index < 0 || index == cached.gpu_index)) {
       const bool was_assumed = cached.assumed;
       if (cached.assumed) MUSTER_LOG_INFO(4, "Assumed pod confirmed", "pod", key);
       cached.assumed = false;
@@ -283,11 +290,11 @@ void ClusterCache::upsertPod(const proto::Pod& pod) {
     removePod(key);
   }
   NodeId id = slotFor(pod.spec.node_name);
-  account(id, requests, ports, +1);
-  insertPod(std::move(key),
-            CachedPod{id, requests, std::move(ports), false,
-                      unadvertised ? std::make_shared<const proto::Pod>(pod) : nullptr,
-                      placedOf(pod)});
+  CachedPod cached{id, requests, std::move(ports), false,
+                   unadvertised ? std::make_shared<const proto::Pod>(pod) : nullptr, placedOf(pod),
+                   milli, index};
+  account(id, requests, cached.ports, +1, shareGpu(cached, +1));
+  insertPod(std::move(key), std::move(cached));
 }
 
 std::shared_ptr<const PlacedPod> ClusterCache::placedOf(const proto::Pod& pod) {
@@ -315,9 +322,9 @@ absl::Status ClusterCache::suspend(std::string_view pod_key) {
   auto it = pods_.find(av(pod_key));
   if (it == pods_.end()) return absl::NotFoundError(absl::StrCat("suspend ", av(pod_key), ": not placed"));
   CachedPod& cached = it->second;
-  account(cached.node, cached.requests, cached.ports, -1);
+  account(cached.node, cached.requests, cached.ports, -1, shareGpu(cached, -1));
   countClaims(*cached.placed, cached.node, -1);
-  countModels(*cached.placed, cached.requests, -1);
+  countModels(*cached.placed, cached.requests, cached.gpu_milli, -1);
   with_anti_affinity_.erase(it->first);
   with_terms_.erase(it->first);
   suspended_.emplace(it->first, std::move(cached));
@@ -332,14 +339,16 @@ absl::Status ClusterCache::resume(std::string_view pod_key) {
   CachedPod cached = std::move(it->second);
   std::string key = it->first;
   suspended_.erase(it);
-  account(cached.node, cached.requests, cached.ports, +1);
+  account(cached.node, cached.requests, cached.ports, +1, shareGpu(cached, +1));
   insertPod(std::move(key), std::move(cached), /*index_unit=*/false);
   return absl::OkStatus();
 }
 
-void ClusterCache::countModels(const PlacedPod& placed, const Resources& requests, int sign) {
-  if (placed.gpu_models.empty() || requests[gpu_] <= 0) return;
-  const int64_t share = saturatingMul(requests[gpu_], 1000) / static_cast<int64_t>(placed.gpu_models.size());
+void ClusterCache::countModels(const PlacedPod& placed, const Resources& requests,
+                               int32_t gpu_milli, int sign) {
+  if (placed.gpu_models.empty() || (requests[gpu_] <= 0 && gpu_milli <= 0)) return;
+  const int64_t thousandths = requests[gpu_] > 0 ? saturatingMul(requests[gpu_], 1000) : gpu_milli;
+  const int64_t share = thousandths / static_cast<int64_t>(placed.gpu_models.size());
   for (const std::string& model : placed.gpu_models) {
     auto it = model_demand_.try_emplace(model, 0).first;
     it->second = sign > 0 ? saturatingAdd(it->second, share) : saturatingSub(it->second, share);
@@ -426,7 +435,7 @@ void ClusterCache::unindexUnit(const std::string& key, const GangKey& unit) {
 void ClusterCache::insertPod(std::string key, CachedPod cached, bool index_unit) {
   if (index_unit) indexUnit(key, cached);
   countClaims(*cached.placed, cached.node, +1);
-  countModels(*cached.placed, cached.requests, +1);
+  countModels(*cached.placed, cached.requests, cached.gpu_milli, +1);
   if (!cached.placed->required_anti_affinity.empty()) with_anti_affinity_.insert(key);
   if (cached.placed->anyTerm()) with_terms_.insert(key);
   pods_.emplace(std::move(key), std::move(cached));
@@ -448,9 +457,9 @@ void ClusterCache::removePod(std::string_view pod_key) {
   auto it = pods_.find(av(pod_key));
   if (it == pods_.end()) return;
   NodeId id = it->second.node;
-  account(id, it->second.requests, it->second.ports, -1);
+  account(id, it->second.requests, it->second.ports, -1, shareGpu(it->second, -1));
   countClaims(*it->second.placed, id, -1);
-  countModels(*it->second.placed, it->second.requests, -1);
+  countModels(*it->second.placed, it->second.requests, it->second.gpu_milli, -1);
   unindexUnit(it->first, it->second.placed->unit);
   with_anti_affinity_.erase(it->first);
   with_terms_.erase(it->first);
@@ -458,7 +467,7 @@ void ClusterCache::removePod(std::string_view pod_key) {
   releaseSlotIfUnused(id);
 }
 
-absl::Status ClusterCache::assume(const PodInfo& pod, std::string_view node) {
+absl::Status ClusterCache::assume(const PodInfo& pod, std::string_view node, int32_t gpu_index) {
   std::optional<NodeId> id = findNode(node);
   if (!id) return absl::NotFoundError(absl::StrCat("assume ", pod.key, ": node ", av(node), " is unknown"));
   auto it = pods_.find(pod.key);
@@ -466,8 +475,10 @@ absl::Status ClusterCache::assume(const PodInfo& pod, std::string_view node) {
     return absl::AlreadyExistsError(absl::StrCat("assume ", pod.key, ": already on node ",
                                                  nodes_[it->second.node].name));
   }
-  account(*id, pod.requests, pod.host_ports, +1);
-  insertPod(pod.key, CachedPod{*id, pod.requests, pod.host_ports, true, nullptr, placedOf(pod.pod)});
+  CachedPod cached{*id, pod.requests, pod.host_ports, true, nullptr, placedOf(pod.pod), pod.gpu_milli,
+                   pod.gpu_milli > 0 ? gpu_index : -1};
+  account(*id, pod.requests, pod.host_ports, +1, shareGpu(cached, +1));
+  insertPod(pod.key, std::move(cached));
   return absl::OkStatus();
 }
 
@@ -478,6 +489,58 @@ absl::Status ClusterCache::forget(std::string_view pod_key) {
   }
   removePod(pod_key);
   return absl::OkStatus();
+}
+
+std::optional<int32_t> ClusterCache::sharedGpuOf(std::string_view pod_key) const {
+  auto it = pods_.find(av(pod_key));
+  if (it == pods_.end() || it->second.gpu_milli <= 0) return std::nullopt;
+  return it->second.gpu_index;
+}
+
+int64_t ClusterCache::shareGpu(CachedPod& cached, int sign) {
+  if (cached.gpu_milli <= 0) return 0;
+  std::vector<NodeInfo::GpuShare>& shares = nodes_[cached.node].gpu_shares;
+  if (sign > 0 && cached.gpu_index < 0) cached.gpu_index = chooseGpu(nodes_[cached.node], cached.gpu_milli);
+  auto s = std::find_if(shares.begin(), shares.end(),
+                        [&](const NodeInfo::GpuShare& x) { return x.index == cached.gpu_index; });
+  if (sign > 0) {
+    const bool opens = s == shares.end();
+    if (opens) s = shares.insert(shares.end(), NodeInfo::GpuShare{cached.gpu_index, 0, 0});
+    s->used += cached.gpu_milli;
+    ++s->pods;
+    return opens ? 1 : 0;
+  }
+  if (s == shares.end()) return 0;
+  s->used -= cached.gpu_milli;
+  if (--s->pods > 0) return 0;
+  shares.erase(s);
+  return 1;
+}
+
+int64_t fractionRoom(const NodeInfo& n, ResourceId gpu, int32_t milli, int64_t taken) {
+  if (milli <= 0) return 0;
+  int64_t room = 0;
+  for (const NodeInfo::GpuShare& s : n.gpu_shares) room += std::max<int64_t>(0, 1000 - s.used) / milli;
+  const int64_t whole = saturatingSub(n.freeOf(gpu), taken);
+  if (whole > 0) room = saturatingAdd(room, saturatingMul(whole, 1000 / milli));
+  return room;
+}
+
+int32_t chooseGpu(const NodeInfo& n, int32_t milli, int32_t* left, bool* opens) {
+  const NodeInfo::GpuShare* best = nullptr;
+  for (const NodeInfo::GpuShare& s : n.gpu_shares)
+    if (s.used + milli <= 1000 && (!best || s.used > best->used)) best = &s;
+  if (opens) *opens = best == nullptr;
+  if (best) {
+    if (left) *left = static_cast<int32_t>(1000 - best->used - milli);
+    return best->index;
+  }
+  if (left) *left = 1000 - milli;
+  int32_t index = 0;
+  while (std::any_of(n.gpu_shares.begin(), n.gpu_shares.end(),
+                     [&](const NodeInfo::GpuShare& s) { return s.index == index; }))
+    ++index;
+  return index;
 }
 
 bool ClusterCache::isAssumed(std::string_view pod_key) const {

@@ -130,6 +130,15 @@ struct NodeInfo {
   absl::flat_hash_map<std::string, int32_t> inline_csi;
   // How many volumes of each CSI driver the node can attach (its CSINode); null when unknown.
   std::shared_ptr<const VolumeLimits> volume_limits;
+  // The node's GPUs that pods asking for a fraction of one (muster.dev/gpu-fraction) share: by
+  // index, the thousandths they hold and how many they are. While any pod shares it, a GPU counts
+  // as one whole nvidia.com/gpu in `requested`, so pods asking for whole GPUs never get it.
+  struct GpuShare {
+    int32_t index = 0;
+    int64_t used = 0;  // thousandths (more than 1000 only when pods bound by others say so)
+    int32_t pods = 0;
+  };
+  std::vector<GpuShare> gpu_shares;
 
   int64_t freeOf(ResourceId id) const { return saturatingSub(allocatable[id], requested[id]); }
   Resources free() const {
@@ -138,6 +147,14 @@ struct NodeInfo {
     return f;
   }
 };
+
+// How many more pods asking for `milli` thousandths of a GPU each the node's GPUs can take: on its
+// shared GPUs, then on its free whole GPUs (`gpu` is nvidia.com/gpu's id) less `taken` of them.
+int64_t fractionRoom(const NodeInfo& n, ResourceId gpu, int32_t milli, int64_t taken = 0);
+// The GPU the next pod asking for `milli` gets on the node: the shared GPU it leaves the least
+// room on (best fit), else a GPU of its own (*opens true): the lowest index no pod shares. The
+// thousandths it leaves free on that GPU go to *left.
+int32_t chooseGpu(const NodeInfo& n, int32_t milli, int32_t* left = nullptr, bool* opens = nullptr);
 
 // A topology domain: nodes sharing the label values of levels 0..level. Nodes without the label at
 // a level are grouped into a domain whose value is "" (they belong to no real domain there).
@@ -202,13 +219,17 @@ class ClusterCache {
   size_t nodesWithDevices() const { return devices_.size(); }
 
   // Accounts `pod` on `node` ahead of the Binding. NotFound when the node is unknown;
-  // AlreadyExists when the pod is already on a node.
-  absl::Status assume(const PodInfo& pod, std::string_view node);
+  // AlreadyExists when the pod is already on a node. A pod asking for a fraction of a GPU gets
+  // `gpu_index` (-1: the cache chooses, chooseGpu).
+  absl::Status assume(const PodInfo& pod, std::string_view node, int32_t gpu_index = -1);
   // Undoes assume. FailedPrecondition when the pod is not assumed (e.g. already confirmed).
   absl::Status forget(std::string_view pod_key);
   bool isAssumed(std::string_view pod_key) const;
   // The node a pod is bound or assumed to, if the cache accounts it.
   std::optional<std::string_view> nodeOfPod(std::string_view pod_key) const;
+  // The GPU index an accounted pod asking for a fraction of a GPU holds (muster.dev/gpu-index, or
+  // the one assume() chose); nullopt for other pods.
+  std::optional<int32_t> sharedGpuOf(std::string_view pod_key) const;
 
   // Present nodes only.
   std::optional<NodeId> findNode(std::string_view name) const;
@@ -283,7 +304,14 @@ class ClusterCache {
     // (bound before its node was seen): accounted again once new names are interned.
     std::shared_ptr<const proto::Pod> unadvertised;
     std::shared_ptr<const PlacedPod> placed;  // never null
+    // A fraction of a GPU (thousandths; 0: none) and the index of the GPU holding it (-1: not
+    // chosen yet: shareGpu chooses).
+    int32_t gpu_milli = 0;
+    int32_t gpu_index = -1;
   };
+  // Takes (sign > 0) or gives back the pod's share of its GPU on its node; how many whole GPUs
+  // that opened or closed (0 or 1), to account with its requests.
+  int64_t shareGpu(CachedPod& cached, int sign);
   static std::shared_ptr<const PlacedPod> placedOf(const proto::Pod& pod);
   // `index_unit` false: only resume() puts back a pod its gang's index still holds.
   void insertPod(std::string key, CachedPod cached, bool index_unit = true);
@@ -296,7 +324,9 @@ class ClusterCache {
   void reaccountUnadvertised();
   NodeId slotFor(std::string_view name);
   void releaseSlotIfUnused(NodeId id);
-  void account(NodeId id, const Resources& requests, const std::vector<HostPort>& ports, int sign);
+  // `shared_gpus`: whole GPUs that pods' fractions opened (sign > 0) or closed (shareGpu).
+  void account(NodeId id, const Resources& requests, const std::vector<HostPort>& ports, int sign,
+               int64_t shared_gpus = 0);
   void rebuildTopology() const;
   // Moves node `id` from the GPU bucket of `before` free to that of `after` in its domains.
   void moveGpuBucket(NodeId id, const Resources& before, const Resources& after) const;
@@ -328,7 +358,7 @@ class ClusterCache {
   // present nodes of each model (counted when the topology is rebuilt).
   absl::flat_hash_map<std::string, int64_t> model_demand_;
   mutable absl::flat_hash_map<std::string, int64_t> model_supply_;
-  void countModels(const PlacedPod& placed, const Resources& requests, int sign);
+  void countModels(const PlacedPod& placed, const Resources& requests, int32_t gpu_milli, int sign);
   // Summed requests of the accounted pods that ask for GPUs (perGpuShape).
   int64_t gpu_pods_gpus_ = 0, gpu_pods_cpu_ = 0, gpu_pods_memory_ = 0;
  public:

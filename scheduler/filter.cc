@@ -1,5 +1,7 @@
 #include "scheduler/filter.h"
 
+#include "proto/vocabulary.h"
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -122,6 +124,12 @@ Status filterNodeResourcesFit(const PodInfo& pod, const NodeInfo& node, const Re
     if (pod.requests[id] > 0 && pod.requests[id] > free(id)) {
       status.reasons.push_back(absl::StrCat("Insufficient ", resourceName(id)));
     }
+  }
+  // A fraction of a GPU: no GPU of the node has that much free.
+  if (pod.gpu_milli > 0) {
+    const std::optional<ResourceId> gpu = findResource(proto::vocabulary::kGpuResource);
+    if (!gpu || fractionRoom(node, *gpu, pod.gpu_milli, extra[*gpu]) < 1)
+      status.reasons.push_back(absl::StrCat("Insufficient ", proto::vocabulary::kGpuResource));
   }
   // No node advertises these (as kube-scheduler says of a node without the resource).
   for (const std::string& name : pod.unadvertised) {

@@ -85,6 +85,9 @@ struct PlacementOptions {
 struct Assignment {
   std::string pod_key;
   std::string node;
+  // For a pod asking for a fraction of a GPU: the GPU the cache gave it when it was assumed,
+  // written to its muster.dev/gpu-index before the Binding. -1: none.
+  int32_t gpu_index = -1;
   friend bool operator==(const Assignment&, const Assignment&) = default;
 };
 

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 
+#include "proto/quantity.h"
 #include "proto/vocabulary.h"
 
 #include "scheduler/interpod.h"
 #include "scheduler/spread.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 
 namespace muster::scheduler {
@@ -160,7 +162,48 @@ absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod, std::vector<VolumeConstra
   info->pod = std::move(pod);
   info->constraint_signature = signatureOf(*info);
   info->gpu_models = requiredGpuModels(info->pod);
+  absl::StatusOr<int32_t> milli = gpuFractionMilli(info->pod);
+  if (!milli.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("pod ", info->key, ": ", milli.status().message()));
+  }
+  info->gpu_milli = *milli;
+  // Pods with different fractions are different shapes (a gang's groups).
+  if (*milli > 0) absl::StrAppend(&info->constraint_signature, "|f:", *milli);
   return PodInfoPtr(std::move(info));
+}
+
+absl::StatusOr<int32_t> gpuFractionMilli(const proto::Pod& pod) {
+  namespace vocab = proto::vocabulary;
+  auto it = pod.meta.annotations.find(vocab::kGpuFractionAnnotation);
+  if (it == pod.meta.annotations.end()) return 0;
+  absl::StatusOr<proto::Quantity> q = proto::Quantity::parse(it->second);
+  const int64_t milli = q.ok() ? q->milliValue() : 0;
+  if (!q.ok() || q->sign() <= 0 || milli >= 1000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "annotation ", vocab::kGpuFractionAnnotation, " must be a quantity above 0 and below 1 (\"0.5\", \"250m\"), got \"",
+        it->second, "\"; a pod that needs a whole GPU or more requests ", vocab::kGpuResource));
+  }
+  for (const auto* containers : {&pod.spec.containers, &pod.spec.init_containers}) {
+    for (const proto::Container& c : *containers) {
+      for (const auto* list : {&c.resources.requests, &c.resources.limits}) {
+        auto r = list->find(vocab::kGpuResource);
+        if (r != list->end() && !r->second.isZero()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "the pod asks for a fraction of a GPU (", vocab::kGpuFractionAnnotation, ": ", it->second,
+              ") and for whole ", vocab::kGpuResource, " too; ask for one or the other"));
+        }
+      }
+    }
+  }
+  return static_cast<int32_t>(milli);
+}
+
+std::optional<int32_t> gpuIndexOf(const proto::Pod& pod) {
+  auto it = pod.meta.annotations.find(proto::vocabulary::kGpuIndexAnnotation);
+  int32_t index = 0;
+  if (it == pod.meta.annotations.end() || !absl::SimpleAtoi(it->second, &index) || index < 0)
+    return std::nullopt;
+  return index;
 }
 
 bool isTerminal(const proto::Pod& pod) {

@@ -83,6 +83,8 @@ struct PodInfo {
   std::string constraint_signature;
   // requiredGpuModels(pod).
   std::vector<std::string> gpu_models;
+  // gpuFractionMilli(pod): thousandths of one GPU, 0 for a pod that asks for no fraction.
+  int32_t gpu_milli = 0;
   // Fast-path flags for filtering.
   bool has_node_selector = false;  // nodeSelector, required node affinity or volume constraints
   bool has_preferred_affinity = false;
@@ -92,6 +94,13 @@ using PodInfoPtr = std::shared_ptr<const PodInfo>;
 // InvalidArgument when the pod's requests cannot be tracked (see podRequests).
 // `volumes`: what the pod's bound claims ask of a node (from the claim and volume caches).
 absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod, std::vector<VolumeConstraint> volumes = {});
+
+// The fraction of one GPU the pod asks for with muster.dev/gpu-fraction, in thousandths (rounded
+// up): 1..999; 0 without the annotation. InvalidArgument, naming the annotation, when the value is
+// not a quantity, is not above 0 and below 1, or the pod also requests whole nvidia.com/gpu.
+absl::StatusOr<int32_t> gpuFractionMilli(const proto::Pod& pod);
+// The GPU index the scheduler wrote to muster.dev/gpu-index (a non-negative integer), if any.
+std::optional<int32_t> gpuIndexOf(const proto::Pod& pod);
 
 // Succeeded or Failed: no longer holds resources on its node.
 bool isTerminal(const proto::Pod& pod);

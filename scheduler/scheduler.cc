@@ -651,6 +651,7 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
       queue_.reportUnschedulable(attempt, retry, cache_);
       return;
     }
+    placement.assignments[i].gpu_index = cache_.sharedGpuOf(attempt.members[i]->key).value_or(-1);
   }
   // Volumes for the claims that wait for their first consumer, decided for the whole gang before
   // anything is written.

@@ -10,7 +10,7 @@
 //              [--trace openb_pod_list.csv [--gang-pods 1|8|2,4,8,16] [--gang-min-gpus 2]
 //                 [--time-scale 1] [--limit N]]
 //              [--jobs 2000 --seed 1 --load 0.9 --mean-duration 3600]     (synthetic stream)
-//              [--policies muster,first-fit,best-fit] [--json out.json] [--markdown out.md]
+//              [--policies muster,first-fit,best-fit,fgd] [--json out.json] [--markdown out.md]
 //              [--series] [--check expected.json]
 //
 // --check compares the deterministic figures (allocation, fragmentation, domains spanned,
@@ -280,8 +280,8 @@ std::vector<int> intList(const std::string& s) {
                "usage: %s [--nodes N | --node-csv FILE] [--nodes-per-rack K] [--racks-per-spine R]\n"
                "  [--spines-per-block S] [--node-layouts switch:2,numa:1,split:1 | none]\n"
                "  [--rdma-pods gangs|all|none] [--trace FILE [--gang-pods 1|8|2,4,8] [--gang-min-gpus G]\n"
-               "  [--time-scale X] [--limit N] [--fill TARGET]] [--jobs J] [--seed S] [--load L]\n"
-               "  [--mean-duration SECONDS] [--policies muster,first-fit,best-fit]\n"
+               "  [--time-scale X] [--limit N] [--fill TARGET] [--gpu-sharing]] [--jobs J] [--seed S] [--load L]\n"
+               "  [--mean-duration SECONDS] [--policies muster,first-fit,best-fit,fgd]\n"
                "  [--reservation-after SECONDS (300; the queue's reservationAfterSeconds)]\n"
                "  [--json FILE] [--markdown FILE] [--series] [--check FILE]\n",
                argv0);
@@ -300,6 +300,7 @@ int main(int argc, char** argv) {
   SyntheticOptions synth;
   std::vector<Policy> policies{Policy::kMuster, Policy::kFirstFit, Policy::kBestFit};
   bool series = false;
+  bool gpu_sharing = false;  // --gpu-sharing: fractions of GPUs share them (SimOptions)
   double reservation_after = 300;
   std::string layout_spec = "switch:2,numa:1,split:1";
   RdmaPods rdma_pods = RdmaPods::kGangs;
@@ -307,6 +308,10 @@ int main(int argc, char** argv) {
     std::string flag = argv[i];
     if (flag == "--series") {
       series = true;
+      continue;
+    }
+    if (flag == "--gpu-sharing") {
+      gpu_sharing = true;
       continue;
     }
     if (i + 1 >= argc) usage(argv[0]);
@@ -343,6 +348,7 @@ int main(int argc, char** argv) {
         if (p == "muster") policies.push_back(Policy::kMuster);
         else if (p == "first-fit") policies.push_back(Policy::kFirstFit);
         else if (p == "best-fit") policies.push_back(Policy::kBestFit);
+        else if (p == "fgd") policies.push_back(Policy::kFgd);
         else usage(argv[0]);
       }
     } else {
@@ -418,6 +424,7 @@ int main(int argc, char** argv) {
     options.seed = synth.seed;
     options.reservation_after_s = reservation_after;
     options.capacity_job = capacity_job;
+    options.gpu_sharing = gpu_sharing;
     if (capacity_job >= 0) {
       // Nothing leaves, so room reserved for a waiting gang never comes: no reservations, and the
       // run ends at the figures.

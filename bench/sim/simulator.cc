@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "bench/common.h"
+#include "bench/sim/fgd.h"
 #include "proto/objects.h"
 #include "scheduler/cache.h"
 #include "scheduler/config.h"
@@ -70,7 +71,7 @@ proto::Node toNode(const SimNode& n) {
   return node;
 }
 
-proto::Pod toPod(const SimJob& job, int index, absl::Time created) {
+proto::Pod toPod(const SimJob& job, int index, absl::Time created, bool gpu_sharing) {
   proto::Pod p;
   p.meta.namespace_ = "sim";
   p.meta.name = absl::StrCat(job.name, "-", index);
@@ -95,7 +96,9 @@ proto::Pod toPod(const SimJob& job, int index, absl::Time created) {
       {"cpu", Quantity::fromMilli(job.cpu_milli_per_pod)},
       {"memory",
        Quantity::fromValue(job.memory_mib_per_pod * 1024 * 1024, Quantity::Format::kBinarySI)}};
-  if (job.gpus_per_pod > 0) {
+  if (gpu_sharing && job.gpus_per_pod == 1 && job.gpu_milli < 1000) {
+    p.meta.annotations[proto::vocabulary::kGpuFractionAnnotation] = absl::StrCat(job.gpu_milli, "m");
+  } else if (job.gpus_per_pod > 0) {
     c.resources.requests["nvidia.com/gpu"] = Quantity::fromValue(job.gpus_per_pod);
     c.resources.limits["nvidia.com/gpu"] = Quantity::fromValue(job.gpus_per_pod);
   }
@@ -201,8 +204,16 @@ PlacementResult placeBaseline(const GangRequest& req, const ClusterCache& cache,
       Resources free = node.free();
       if (auto it = extra.find(id); it != extra.end()) free -= it->second;
       int64_t cap = scheduler::capacityFor(pod.requests, free, want);
+      int64_t room = free[dominant];
+      if (gpu && pod.gpu_milli > 0) {
+        // A fraction: the GPUs' room for it; best-fit's tightest node is the one with the
+        // fewest free thousandths of a GPU.
+        cap = std::min(cap, scheduler::fractionRoom(node, *gpu, pod.gpu_milli, extra.contains(id) ? extra[id][*gpu] : 0));
+        room = std::max<int64_t>(0, free[*gpu]) * 1000;
+        for (const scheduler::NodeInfo::GpuShare& s : node.gpu_shares) room += 1000 - s.used;
+      }
       if (cap <= 0) continue;
-      candidates.push_back({free[dominant], pos, id, cap});
+      candidates.push_back({room, pos, id, cap});
       found += cap;
       if (policy == Policy::kFirstFit && found >= want) break;
     }
@@ -228,6 +239,25 @@ PlacementResult placeBaseline(const GangRequest& req, const ClusterCache& cache,
       if (next == group.size()) break;
     }
   }
+  return out;
+}
+
+// FGD (fgd.h) for a single pod.
+PlacementResult placeFgd(const GangRequest& req, const ClusterCache& cache, const FgdScorer& fgd,
+                         const std::vector<NodeId>& scan, scheduler::ResourceId gpu) {
+  absl::flat_hash_set<std::string> blocked(req.blocked_nodes.begin(), req.blocked_nodes.end());
+  const scheduler::PodInfo& pod = *req.members[0];
+  std::optional<FgdScorer::Choice> c = fgd.choose(pod, cache, gpu, scan, [&](const scheduler::NodeInfo& n) {
+    return n.present && !blocked.contains(n.name) && scheduler::filterStatic(pod, n).ok();
+  });
+  if (!c) {
+    Unschedulable u;
+    u.message = absl::StrCat("pod ", pod.key, " does not fit (fgd)");
+    return u;
+  }
+  GangPlacement out;
+  out.key = req.key;
+  out.assignments.push_back({pod.key, cache.node(c->node).name, c->gpu_index});
   return out;
 }
 
@@ -268,6 +298,7 @@ const char* policyName(Policy policy) {
     case Policy::kMuster: return "muster";
     case Policy::kFirstFit: return "first-fit";
     case Policy::kBestFit: return "best-fit";
+    case Policy::kFgd: return "fgd";
   }
   return "?";
 }
@@ -309,6 +340,8 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
   }
   std::mt19937 rng(options.seed);
   std::shuffle(scan.begin(), scan.end(), rng);
+  std::optional<FgdScorer> fgd;
+  if (options.policy == Policy::kFgd) fgd.emplace(jobs);
 
   scheduler::SchedulerConfig config;
   config.topology_levels = kLevels;
@@ -392,10 +425,15 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
       }
       GangRequest request = queue.buildRequest(*attempt);
       auto started = std::chrono::steady_clock::now();
-      PlacementResult placed =
-          options.policy == Policy::kMuster
-              ? scheduler::place(request, cache)
-              : placeBaseline(request, cache, options.policy, scan, gpu);
+      PlacementResult placed;
+      if (options.policy == Policy::kMuster) {
+        placed = scheduler::place(request, cache);
+      } else if (options.policy == Policy::kFgd && fgd && gpu && request.members.size() == 1) {
+        placed = placeFgd(request, cache, *fgd, scan, *gpu);
+      } else {
+        placed = placeBaseline(request, cache,
+                               options.policy == Policy::kFgd ? Policy::kBestFit : options.policy, scan, gpu);
+      }
       result.decision_wall_ms +=
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
               .count();
@@ -430,11 +468,13 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
       if (gpu && rdma) s.gpu_nic = countAligned(request, placement, cache, *gpu, *rdma);
       std::set<int32_t> blocks, racks;
       for (size_t i = 0; i < placement.assignments.size(); ++i) {
-        if (!cache.assume(*attempt->members[i], placement.assignments[i].node).ok()) std::abort();
+        if (!cache.assume(*attempt->members[i], placement.assignments[i].node,
+                          placement.assignments[i].gpu_index).ok())
+          std::abort();
         NodeId id = *cache.findNode(placement.assignments[i].node);
         s.nodes.push_back(id);
         s.pod_keys.push_back(attempt->members[i]->key);
-        if (gpu) useGpus(id, job.gpus_per_pod);
+        if (gpu) useGpus(id, static_cast<int>(cache.node(id).requested[*gpu]) - used[id]);
         allocated_milli += job.gpus_per_pod * job.gpu_milli;
         ++pods_placed;
         blocks.insert(topo.domain[id][0]);
@@ -469,7 +509,7 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
         for (size_t i = 0; i < s.pod_keys.size(); ++i) {
           (void)cache.forget(s.pod_keys[i]);
           queue.removePod(s.pod_keys[i]);
-          if (gpu) useGpus(s.nodes[i], -jobs[e.job].gpus_per_pod);
+          if (gpu) useGpus(s.nodes[i], static_cast<int>(cache.node(s.nodes[i]).requested[*gpu]) - used[s.nodes[i]]);
           allocated_milli -= jobs[e.job].gpus_per_pod * jobs[e.job].gpu_milli;
           --pods_placed;
         }
@@ -479,7 +519,7 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
       } else if (e.kind == 1) {
         const SimJob& job = jobs[e.job];
         for (int k = 0; k < job.pods; ++k) {
-          if (!queue.addOrUpdatePod(toPod(job, k, now)).ok()) std::abort();
+          if (!queue.addOrUpdatePod(toPod(job, k, now, options.gpu_sharing)).ok()) std::abort();
         }
         pods_arrived += job.pods;
         ++arrived;

@@ -30,7 +30,7 @@
 
 namespace muster::bench {
 
-enum class Policy { kMuster, kFirstFit, kBestFit };
+enum class Policy { kMuster, kFirstFit, kBestFit, kFgd };
 const char* policyName(Policy policy);
 
 struct SimOptions {
@@ -42,6 +42,9 @@ struct SimOptions {
   // FGD's fill mode (workload.h fillJobs): the index of the job whose arrival brings the demand to
   // the cluster's capacity; SimResult::at_capacity is taken once it has been handled. -1: none.
   int64_t capacity_job = -1;
+  // Pods asking for part of one GPU (gpu_milli < 1000) ask for that fraction (muster.dev/
+  // gpu-fraction) and share GPUs, for every policy; false: they take a whole GPU each.
+  bool gpu_sharing = false;
 };
 
 // The cluster once the arrived demand equals its capacity (FGD's fill mode).

@@ -75,8 +75,8 @@ struct SimJob {
   int32_t priority = 0;
   std::vector<std::string> gpu_models;  // any of these GPU models (node affinity In); empty: any
   // The share of each GPU the pod uses, in thousandths (the trace's gpu_milli; 1000: whole GPUs).
-  // Muster allocates whole devices, so a fractional pod still takes one GPU; the simulator
-  // reports allocation in both units.
+  // Without --gpu-sharing a fractional pod still takes one GPU; the simulator reports allocation
+  // in both units.
   int64_t gpu_milli = 1000;
 };
 

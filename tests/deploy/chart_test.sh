@@ -728,11 +728,13 @@ expect_eq "the job is cancelled" "true" \
 print(*[str(j[\"spec\"][\"slurm\"].get(\"cancel\", False)).lower() for j in json.load(sys.stdin)[\"items\"] if j[\"spec\"].get(\"slurm\", {}).get(\"jobId\") == $login_job])'"
 kill -TERM -- "-$login_pid" 2>/dev/null; wait "$login_pid" 2>/dev/null; login_pid=""
 
-# scancel --signal: with Slurm on, the job engine may patch pods, and a ValidatingAdmissionPolicy
-# holds those patches to the batch pod's muster.dev/slurm-signal annotation.
-h template "$REL" "$chart" "${values[@]}" --set-json "slurm.partitions=$partition_json" \
-  --show-only templates/rbac-jobengine.yaml --show-only templates/slurm-signal-policy.yaml > "$work/signal.yaml"
-expect_ok "kubectl apply of the job engine's Slurm rights and the signal-only policy" k apply -f "$work/signal.yaml"
+# scancel --signal: with Slurm on, the job engine may patch pods; with GPU sharing on, the scheduler
+# may too; and a ValidatingAdmissionPolicy holds those patches to the muster.dev/slurm-signal and
+# muster.dev/gpu-index annotations.
+h template "$REL" "$chart" "${values[@]}" --set-json "slurm.partitions=$partition_json" --set gpuSharing.enabled=true \
+  --show-only templates/rbac-jobengine.yaml --show-only templates/rbac-scheduler.yaml \
+  --show-only templates/pod-annotation-policy.yaml > "$work/signal.yaml"
+expect_ok "kubectl apply of the Slurm and GPU-sharing rights and the annotations-only policy" k apply -f "$work/signal.yaml"
 k -n "$SNS" apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: Pod
@@ -756,12 +758,17 @@ label_refused() {
   out=$(sig_patch '{"metadata":{"labels":{"app":"y"}}}' '?dryRun=All' 2>&1)
   grep -qF "may change only" <<<"$out"
 }
-if wait_until 60 label_refused; then ok "the signal-only policy is in force within 60 s"
-else not_ok "the signal-only policy is in force within 60 s" "the job engine's ServiceAccount still changes labels"; fi
+if wait_until 60 label_refused; then ok "the annotations-only policy is in force within 60 s"
+else not_ok "the annotations-only policy is in force within 60 s" "Muster's ServiceAccount still changes labels"; fi
 expect_ok "the job engine sets a pod's muster.dev/slurm-signal" sig_patch '{"metadata":{"annotations":{"muster.dev/slurm-signal":"1:10:steps"}}}'
 expect_eq "the annotation is there, the others kept" "1:10:steps 1" \
   k -n "$SNS" get pod batch-pod -o 'jsonpath={.metadata.annotations.muster\.dev/slurm-signal} {.metadata.annotations.keep}'
-only="Muster's ServiceAccount may change only a pod's muster.dev/slurm-signal annotation"
+# The scheduler's own request for a pod asking for a fraction of a GPU: a merge patch with the uid.
+uid=$(k -n "$SNS" get pod batch-pod -o 'jsonpath={.metadata.uid}')
+expect_ok "the scheduler sets a pod's muster.dev/gpu-index" sig_patch "{\"metadata\":{\"uid\":\"$uid\",\"annotations\":{\"muster.dev/gpu-index\":\"3\"}}}"
+expect_eq "both annotations are there, the others kept" "1:10:steps 3 1" \
+  k -n "$SNS" get pod batch-pod -o 'jsonpath={.metadata.annotations.muster\.dev/slurm-signal} {.metadata.annotations.muster\.dev/gpu-index} {.metadata.annotations.keep}'
+only="Muster's ServiceAccount may change only a pod's muster.dev/slurm-signal or muster.dev/gpu-index annotations"
 expect_fail "... but not another annotation" "$only" sig_patch '{"metadata":{"annotations":{"keep":"2"}}}'
 expect_fail "... nor a label" "$only" sig_patch '{"metadata":{"labels":{"app":"y"}}}'
 expect_fail "... nor the image" "$only" sig_patch '{"spec":{"containers":[{"name":"main","image":"evil"}]}}'

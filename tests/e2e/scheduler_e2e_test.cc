@@ -15,6 +15,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "proto/codec.h"
+#include "proto/informer.h"
+#include "proto/quantity.h"
 #include "proto/kubeconfig.h"
 #include "rapidjson/document.h"
 #include "tests/e2e/support.h"
@@ -46,6 +48,7 @@ struct PodBuilder {
   std::string extra_meta;  // ... and to metadata
   std::string init_gpus;   // init container GPU request, if any
   int host_port = 0;
+  std::string container_extra;  // raw JSON members appended to the main container
 
   PodBuilder(std::string n, std::string r) : name(std::move(n)), run(std::move(r)) {
     node_selector["e2e-run"] = run;
@@ -64,6 +67,7 @@ struct PodBuilder {
   PodBuilder& meta(std::string raw) { extra_meta = std::move(raw); return *this; }
   PodBuilder& initGpus(int g) { init_gpus = std::to_string(g); return *this; }
   PodBuilder& hostPort(int p) { host_port = p; return *this; }
+  PodBuilder& inContainer(std::string raw) { container_extra = std::move(raw); return *this; }
   PodBuilder& schedulerName(std::string s) { scheduler = std::move(s); return *this; }
 
   std::string json() const {
@@ -82,7 +86,7 @@ struct PodBuilder {
         R"(","namespace":"default","labels":{"e2e-run":")", run, "\"", lab, R"(},"annotations":{)", ann,
         "}", extra_meta.empty() ? "" : ",", extra_meta, R"(},"spec":{"schedulerName":")", scheduler, R"(","nodeSelector":{)", sel, "},", init,
         R"("containers":[{"name":"main","image":"busybox","resources":{"requests":{)", requests,
-        "},\"limits\":{", limits, "}}", ports, "}]", extra_spec.empty() ? "" : ",", extra_spec, "}}");
+        "},\"limits\":{", limits, "}}", ports, container_extra.empty() ? "" : ",", container_extra, "}]", extra_spec.empty() ? "" : ",", extra_spec, "}}");
   }
 };
 
@@ -1650,6 +1654,102 @@ TEST_CASE("preemption: scheduler killed twice mid-preemption, no low gang is lef
   REQUIRE(waitFor(settled, std::chrono::seconds(120), std::chrono::milliseconds(200)));
   CHECK(world.lowGangs().size() == 6);
   CHECK(racksOf(env, listPods(*env.client, env.run), "hi-").size() == 1);
+}
+
+TEST_CASE("pods asking for fractions of a GPU share one kwok node's GPUs, never past a whole GPU, "
+          "and each carries its GPU's index before its Binding") {
+  Env env("frac");
+  NodeShape two;
+  two.gpus = 2;
+  createNode(*env.client, env.run + "-n", env.run, {}, two);
+  waitNodesReady(*env.client, env.run, 1);
+  // The container reads its GPU through the downward API, as the README documents.
+  const std::string gpu_env =
+      R"("env":[{"name":"NVIDIA_VISIBLE_DEVICES",)"
+      R"("valueFrom":{"fieldRef":{"fieldPath":"metadata.annotations['muster.dev/gpu-index']"}}}])";
+  const std::vector<std::pair<std::string, std::string>> asks = {
+      {"f0", "0.5"}, {"f1", "0.3"}, {"f2", "0.6"}, {"f3", "200m"}, {"f4", "0.4"}};
+  auto fraction = [&](const std::string& name, const std::string& f) {
+    PodBuilder b(name, env.run);
+    b.annotate("muster.dev/gpu-fraction", f).inContainer(gpu_env);
+    return b;
+  };
+  for (const auto& [name, f] : asks) create(*env.client, fraction(name, f));
+  // Every version of each pod from here on: the first one bound must carry the GPU's index.
+  struct Watched {
+    std::mutex mu;
+    std::map<std::string, std::string> index_when_bound;  // pod → its gpu-index when first bound
+    std::set<std::string> seen;
+  };
+  auto watched = std::make_shared<Watched>();
+  // An informer on this run's pods sees each version the watch delivers.
+  proto::ListWatchOptions lw;
+  lw.namespace_ = "default";
+  lw.label_selector = "e2e-run=" + env.run;
+  proto::ReflectorOptions ro;
+  ro.name = "pods";
+  auto informer = std::make_unique<proto::Informer<proto::Pod>>(
+      proto::makeClientListerWatcher(env.client, proto::resources::kPods, lw), env.io.executor(), ro);
+  auto record = [watched](const std::shared_ptr<const proto::Pod>& p) {
+    std::lock_guard lock(watched->mu);
+    watched->seen.insert(p->meta.name);
+    if (p->spec.node_name.empty() || watched->index_when_bound.contains(p->meta.name)) return;
+    auto a = p->meta.annotations.find("muster.dev/gpu-index");
+    watched->index_when_bound[p->meta.name] = a == p->meta.annotations.end() ? "(none)" : a->second;
+  };
+  proto::InformerHandlers<proto::Pod> handlers;
+  handlers.on_add = record;
+  handlers.on_update = [record](const auto&, const auto& p) { record(p); };
+  informer->addHandlers(handlers);
+  informer->start();
+  REQUIRE(informer->waitForSync(std::chrono::seconds(30)));
+  struct StopOnExit {
+    proto::Informer<proto::Pod>& informer;
+    ~StopOnExit() { informer.stop(); }
+  } stop_on_exit{*informer};
+  REQUIRE(waitFor([&] { std::lock_guard lock(watched->mu); return watched->seen.size() == asks.size(); }));
+
+  SchedulerProcess sched(kTestSchedulerConfig);
+  sched.start();
+  REQUIRE(sched.waitReady());
+  // 0.5 + 0.3 + 0.6 + 0.2 + 0.4 = 2.0: all five fit on the node's two GPUs, packed.
+  REQUIRE(waitFor([&] { return boundCount(listPods(*env.client, env.run), "f") == 5; }));
+  auto ps = listPods(*env.client, env.run);
+  std::map<std::string, int> per_gpu;  // index → thousandths
+  for (const auto& [name, f] : asks) {
+    const proto::Pod& p = ps.at(name);
+    REQUIRE(p.meta.annotations.contains("muster.dev/gpu-index"));
+    const std::string index = p.meta.annotations.at("muster.dev/gpu-index");
+    per_gpu[index] += static_cast<int>(proto::Quantity::parse(f)->milliValue());
+    std::lock_guard lock(watched->mu);
+    INFO(name);
+    CHECK(watched->index_when_bound[name] == index);  // never bound without it, nor with another
+  }
+  CHECK(per_gpu == std::map<std::string, int>{{"0", 1000}, {"1", 1000}});
+  // The node is full: one more fraction waits, and says why; so does a whole GPU.
+  create(*env.client, fraction("g0", "0.1"));
+  create(*env.client, PodBuilder("whole", env.run).withGpus(1));
+  REQUIRE(waitFor([&] {
+    auto now = listPods(*env.client, env.run);
+    return conditionMessage(now.at("g0")).find("Unschedulable") != std::string::npos &&
+           conditionMessage(now.at("whole")).find("Insufficient nvidia.com/gpu") != std::string::npos;
+  }));
+  // A pod leaving gives its share back: the 0.1 goes where the 0.3 was.
+  const std::string freed = ps.at("f1").meta.annotations.at("muster.dev/gpu-index");
+  proto::Request del;
+  del.verb = proto::Verb::kDelete;
+  del.path = proto::resources::kPods.objectPath("default", "f1");
+  del.query = {{"gracePeriodSeconds", "0"}};
+  REQUIRE(env.client->callSync(del).ok());
+  REQUIRE(waitFor([&] { return !listPods(*env.client, env.run).at("g0").spec.node_name.empty(); }));
+  CHECK(listPods(*env.client, env.run).at("g0").meta.annotations.at("muster.dev/gpu-index") == freed);
+  CHECK(listPods(*env.client, env.run).at("whole").spec.node_name.empty());
+  // A fraction that is not one is refused with the reason, not rounded.
+  create(*env.client, fraction("bad", "1.5"));
+  REQUIRE(waitFor([&] {
+    return conditionMessage(listPods(*env.client, env.run).at("bad")).find("muster.dev/gpu-fraction") !=
+           std::string::npos;
+  }));
 }
 
 }  // namespace muster::e2e

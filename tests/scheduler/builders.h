@@ -84,6 +84,8 @@ class PodBuilder {
     return *this;
   }
   PodBuilder& gpus(int n) { return request("nvidia.com/gpu", std::to_string(n)); }
+  // A fraction of one GPU (muster.dev/gpu-fraction), e.g. "0.5".
+  PodBuilder& gpuFraction(const std::string& v) { return annotation("muster.dev/gpu-fraction", v); }
   PodBuilder& cpu(const std::string& v) { return request("cpu", v); }
   PodBuilder& memory(const std::string& v) { return request("memory", v); }
   PodBuilder& container(const std::string& name, proto::ResourceList requests) {

@@ -255,6 +255,20 @@ asio::awaitable<absl::Status> FakeSchedulerApi::setWorkloadPodGroupCondition(
   co_return absl::OkStatus();
 }
 
+asio::awaitable<absl::Status> FakeSchedulerApi::setPodAnnotation(PodRef pod, std::string key,
+                                                                 std::string value) {
+  log.push_back("annotate " + pod.key() + " " + key + "=" + value);
+  cluster_.edit("pods", pod.namespace_, pod.name, [&](rapidjson::Document& d) {
+    auto& a = d.GetAllocator();
+    rapidjson::Value& meta = d["metadata"];
+    if (!meta.HasMember("annotations")) meta.AddMember("annotations", rapidjson::Value(rapidjson::kObjectType), a);
+    rapidjson::Value& annotations = meta["annotations"];
+    annotations.RemoveMember(key.c_str());
+    annotations.AddMember(rapidjson::Value(key.c_str(), a), rapidjson::Value(value.c_str(), a), a);
+  });
+  co_return absl::OkStatus();
+}
+
 asio::awaitable<absl::Status> FakeSchedulerApi::setClaimSelectedNode(std::string ns,
                                                                      std::string claim,
                                                                      std::string, std::string node) {

@@ -103,6 +103,8 @@ class FakeSchedulerApi final : public SchedulerApi {
   proto::asio::awaitable<absl::Status> setPodCondition(PodRef pod,
                                                        proto::PodCondition condition) override;
   proto::asio::awaitable<absl::Status> setNominatedNodeName(PodRef pod, std::string node) override;
+  proto::asio::awaitable<absl::Status> setPodAnnotation(PodRef pod, std::string key,
+                                                        std::string value) override;
   proto::asio::awaitable<absl::Status> evict(PodRef pod) override;
   proto::asio::awaitable<absl::Status> setPodGroupStatus(std::string ns, std::string name,
                                                          proto::PodGroupStatus status) override;

@@ -1255,3 +1255,42 @@ TEST_CASE("a gang preempted once is not chosen again within the cooldown, and is
 
 }  // namespace
 }  // namespace muster::scheduler
+
+namespace muster::scheduler {
+namespace {
+
+TEST_CASE("pods asking for a fraction of a GPU get the GPU's index written before their Binding",
+          "[scheduler][fraction]") {
+  Fixture f;
+  f.cluster.put("nodes", testing::nodeJson("solo").gpus(2));
+  for (const char* p : {"f0", "f1", "f2"}) f.cluster.put("pods", podJson(p).gpus(0).annotation("muster.dev/gpu-fraction", "0.4"));
+  f.start();
+  const bool all_bound = f.cluster.runUntil([&] { return f.bound({"f0", "f1", "f2"}) == 3; });
+  INFO(absl::StrJoin(f.api->log, "\n") << "\n" << f.scheduledCondition("f0"));
+  REQUIRE(all_bound);
+  f.cluster.settle();
+  std::map<std::string, int> per_gpu;  // index → pods
+  for (const char* p : {"f0", "f1", "f2"}) {
+    rapidjson::Document d;
+    d.Parse(f.cluster.get("pods", "ml", p)->c_str());
+    const std::string index = d["metadata"]["annotations"]["muster.dev/gpu-index"].GetString();
+    ++per_gpu[index];
+    // Annotated first, then bound.
+    const auto& log = f.api->log;
+    auto annotated = std::find(log.begin(), log.end(), absl::StrCat("annotate ml/", p, " muster.dev/gpu-index=", index));
+    auto bound = std::find_if(log.begin(), log.end(), [&](const std::string& l) { return l.rfind(absl::StrCat("bind ml/", p, " "), 0) == 0; });
+    REQUIRE(annotated != log.end());
+    REQUIRE(bound != log.end());
+    CHECK(annotated < bound);
+  }
+  // 0.4 + 0.4 on one GPU, the third on the other.
+  CHECK(per_gpu == std::map<std::string, int>{{"0", 2}, {"1", 1}});
+  // A pod that asks for too much is refused with the reason, and the rest keep being served.
+  f.cluster.put("pods", podJson("bad").gpus(0).annotation("muster.dev/gpu-fraction", "1.5"));
+  f.cluster.put("pods", podJson("f3").gpus(0).annotation("muster.dev/gpu-fraction", "0.6"));
+  REQUIRE(f.cluster.runUntil([&] { return f.bound({"f3"}) == 1; }));
+  REQUIRE(f.cluster.runUntil([&] { return f.scheduledCondition("bad").find("gpu-fraction") != std::string::npos; }));
+}
+
+}  // namespace
+}  // namespace muster::scheduler

@@ -78,3 +78,10 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end }}
+
+{{/*
+A list of strings as CEL string literals, comma-separated: 'a', 'b'.
+*/}}
+{{- define "muster.quotedKeys" -}}
+{{- $out := list }}{{ range . }}{{ $out = append $out (printf "'%s'" .) }}{{ end }}{{ join ", " $out }}
+{{- end }}
