@@ -45,6 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   node.meta.labels["muster.dev/rack"] = "r1";
   node.status.allocatable["cpu"] = proto::Quantity::fromValue(64);
   node.status.allocatable["memory"] = *proto::Quantity::parse("8Ei");
+  node.status.allocatable["nvidia.com/gpu"] = proto::Quantity::fromValue(2);
   cache.addNode(node);
   proto::Pod a = pod;
   a.meta.namespace_ = "ns";
@@ -64,5 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cache.removePod(a);
   const scheduler::NodeInfo& after = cache.node(*cache.findNode("n1"));
   FUZZ_CHECK(after.requested[scheduler::kPods] == 0, "removing every pod frees the node");
+  FUZZ_CHECK(after.gpu_shares.empty() && after.requested[cache.gpuResource()] == 0,
+             "removing every pod gives back the GPUs its fractions shared");
   return 0;
 }
