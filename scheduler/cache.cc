@@ -82,6 +82,7 @@ void addToBucket(Domain& d, int bucket, int sign) {
 }  // namespace
 
 void ClusterCache::moveGpuBucket(NodeId id, const Resources& before, const Resources& after) const {
+  topology_.free_gpus[topology_.position[id]] = after[gpu_];
   const int from = gpuBucket(before[gpu_]), to = gpuBucket(after[gpu_]);
   if (from == to) return;
   const auto& domains = topology_.domain[id];
@@ -597,10 +598,12 @@ void ClusterCache::rebuildTopology() const {
     }
     return nodes_[a].name < nodes_[b].name;
   });
+  t.free_gpus.assign(t.order.size(), 0);
   for (uint32_t pos = 0; pos < t.order.size(); ++pos) {
     NodeId id = t.order[pos];
     t.position[id] = pos;
     Resources free = clampedFree(nodes_[id]);
+    t.free_gpus[pos] = free[gpu_];
     bool new_above = pos == 0;
     for (size_t l = 0; l < levels; ++l) {
       NodeId prev = pos > 0 ? t.order[pos - 1] : id;

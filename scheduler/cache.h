@@ -190,6 +190,9 @@ struct Topology {
   // By NodeId (present nodes only): the position in `order`, and the domain index at each level.
   std::vector<uint32_t> position;
   std::vector<std::array<int32_t, kMaxTopologyLevels>> domain;
+  // By position: the node's free GPUs (the index's resource, at least 0), side by side so that a
+  // search reads them without touching each NodeInfo.
+  std::vector<int64_t> free_gpus;
 };
 
 class ClusterCache {
