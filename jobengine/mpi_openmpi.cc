@@ -21,6 +21,10 @@ void wireContainer(PodTemplate::Container& c, const proto::ParallelJob& job, int
   c.addEnv("PRTE_MCA_prte_default_hostfile", hostfile);
   c.addEnv("OMPI_MCA_plm_rsh_args", rsh_args);
   c.addEnv("PRTE_MCA_plm_ssh_args", rsh_args);
+  // ssh, after copying the programs mpirun names by a relative path to the workers (scripts.h).
+  const std::string rsh_agent = std::string(kConfigMountPath) + "/rsh.sh";
+  c.addEnv("OMPI_MCA_plm_rsh_agent", rsh_agent);
+  c.addEnv("PRTE_MCA_plm_ssh_agent", rsh_agent);
   // Keep the hostfile's names as written: the short name alone does not resolve in a pod.
   c.addEnv("OMPI_MCA_orte_keep_fqdn_hostnames", "true");
   c.addEnv("PRTE_MCA_prte_keep_fqdn_hostnames", "true");

@@ -90,7 +90,7 @@ std::map<std::string, std::string> sshConfigFiles(std::map<std::string, std::str
   std::map<std::string, std::string> files = {
       {"ssh_config", scripts::kSshConfig}, {"sshd_config", scripts::kSshdConfig},
       {"setup.sh", scripts::kSetup},       {"wait-workers.sh", scripts::kWaitWorkers},
-      {"sshd.sh", scripts::kSshd}};
+      {"sshd.sh", scripts::kSshd},         {"rsh.sh", scripts::kRshAgent}};
   for (auto& [k, v] : extra) files[k] = std::move(v);
   return files;
 }

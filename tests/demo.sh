@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # Muster's main command on the embedded default: a real local control plane (etcd +
-# kube-apiserver + kwok) with simulated 8-GPU nodes in a block/spine/rack topology, muster-scheduler
-# running against it (scheduler + ParallelJob job engine), a 12-pod gang of full-node pods shown
-# placed (which nodes, which racks), and the seed guide's mpi-sample-job run through the seed's own
-# troubleshooting commands. Leaves the cluster and muster-scheduler running and prints how to use
-# and stop them.
+# kube-apiserver + kwok) with simulated 8-GPU nodes in a block/spine/rack topology and two real
+# nodes (kubelet + containerd + runc, tests/cluster/real_nodes.sh), muster-scheduler running against
+# it (scheduler + ParallelJob job engine), a 12-pod gang of full-node pods shown placed on the
+# simulated nodes (which nodes, which racks), and the seed guide's mpi-sample-job run for real on
+# the real nodes: mpicc and mpirun in its pods, the ranks' output read back with kubectl logs, then
+# the seed's own troubleshooting commands. Leaves the cluster and muster-scheduler running and
+# prints how to use and stop them.
 #
-#   tests/demo.sh [--nodes N]        (default 32 nodes: 1 block, 1 spine, 4 racks of 8)
+#   tests/demo.sh [--nodes N] [--real-nodes R]
+#     N: simulated nodes (default 32: 1 block, 1 spine, 4 racks of 8)
+#     R: real nodes, 0..3 (default 2; needs root). With 0, kwok simulates the seed's job too.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
 nodes=32
+real_nodes=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;
-    *) echo "usage: tests/demo.sh [--nodes N]" >&2; exit 2 ;;
+    --real-nodes) real_nodes=$2; shift 2 ;;
+    *) echo "usage: tests/demo.sh [--nodes N] [--real-nodes R]" >&2; exit 2 ;;
   esac
 done
 
@@ -28,7 +34,7 @@ cmake --build "$build" -j "$(nproc)" --target musterctl muster-scheduler
 . tests/cluster/versions.sh
 dir="$MUSTER_CACHE/demo-cluster"
 bash tests/cluster/down.sh --dir "$dir" >/dev/null 2>&1 || true
-kubeconfig=$(bash tests/cluster/up.sh --dir "$dir" --nodes "$nodes" | tail -n1)
+kubeconfig=$(bash tests/cluster/up.sh --dir "$dir" --nodes "$nodes" --real-nodes "$real_nodes" | tail -n1)
 
 kubectl=("$MUSTER_BIN_DIR/kubectl" --kubeconfig "$kubeconfig")
 "${kubectl[@]}" apply -f manifests/crds/ >/dev/null
@@ -60,6 +66,9 @@ pods = [{"apiVersion": "v1", "kind": "Pod",
                       "annotations": {"gang-scheduling.preferred.jp/gang-name": "train",
                                       "gang-scheduling.preferred.jp/gang-size": "12"}},
          "spec": {"schedulerName": "muster-scheduler",
+                  # With real nodes, kwok's nodes carry its taint: these pods are simulated.
+                  "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists",
+                                   "effect": "NoSchedule"}],
                   "containers": [{"name": "main", "image": "busybox",
                                   "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}
         for i in range(12)]
@@ -93,10 +102,18 @@ echo "\$ kubectl get pod -l jobset.sigs.k8s.io/jobset-name=\${jobset_name},jobse
 echo "The hostfile the launcher's mpirun reads:"
 "${kubectl[@]}" get configmap "${jobset_name}-mpi" -o jsonpath='{.data.hostfile}'
 echo
-echo "kwok simulates the containers; tell it the launcher's main exits 0 (a real cluster runs mpirun):"
-"${kubectl[@]}" annotate pod "${jobset_name}-0" muster.dev/sim-succeed-after=1s >/dev/null
-for _ in $(seq 1 300); do [ "$(phase)" = Succeeded ] && break; sleep 0.2; done
+if [ "$real_nodes" -gt 0 ]; then
+  echo "The pods run on real nodes (kubelet + containerd): mpicc and mpirun run in them."
+  for _ in $(seq 1 600); do case "$(phase)" in Succeeded|Failed) break ;; esac; sleep 0.2; done
+  echo "\$ kubectl logs \${jobset_name}-0   # rank 0's pod, the launcher"
+  "${kubectl[@]}" logs "${jobset_name}-0" -c main
+else
+  echo "kwok simulates the containers; tell it the launcher's main exits 0 (a real cluster runs mpirun):"
+  "${kubectl[@]}" annotate pod "${jobset_name}-0" muster.dev/sim-succeed-after=1s >/dev/null
+  for _ in $(seq 1 300); do [ "$(phase)" = Succeeded ] && break; sleep 0.2; done
+fi
 "${kubectl[@]}" get paralleljobs mpi-sample-job
+[ "$(phase)" = Succeeded ] || { echo "mpi-sample-job did not succeed" >&2; exit 1; }
 echo
 echo "The cluster and muster-scheduler keep running (metrics: http://127.0.0.1:10259/metrics). Try:"
 echo "  export KUBECONFIG=$kubeconfig PATH=$MUSTER_BIN_DIR:\$PATH"

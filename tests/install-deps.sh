@@ -16,6 +16,9 @@ pkgs=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   python3 curl procps iproute2
   openssh-client openssh-server openmpi-bin libopenmpi-dev util-linux
+  # Real nodes (tests/cluster/real_nodes.sh): runc and the CNI plugins that containerd runs, and
+  # mmdebstrap, which builds the Open MPI image from Debian's packages (tests/cluster/images.sh).
+  runc containernetworking-plugins mmdebstrap
   # tests/fuzz (libFuzzer with ASan/UBSan): clang-16, its sanitizer and fuzzer runtimes
   # (libclang-rt-16-dev holds libclang_rt.fuzzer, asan, ubsan; clang-16 only recommends it) and
   # the standalone libFuzzer.

@@ -3,9 +3,29 @@
 # and kwok from the Go module proxy into $MUSTER_BIN_DIR (outside the repo), once per version set,
 # and helm ($MUSTER_HELM_VERSION) into the same directory.
 # Idempotent: a complete cache is a no-op. Prints the bin directory on stdout.
+#
+# build.sh --node also builds what a real node runs (up.sh --real-nodes) into $MUSTER_NODE_BIN_DIR:
+# kubelet (the same Kubernetes module), containerd, ctr and containerd-shim-runc-v2, and CoreDNS.
+# It then prints that directory as a second line.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.sh"
+NODE=0
+case "${1:-}" in
+  --node) NODE=1 ;;
+  "") ;;
+  *) echo "usage: build.sh [--node]" >&2; exit 2 ;;
+esac
+node_bins=(kubelet containerd ctr containerd-shim-runc-v2 coredns)
+node_complete() {
+  [ "$NODE" = 1 ] || return 0
+  local b
+  for b in "${node_bins[@]}"; do [ -x "$MUSTER_NODE_BIN_DIR/$b" ] || return 1; done
+}
+print_dirs() {
+  echo "$MUSTER_BIN_DIR"
+  if [ "$NODE" = 1 ]; then echo "$MUSTER_NODE_BIN_DIR"; fi
+}
 bins=(kube-apiserver kube-scheduler kube-controller-manager kubectl etcd etcdctl kwok)
 control_plane_complete() {
   local b
@@ -16,7 +36,7 @@ helm_complete() {
   [ -x "$MUSTER_BIN_DIR/helm" ] &&
     [ "$("$MUSTER_BIN_DIR/helm" version --template '{{.Version}}' 2>/dev/null)" = "$MUSTER_HELM_VERSION" ]
 }
-if control_plane_complete && helm_complete; then echo "$MUSTER_BIN_DIR"; exit 0; fi
+if control_plane_complete && helm_complete && node_complete; then print_dirs; exit 0; fi
 
 # One build at a time per cache: two concurrent builds share $work and $stage and wreck each other
 # (one's rm -rf pulls the directory from under the other's go get). A second caller waits for the
@@ -27,7 +47,7 @@ if ! flock -n 9; then
   echo "build.sh: another build of the control plane is running; waiting for it" >&2
   flock 9
 fi
-if control_plane_complete && helm_complete; then echo "$MUSTER_BIN_DIR"; exit 0; fi
+if control_plane_complete && helm_complete && node_complete; then print_dirs; exit 0; fi
 
 command -v go >/dev/null || { echo "build.sh: go is required" >&2; exit 1; }
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
@@ -40,11 +60,9 @@ start=$(date +%s)
 log() { echo "build.sh: $*" >&2; }
 
 # Kubernetes: a throwaway module that pins every staging module to its published tag.
-build_k8s() {
-  local KV=$MUSTER_K8S_VERSION SV=v0.${MUSTER_K8S_VERSION#v1.} d="$work/k8s-$MUSTER_K8S_VERSION"
-  local need=0
-  for c in kube-apiserver kube-scheduler kube-controller-manager kubectl; do [ -x "$stage/$c" ] || need=1; done
-  [ $need = 1 ] || return 0
+# k8s_module DIR: makes DIR that module (from scratch) and sets K8S_LDFLAGS (the version stamps).
+k8s_module() {
+  local KV=$MUSTER_K8S_VERSION SV=v0.${MUSTER_K8S_VERSION#v1.} d=$1
   rm -rf "$d"; mkdir -p "$d"; cd "$d"
   go mod init local/k8sbuild >/dev/null 2>&1
   local gomod
@@ -54,18 +72,27 @@ build_k8s() {
     go mod edit "-replace=$m=$m@$SV"
   done
   grep -E '^godebug ' "$gomod" | while read -r _ kv; do go mod edit "-godebug=$kv"; done || true
+  local minor; minor=$(echo "$KV" | cut -d. -f2)
+  local p
+  K8S_LDFLAGS="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    K8S_LDFLAGS="$K8S_LDFLAGS -X $p.gitVersion=$KV -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+}
+
+build_k8s() {
+  local KV=$MUSTER_K8S_VERSION
+  local need=0
+  for c in kube-apiserver kube-scheduler kube-controller-manager kubectl; do [ -x "$stage/$c" ] || need=1; done
+  [ $need = 1 ] || return 0
+  k8s_module "$work/k8s-$MUSTER_K8S_VERSION"
   # Ask for the command packages, not just the module, so go.sum covers everything they import.
   go get k8s.io/kubernetes/cmd/kube-apiserver@$KV k8s.io/kubernetes/cmd/kube-scheduler@$KV \
          k8s.io/kubernetes/cmd/kube-controller-manager@$KV k8s.io/kubernetes/cmd/kubectl@$KV >&2
-  local minor; minor=$(echo "$KV" | cut -d. -f2)
-  local LDF="-s -w" p
-  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    LDF="$LDF -X $p.gitVersion=$KV -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
-  done
   for c in kube-apiserver kube-scheduler kube-controller-manager kubectl; do
     [ -x "$stage/$c" ] && continue
     log "building $c $KV"
-    go build -trimpath -ldflags "$LDF" -o "$stage/$c" k8s.io/kubernetes/cmd/$c
+    go build -trimpath -ldflags "$K8S_LDFLAGS" -o "$stage/$c" k8s.io/kubernetes/cmd/$c
   done
 }
 
@@ -116,10 +143,54 @@ if ! control_plane_complete; then
   rm -rf "$MUSTER_BIN_DIR"; mv "$stage" "$MUSTER_BIN_DIR"
   log "built control plane in $(( $(date +%s) - start ))s into $MUSTER_BIN_DIR"
 fi
+# What a real node runs. containerd without the snapshotters that need cgo or kernel features the
+# local nodes do not use (overlayfs is the one they use).
+build_node() {
+  local nstage="$MUSTER_NODE_BIN_DIR.partial" KV=$MUSTER_K8S_VERSION CV=$MUSTER_CONTAINERD_VERSION
+  mkdir -p "$nstage"
+  if [ ! -x "$nstage/kubelet" ]; then
+    k8s_module "$work/kubelet-$KV"
+    go get "k8s.io/kubernetes/cmd/kubelet@$KV" >&2
+    log "building kubelet $KV"
+    go build -trimpath -ldflags "$K8S_LDFLAGS" -o "$nstage/kubelet" k8s.io/kubernetes/cmd/kubelet
+    rm -rf "$work/kubelet-$KV"
+  fi
+  if [ ! -x "$nstage/containerd" ] || [ ! -x "$nstage/ctr" ] || [ ! -x "$nstage/containerd-shim-runc-v2" ]; then
+    local d="$work/containerd-$CV" c
+    rm -rf "$d"; mkdir -p "$d"; cd "$d"
+    go mod init local/containerdbuild >/dev/null 2>&1
+    go get "github.com/containerd/containerd/v2/cmd/containerd@$CV" "github.com/containerd/containerd/v2/cmd/ctr@$CV" \
+           "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CV" >&2
+    for c in containerd ctr containerd-shim-runc-v2; do
+      log "building $c $CV"
+      go build -trimpath -tags "no_btrfs no_devmapper no_zfs no_aufs" \
+        -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CV" \
+        -o "$nstage/$c" "github.com/containerd/containerd/v2/cmd/$c"
+    done
+    rm -rf "$d"
+  fi
+  if [ ! -x "$nstage/coredns" ]; then
+    local d="$work/coredns-$MUSTER_COREDNS_VERSION"
+    rm -rf "$d"; mkdir -p "$d"; cd "$d"
+    go mod init local/corednsbuild >/dev/null 2>&1
+    go get "github.com/coredns/coredns@$MUSTER_COREDNS_VERSION" >&2
+    log "building coredns $MUSTER_COREDNS_VERSION"
+    go build -trimpath -ldflags "-s -w" -o "$nstage/coredns" github.com/coredns/coredns
+    rm -rf "$d"
+  fi
+  rm -rf "$MUSTER_NODE_BIN_DIR"; mv "$nstage" "$MUSTER_NODE_BIN_DIR"
+}
+
+if ! node_complete; then
+  start=$(date +%s)
+  build_node
+  node_complete || { log "missing node binaries in $MUSTER_NODE_BIN_DIR after build"; exit 1; }
+  log "built kubelet, containerd and coredns in $(( $(date +%s) - start ))s into $MUSTER_NODE_BIN_DIR"
+fi
 if ! helm_complete; then
   start=$(date +%s)
   build_helm
   helm_complete || { log "helm at $MUSTER_BIN_DIR/helm does not report $MUSTER_HELM_VERSION"; exit 1; }
   log "built helm $MUSTER_HELM_VERSION in $(( $(date +%s) - start ))s into $MUSTER_BIN_DIR"
 fi
-echo "$MUSTER_BIN_DIR"
+print_dirs

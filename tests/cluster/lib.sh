@@ -42,14 +42,24 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 EOF
 }
 
+# component_bin DIR NAME -> the binary a component runs: DIR/args/NAME.bin where up.sh wrote one
+# (real nodes' kubelet-N, containerd-N, coredns), else $MUSTER_BIN_DIR/NAME.
+component_bin() {
+  local dir=$1 name=$2 bin_dir
+  if [ -f "$dir/args/$name.bin" ]; then cat "$dir/args/$name.bin"; return 0; fi
+  bin_dir=$(sed -n 's/^export MUSTER_BIN_DIR=//p' "$dir/env" 2>/dev/null | tr -d "'\"")
+  echo "${bin_dir:-$MUSTER_BIN_DIR}/$name"
+}
+
 # pid_of DIR NAME -> pid if the component runs (pid file present and process alive with our binary).
 pid_of() {
-  local f="$1/pids/$2.pid" pid
+  local f="$1/pids/$2.pid" pid bin
   [ -f "$f" ] || return 1
   pid=$(cat "$f" 2>/dev/null) || return 1
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-  # Guard against a recycled pid: the process must run the binary recorded in the args file's owner.
-  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "/$2 " || return 1
+  # Guard against a recycled pid: the process must run the component's binary.
+  bin=$(component_bin "$1" "$2")
+  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "/$(basename "$bin") " || return 1
   echo "$pid"
 }
 
@@ -58,16 +68,15 @@ is_running() { pid_of "$1" "$2" >/dev/null; }
 # start_component DIR NAME: runs $MUSTER_BIN_DIR/NAME with DIR/args/NAME.args in its own session
 # (immune to the terminal's Ctrl-C and hangup), logging to DIR/logs/NAME.log.
 start_component() {
-  local dir=$1 name=$2 bin_dir
-  bin_dir=$(sed -n 's/^export MUSTER_BIN_DIR=//p' "$dir/env" 2>/dev/null | tr -d "'\"")
-  bin_dir=${bin_dir:-$MUSTER_BIN_DIR}
+  local dir=$1 name=$2 bin
+  bin=$(component_bin "$dir" "$name")
   [ -f "$dir/args/$name.args" ] || die "no $dir/args/$name.args (was $name ever configured by up.sh?)"
   if is_running "$dir" "$name"; then log "$name already running (pid $(pid_of "$dir" "$name"))"; return 0; fi
   local -a args=()
   mapfile -t args < "$dir/args/$name.args"
   mkdir -p "$dir/logs" "$dir/pids"
   echo "=== $(date -Is) starting $name" >> "$dir/logs/$name.log"
-  setsid "$bin_dir/$name" "${args[@]}" >> "$dir/logs/$name.log" 2>&1 < /dev/null &
+  setsid "$bin" "${args[@]}" >> "$dir/logs/$name.log" 2>&1 < /dev/null &
   echo $! > "$dir/pids/$name.pid"
   log "started $name (pid $!)"
 }
@@ -94,6 +103,8 @@ stop_component() {
 stop_all() {
   local dir=$1 c
   local -a jobs=()
+  # Real nodes first (their kubelets, containers, mounts and links), while the API still answers.
+  if [ -d "$dir/real" ]; then bash "$MUSTER_CLUSTER_LIB_DIR/real_nodes.sh" stop --dir "$dir" || true; fi
   for c in "${MUSTER_STOP_ORDER[@]}"; do
     [ "$c" = etcd ] && continue
     stop_component "$dir" "$c" & jobs+=($!)

@@ -7,6 +7,7 @@ so that nodes added later look like the first ones.
 
   nodes.py --dir DIR shape [--racks-per-spine R] [--nodes-per-rack K] [--spines-per-block S]
                            [--gpus G] [--rdma R] [--cpu C] [--memory M] [--pods P]
+                           [--taint-simulated]
   nodes.py --dir DIR create --start I --count N [--parallel 8]
   nodes.py --dir DIR wait-ready --count N [--timeout 300]     (N: total kwok nodes expected Ready)
   nodes.py --dir DIR next-index                               (1 + highest node-NNNNN index)
@@ -31,6 +32,9 @@ DEFAULT_SHAPE = {
     "ephemeral_storage": "1Ti",
     "gpus": 8,
     "rdma": 8,
+    # With real nodes in the cluster (up.sh --real-nodes), kwok's own convention: simulated nodes
+    # carry kwok.x-k8s.io/node=fake:NoSchedule, so only pods that tolerate it land on them.
+    "taint_simulated": False,
 }
 
 
@@ -91,7 +95,9 @@ def make_node(i, shape):
         },
         # Addresses and pod CIDRs are unique per node (kwok hands out pod IPs from spec.podCIDR):
         # node IPs from 172.16.0.0/12, one /24 of 10.128.0.0/9 per node (services: 10.96.0.0/16).
-        "spec": {"podCIDR": pod_cidr(i), "podCIDRs": [pod_cidr(i)]},
+        "spec": dict({"podCIDR": pod_cidr(i), "podCIDRs": [pod_cidr(i)]},
+                     **({"taints": [{"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}]}
+                        if shape.get("taint_simulated") else {})),
         "status": {
             "capacity": dict(res),
             "allocatable": dict(res),
@@ -146,6 +152,8 @@ def cmd_shape(a):
         v = getattr(a, k)
         if v is not None:
             shape[k] = v
+    if a.taint_simulated:
+        shape["taint_simulated"] = True
     for k in ("spines_per_block", "racks_per_spine", "nodes_per_rack"):
         if shape[k] < 1:
             sys.exit("nodes.py: --%s must be >= 1" % k.replace("_", "-"))
@@ -263,6 +271,7 @@ def main():
     s = sub.add_parser("shape")
     for k in ("spines-per-block", "racks-per-spine", "nodes-per-rack", "gpus", "rdma", "cpu", "memory", "pods"):
         s.add_argument("--" + k)
+    s.add_argument("--taint-simulated", action="store_true")
     c = sub.add_parser("create")
     c.add_argument("--start", type=int, default=0)
     c.add_argument("--count", type=int, required=True)

@@ -6,7 +6,11 @@
 # up.sh [--dir DIR] [--nodes N] [--spines-per-block S] [--racks-per-spine R] [--nodes-per-rack K]
 #       [--gpus G] [--rdma R] [--cpu C] [--memory M] [--no-kwok] [--kube-scheduler]
 #       [--controller-manager] [--feature-gates GATES] [--runtime-config CFG]
-#       [--apiserver-arg ARG]... [--no-watch-cache] [--ready-timeout S]
+#       [--apiserver-arg ARG]... [--no-watch-cache] [--ready-timeout S] [--real-nodes N]
+#
+# --real-nodes N (1..3, root): also N real kubelets with containerd (tests/cluster/real_nodes.sh),
+# CoreDNS and kube-controller-manager (EndpointSlices for DNS); the kwok nodes are then tainted
+# kwok.x-k8s.io/node=fake:NoSchedule so that only pods tolerating it are simulated.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -19,6 +23,7 @@ KWOK=1
 KUBE_SCHEDULER=0
 KCM=0
 READY_TIMEOUT=300
+REAL_NODES=0
 FEATURE_GATES=""
 RUNTIME_CONFIG=""
 EXTRA_APISERVER_ARGS=()
@@ -37,11 +42,18 @@ while [ $# -gt 0 ]; do
     --apiserver-arg) EXTRA_APISERVER_ARGS+=("$2"); shift 2 ;;
     --no-watch-cache) EXTRA_APISERVER_ARGS+=(--watch-cache=false); shift ;;
     --ready-timeout) READY_TIMEOUT=$2; shift 2 ;;
+    --real-nodes) REAL_NODES=$2; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "up.sh: unknown argument: $1" >&2; usage ;;
   esac
 done
 [[ "$NODES" =~ ^[0-9]+$ ]] || die "--nodes must be a number"
+[[ "$REAL_NODES" =~ ^[0-3]$ ]] || die "--real-nodes must be 0, 1, 2 or 3"
+if [ "$REAL_NODES" -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || die "--real-nodes needs root (containerd, runc, network links, cgroups)"
+  KCM=1
+  SHAPE_ARGS+=(--taint-simulated)
+fi
 [ "$KWOK" = 1 ] || [ "$NODES" = 0 ] || { log "--no-kwok: creating the $NODES node objects anyway (they stay NotReady)"; }
 
 t_start=$(now)
@@ -116,6 +128,11 @@ EOF
   openssl req -new -nodes -newkey rsa:2048 -keyout admin.key -out admin.csr -subj "/O=system:masters/CN=muster-admin" >/dev/null
   openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -sha256 -days 3650 \
     -extfile client.ext -out admin.crt >/dev/null
+  # kube-apiserver's client certificate towards kubelets (logs, exec, port-forward on real nodes).
+  openssl req -new -nodes -newkey rsa:2048 -keyout apiserver-kubelet-client.key -out apiserver-kubelet-client.csr \
+    -subj "/O=system:masters/CN=kube-apiserver-kubelet-client" >/dev/null
+  openssl x509 -req -in apiserver-kubelet-client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -sha256 -days 3650 \
+    -extfile client.ext -out apiserver-kubelet-client.crt >/dev/null
   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out sa.key >/dev/null
   openssl pkey -in sa.key -pubout -out sa.pub >/dev/null
   rm -f ./*.csr
@@ -203,6 +220,8 @@ api_args=(
   --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key"
   --client-ca-file="$pki/ca.crt" --token-auth-file="$DIR/tokens.csv"
   --authorization-mode=Node,RBAC
+  --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" --kubelet-client-key="$pki/apiserver-kubelet-client.key"
+  --kubelet-certificate-authority="$pki/ca.crt" --kubelet-preferred-address-types=InternalIP
   --service-account-issuer=https://kubernetes.default.svc.cluster.local
   --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key"
   --service-cluster-ip-range=10.96.0.0/16
@@ -315,6 +334,12 @@ if [ "$NODES" -gt 0 ]; then
     nodes_py --dir "$DIR" wait-ready --count "$NODES" --timeout "$READY_TIMEOUT" || { log_tail "$DIR" kwok; exit 1; }
     log "all $NODES nodes Ready $(elapsed "$t0")s after the first create"
   fi
+fi
+
+if [ "$REAL_NODES" -gt 0 ]; then
+  t0=$(now)
+  bash "$here/real_nodes.sh" start --dir "$DIR" --count "$REAL_NODES"
+  log "$REAL_NODES real node(s) Ready in $(elapsed "$t0")s"
 fi
 
 started=done

@@ -12,3 +12,10 @@ MUSTER_KWOK_VERSION="${MUSTER_KWOK_VERSION:-v0.8.0}"
 MUSTER_HELM_VERSION="${MUSTER_HELM_VERSION:-v3.22.0}"
 MUSTER_CACHE="${MUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/muster}"
 MUSTER_BIN_DIR="$MUSTER_CACHE/bin/k8s-$MUSTER_K8S_VERSION-etcd-$MUSTER_ETCD_VERSION-kwok-$MUSTER_KWOK_VERSION"
+# Real nodes (up.sh --real-nodes N): the pinned kubelet (same Kubernetes module as the control plane),
+# containerd 2.x (Kubernetes 1.36 needs containerd >= 2.0; Debian 12 has 1.6), and CoreDNS for the
+# Service names the ParallelJob hostfile uses. Built by `build.sh --node` into MUSTER_NODE_BIN_DIR.
+# runc and the CNI plugins are Debian's (tests/install-deps.sh --real-nodes).
+MUSTER_CONTAINERD_VERSION="${MUSTER_CONTAINERD_VERSION:-v2.4.2}"
+MUSTER_COREDNS_VERSION="${MUSTER_COREDNS_VERSION:-v1.14.7}"
+MUSTER_NODE_BIN_DIR="$MUSTER_CACHE/bin/node-k8s-$MUSTER_K8S_VERSION-containerd-$MUSTER_CONTAINERD_VERSION-coredns-$MUSTER_COREDNS_VERSION"

@@ -94,6 +94,9 @@ TEST_CASE("the launcher is the user's main with mounts and env behind a wait-for
   CHECK(envOf(*main, "OMPI_MCA_orte_default_hostfile") == "/etc/muster/mpi/hostfile");
   CHECK(envOf(*main, "OMPI_MCA_prte_default_hostfile") == "/etc/muster/mpi/hostfile");
   CHECK(envOf(*main, "OMPI_MCA_plm_rsh_args") == "-F /muster/ssh/config");
+  // mpirun reaches the workers through the generated agent, which copies ./programs first.
+  CHECK(envOf(*main, "OMPI_MCA_plm_rsh_agent") == "/etc/muster/mpi/rsh.sh");
+  CHECK(envOf(*main, "PRTE_MCA_plm_ssh_agent") == "/etc/muster/mpi/rsh.sh");
   CHECK(envOf(*main, "RDMA_NCCL_CONF") == "<unset>");  // no GPU or RDMA asked for
   CHECK(byName((*main)["volumeMounts"], "muster-ssh") != nullptr);
   CHECK(byName((*main)["volumeMounts"], "muster-run") != nullptr);
