@@ -5,7 +5,8 @@
 # it (scheduler + ParallelJob job engine), a 12-pod gang of full-node pods shown placed on the
 # simulated nodes (which nodes, which racks), and the seed guide's mpi-sample-job run for real on
 # the real nodes: mpicc and mpirun in its pods, the ranks' output read back with kubectl logs, then
-# the seed's own troubleshooting commands. Leaves the cluster and muster-scheduler running and
+# the seed's own troubleshooting commands, then the seed's GPU/RDMA example on the real nodes' fake
+# devices (this build's device plugin; muster-rdma-conf from this build's image). Leaves the cluster and muster-scheduler running and
 # prints how to use and stop them.
 #
 #   tests/demo.sh [--nodes N] [--real-nodes R]
@@ -29,12 +30,15 @@ bash tests/install-deps.sh
 bash tests/cluster/build.sh >/dev/null
 build="${MUSTER_BUILD_DIR:-$root/build}"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j "$(nproc)" --target musterctl muster-scheduler
+cmake --build "$build" -j "$(nproc)" --target musterctl muster-scheduler muster-topology
 
 . tests/cluster/versions.sh
 dir="$MUSTER_CACHE/demo-cluster"
 bash tests/cluster/down.sh --dir "$dir" >/dev/null 2>&1 || true
-kubeconfig=$(bash tests/cluster/up.sh --dir "$dir" --nodes "$nodes" --real-nodes "$real_nodes" | tail -n1)
+real_args=()
+# Real nodes get this build's image (muster-rdma-conf) and its device plugin (fake GPUs and NICs).
+[ "$real_nodes" -gt 0 ] && real_args=(--real-nodes "$real_nodes" --muster-build "$build")
+kubeconfig=$(bash tests/cluster/up.sh --dir "$dir" --nodes "$nodes" "${real_args[@]}" | tail -n1)
 
 kubectl=("$MUSTER_BIN_DIR/kubectl" --kubeconfig "$kubeconfig")
 "${kubectl[@]}" apply -f manifests/crds/ >/dev/null
@@ -48,7 +52,9 @@ YAML
 log="$dir/logs/muster-scheduler.log"
 # The log exists before the first grep looks (the background process opens it only when it runs).
 : > "$log"
-"$build/scheduler/muster-scheduler" --kubeconfig "$kubeconfig" --config "$dir/muster.yaml" -v 2 \
+sched_args=()
+[ "$real_nodes" -gt 0 ] && sched_args=(--rdma-conf-image muster.local/muster:dev)
+"$build/scheduler/muster-scheduler" --kubeconfig "$kubeconfig" --config "$dir/muster.yaml" -v 2 "${sched_args[@]}" \
   >"$log" 2>&1 &
 echo $! > "$dir/pids/muster-scheduler.pid"
 for _ in $(seq 1 100); do
@@ -114,6 +120,22 @@ else
 fi
 "${kubectl[@]}" get paralleljobs mpi-sample-job
 [ "$(phase)" = Succeeded ] || { echo "mpi-sample-job did not succeed" >&2; exit 1; }
+if [ "$real_nodes" -gt 0 ]; then
+  echo
+  echo "== The seed guide's GPU/RDMA ParallelJob (tests/manifests/testdata/seed-3-gpu-rdma.yaml) on the real nodes,"
+  echo "   its placeholder program replaced by printing what the pod got and the settings it sourced."
+  echo "   The GPUs and NICs are fake (muster-topology device-plugin --fake, from LLNL Lassen's hwloc export),"
+  echo "   handed out by the kubelet; muster-rdma-conf (Muster's image) wrote the NCCL/UCX files:"
+  sed 's/mpirun --allow-run-as-root something-using-gpu-rdma/env | grep -E "^(NVIDIA_VISIBLE_DEVICES|MUSTER_RDMA_DEVICES|NCCL_|UCX_)" | sort/' \
+    tests/manifests/testdata/seed-3-gpu-rdma.yaml | "${kubectl[@]}" apply -f -
+  gpu_phase() { "${kubectl[@]}" get paralleljobs sample-job -o jsonpath='{.status.phase}'; }
+  for _ in $(seq 1 600); do case "$(gpu_phase)" in Succeeded|Failed) break ;; esac; sleep 0.2; done
+  gpu_group=$("${kubectl[@]}" get paralleljobs sample-job -o jsonpath='{.status.jobGroupName}')
+  echo "\$ kubectl logs ${gpu_group}-0"
+  "${kubectl[@]}" logs "${gpu_group}-0" -c main
+  "${kubectl[@]}" get paralleljobs sample-job
+  [ "$(gpu_phase)" = Succeeded ] || { echo "sample-job did not succeed" >&2; exit 1; }
+fi
 echo
 echo "The cluster and muster-scheduler keep running (metrics: http://127.0.0.1:10259/metrics). Try:"
 echo "  export KUBECONFIG=$kubeconfig PATH=$MUSTER_BIN_DIR:\$PATH"

@@ -3,13 +3,19 @@
 # plus one CoreDNS for Service and pod names. Called by up.sh --real-nodes N and by down.sh; see
 # tests/cluster/README.md ("Real nodes").
 #
-#   real_nodes.sh start --dir DIR --count N     (N = 1..3; needs root)
+#   real_nodes.sh start --dir DIR --count N [--muster-build BUILD_DIR]   (N = 1..3; root)
 #   real_nodes.sh stop --dir DIR                (idempotent; leaves no process, mount, link or cgroup)
 #
 # Node i (0-based) is "real-i": address 10.62.0.(i+1) on the portless bridge muster-real (the kubelet
 # refuses a loopback node IP), pods from 10.63.i.0/24 on the bridge muster-br<i>, its state under
 # DIR/real/i (containerd root and state, the netns mounts, kubelet root, pod logs), its cgroups under
 # /muster-real-i in every hierarchy. CoreDNS answers on 10.96.0.10:53 (the kubelets' clusterDNS).
+# With --muster-build (a built Muster tree), each node also has Muster's image
+# (muster.local/muster:dev, tests/cluster/muster_image.sh) and runs that build's
+# `muster-topology device-plugin --fake` with the devices
+# of a real machine's hwloc export (LLNL's Lassen node: 4 NVIDIA V100, 4 InfiniBand NICs, two NUMA
+# nodes folded onto this machine's), and its kubelet runs the Topology Manager (single-numa-node):
+# the kubelet itself allocates nvidia.com/gpu and preferred.jp/rdma.
 # One set of real nodes per machine: the links, addresses and cgroup names are fixed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,10 +30,15 @@ pod_subnet() { echo "10.63.$1.0/24"; }
 cmd=${1:-}; shift || true
 DIR=""
 COUNT=0
+MUSTER_BUILD=""
+DEVICE_PLUGIN=""
+MUSTER_IMAGE=""
+FAKE_TOPOLOGY=$(cd "$here/../topology/testdata/hwloc" && pwd)/coral-lassen.xml
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) DIR=$2; shift 2 ;;
     --count) COUNT=$2; shift 2 ;;
+    --muster-build) MUSTER_BUILD=$2; shift 2 ;;
     *) die "real_nodes.sh: unknown argument: $1" ;;
   esac
 done
@@ -48,7 +59,7 @@ stop_nodes() {
   [ -d "$DIR/real" ] || return 0
   local n i nd runc_root id
   n=$(cat "$DIR/real/count" 2>/dev/null || echo 0)
-  for ((i = 0; i < n; i++)); do stop_component "$DIR" "kubelet-$i" 20; done
+  for ((i = 0; i < n; i++)); do stop_component "$DIR" "kubelet-$i" 20; stop_component "$DIR" "device-plugin-$i" 10; done
   for ((i = 0; i < n; i++)); do
     nd=$DIR/real/$i
     # Every container and sandbox of the node: runc's own records, then the shims that watched them.
@@ -83,6 +94,7 @@ stop_nodes() {
     ip link del "$LINK" 2>/dev/null || true
     rm -f "$OWNER"
   fi
+  if [ -f "$DIR/real/made-var-lib-kubelet" ]; then rm -rf /var/lib/kubelet; rm -f "$DIR/real/made-var-lib-kubelet"; fi
   # What must be gone: say so if anything is left.
   local left=""
   pgrep -f "$DIR/real/" >/dev/null 2>&1 && left="$left processes($(pgrep -f "$DIR/real/" | tr '\n' ' '))"
@@ -102,6 +114,11 @@ if [ "$cmd" = stop ]; then stop_nodes; exit $?; fi
 [[ "$COUNT" =~ ^[1-3]$ ]] || die "--real-nodes must be 1, 2 or 3"
 [ "$(id -u)" = 0 ] || die "real nodes need root (containerd, runc, network links, cgroups)"
 [ -f "$DIR/.muster-cluster" ] || die "$DIR is not a cluster made by up.sh"
+if [ -n "$MUSTER_BUILD" ]; then
+  MUSTER_BUILD=$(cd "$MUSTER_BUILD" && pwd)
+  DEVICE_PLUGIN=$MUSTER_BUILD/topology/muster-topology
+  [ -x "$DEVICE_PLUGIN" ] || die "--muster-build $MUSTER_BUILD has no topology/muster-topology (build it first)"
+fi
 for c in runc ip gcc mmdebstrap; do command -v "$c" >/dev/null || die "$c is required (tests/install-deps.sh --real-nodes)"; done
 for p in bridge host-local loopback; do [ -x "/usr/lib/cni/$p" ] || die "CNI plugin /usr/lib/cni/$p is missing (tests/install-deps.sh --real-nodes)"; done
 if [ -f "$OWNER" ]; then
@@ -114,12 +131,16 @@ fi
 mapfile -t dirs < <(bash "$here/build.sh" --node)
 NODE_BIN=${dirs[1]}
 IMAGES=$(bash "$here/images.sh" | tail -n1)
+if [ -n "$MUSTER_BUILD" ]; then MUSTER_IMAGE=$(bash "$here/muster_image.sh" "$MUSTER_BUILD" | tail -n1); fi
 . "$DIR/env"
 export PATH="$NODE_BIN:$PATH"  # containerd finds its shim on PATH
 pki=$DIR/pki
 
 mkdir -p "$DIR/real"
 echo "$COUNT" > "$DIR/real/count"
+# Every kubelet also makes /var/lib/kubelet/device-plugins/kubelet.sock, whatever its --root-dir
+# (the device manager's path is fixed); stop removes that directory if it was not here before.
+[ -e /var/lib/kubelet ] || touch "$DIR/real/made-var-lib-kubelet"
 echo "$DIR" > "$OWNER"
 
 # The node addresses and the DNS address, on a link of their own; forwarding between the bridges.
@@ -260,9 +281,9 @@ EOF
   start_component "$DIR" "containerd-$i"
   for ((t = 0; t < 100; t++)); do [ -S "$nd/containerd/containerd.sock" ] && break; sleep 0.1; done
   [ -S "$nd/containerd/containerd.sock" ] || { log_tail "$DIR" "containerd-$i"; die "containerd-$i did not start"; }
-  for img in pause openmpi; do
+  for img in "$IMAGES/pause.tar" "$IMAGES/openmpi.tar" $MUSTER_IMAGE; do
     "$NODE_BIN/ctr" -a "$nd/containerd/containerd.sock" -n k8s.io images import \
-      "$IMAGES/$img.tar" >>"$DIR/logs/containerd-$i.log" 2>&1 || { log_tail "$DIR" "containerd-$i"; die "importing $img into containerd-$i failed"; }
+      "$img" >>"$DIR/logs/containerd-$i.log" 2>&1 || { log_tail "$DIR" "containerd-$i"; die "importing $img into containerd-$i failed"; }
   done
 
   for h in $(cgroup_hierarchies); do mkdir -p "$h/muster-real-$i"; done
@@ -297,21 +318,35 @@ enforceNodeAllocatable: []
 makeIPTablesUtilChains: false
 serializeImagePulls: false
 maxPods: 32
+# Devices (from the device plugin) only where one NUMA node has them all.
+topologyManagerPolicy: single-numa-node
+topologyManagerScope: container
 EOF
   echo "$NODE_BIN/kubelet" > "$DIR/args/kubelet-$i.bin"
   labels="type=real,muster.dev/block=block-real,muster.dev/spine=spine-real,muster.dev/rack=rack-real"
   printf '%s\n' --config "$nd/kubelet.yaml" --kubeconfig "$nd/kubeconfig" --root-dir "$nd/kubelet" \
     --hostname-override "$name" --node-ip "$ip" --node-labels "$labels" -v 1 > "$DIR/args/kubelet-$i.args"
   start_component "$DIR" "kubelet-$i"
+  if [ -n "$DEVICE_PLUGIN" ]; then
+    echo "$DEVICE_PLUGIN" > "$DIR/args/device-plugin-$i.bin"
+    printf '%s\n' device-plugin --fake --kubelet-dir "$nd/kubelet" --hwloc-xml "$FAKE_TOPOLOGY" \
+      --fold-numa -v 1 > "$DIR/args/device-plugin-$i.args"
+    start_component "$DIR" "device-plugin-$i"
+  fi
 done
 
-# Ready: every real node's kubelet reports Ready.
+# Ready: every real node's kubelet reports Ready (and, with the device plugin, its devices).
 end=$(( $(date +%s) + 120 ))
 for ((i = 0; i < COUNT; i++)); do
   while :; do
     st=$(kubectl --kubeconfig "$DIR/kubeconfig" get node "real-$i" \
            -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true)
-    [ "$st" = True ] && break
+    if [ "$st" = True ]; then
+      [ -z "$DEVICE_PLUGIN" ] && break
+      gpus=$(kubectl --kubeconfig "$DIR/kubeconfig" get node "real-$i" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}' 2>/dev/null || true)
+      [ -n "$gpus" ] && [ "$gpus" != 0 ] && break
+      is_running "$DIR" "device-plugin-$i" || { log_tail "$DIR" "device-plugin-$i"; die "device-plugin-$i exited"; }
+    fi
     is_running "$DIR" "kubelet-$i" || { log_tail "$DIR" "kubelet-$i"; die "kubelet-$i exited"; }
     [ "$(date +%s)" -lt "$end" ] || { log_tail "$DIR" "kubelet-$i"; die "real-$i not Ready after 120 s"; }
     sleep 0.5

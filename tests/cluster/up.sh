@@ -7,15 +7,18 @@
 #       [--gpus G] [--rdma R] [--cpu C] [--memory M] [--no-kwok] [--kube-scheduler]
 #       [--controller-manager] [--feature-gates GATES] [--runtime-config CFG]
 #       [--apiserver-arg ARG]... [--no-watch-cache] [--ready-timeout S] [--real-nodes N]
+#       [--muster-build BUILD_DIR]
 #
 # --real-nodes N (1..3, root): also N real kubelets with containerd (tests/cluster/real_nodes.sh),
 # CoreDNS and kube-controller-manager (EndpointSlices for DNS); the kwok nodes are then tainted
-# kwok.x-k8s.io/node=fake:NoSchedule so that only pods tolerating it are simulated.
+# kwok.x-k8s.io/node=fake:NoSchedule so that only pods tolerating it are simulated. With
+# --muster-build (a built Muster tree) the real nodes also get Muster's image
+# (muster.local/muster:dev) and serve fake GPUs and RDMA NICs through that build's device plugin.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 
 DIR=$(default_cluster_dir)
 NODES=20
@@ -24,6 +27,7 @@ KUBE_SCHEDULER=0
 KCM=0
 READY_TIMEOUT=300
 REAL_NODES=0
+MUSTER_BUILD_ARGS=()
 FEATURE_GATES=""
 RUNTIME_CONFIG=""
 EXTRA_APISERVER_ARGS=()
@@ -43,6 +47,7 @@ while [ $# -gt 0 ]; do
     --no-watch-cache) EXTRA_APISERVER_ARGS+=(--watch-cache=false); shift ;;
     --ready-timeout) READY_TIMEOUT=$2; shift 2 ;;
     --real-nodes) REAL_NODES=$2; shift 2 ;;
+    --muster-build) MUSTER_BUILD_ARGS=(--muster-build "$2"); shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "up.sh: unknown argument: $1" >&2; usage ;;
   esac
@@ -338,7 +343,7 @@ fi
 
 if [ "$REAL_NODES" -gt 0 ]; then
   t0=$(now)
-  bash "$here/real_nodes.sh" start --dir "$DIR" --count "$REAL_NODES"
+  bash "$here/real_nodes.sh" start --dir "$DIR" --count "$REAL_NODES" "${MUSTER_BUILD_ARGS[@]}"
   log "$REAL_NODES real node(s) Ready in $(elapsed "$t0")s"
 fi
 

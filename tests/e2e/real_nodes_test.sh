@@ -3,7 +3,8 @@
 # bridge, CoreDNS; tests/cluster/real_nodes.sh) and no simulated node, muster-scheduler (scheduler
 # and job engine) scheduling ParallelJobs whose containers really run Open MPI over SSH.
 #
-#   real_nodes_test.sh up DIR SCHEDULER_BIN    the cluster and muster-scheduler (ctest fixture)
+#   real_nodes_test.sh up DIR BUILD_DIR        the cluster (with BUILD_DIR's device plugin and image)
+#                                              and BUILD_DIR's muster-scheduler (ctest fixture)
 #   real_nodes_test.sh CASE DIR                one case (below), against that cluster
 #   real_nodes_test.sh down DIR                down.sh, then checks that nothing is left behind:
 #                                              no process, mount, link, cgroup, netns or iptables rule
@@ -17,6 +18,11 @@
 #   nonroot     the seed's job as uid 1000 (runAsUser, fsGroup), mpirun without --allow-run-as-root
 #   spread      a 2-pod gang whose members each need 1.5 of a real node's 2 CPUs: bound whole, one
 #               member on each real node, both containers run
+#   devices     the device plugin's fake GPUs and NICs (Lassen's export) through the kubelet: node
+#               allocatable 4 + 4; the seed's GPU/RDMA job, its placeholder program replaced by
+#               printing the settings, gets from the kubelet 2 GPUs and 1 NIC per pod, and
+#               muster-rdma-conf (Muster's image) writes NCCL_IB_HCA for exactly that NIC; the
+#               agent's pod-resources reading of the real kubelet leaves out what the pods hold
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/tests/cluster/lib.sh"
@@ -30,15 +36,18 @@ snapshot_host() { # what the machine has outside DIR, to compare after down
     echo "# links"; ip -o link show | awk -F': ' '$2 !~ /^veth/ { sub(/@.*/, "", $2); print $2 }' | sort
     echo "# netns"; ip netns list 2>/dev/null | awk '{ print $1 }' | sort
     echo "# iptables"; { iptables-save 2>/dev/null || true; } | awk '!/^#/ { gsub(/\[[0-9]+:[0-9]+\]/, ""); print }' | sort
+    echo "# /var/lib/kubelet"; ls -a /var/lib/kubelet 2>/dev/null || true
   } || true
 }
 
 if [ "$cmd" = up ]; then
-  sched=${3:?scheduler binary}
+  build=$(cd "${3:?build directory}" && pwd)
+  sched=$build/scheduler/muster-scheduler
   bash "$root/tests/cluster/down.sh" --dir "$DIR" >/dev/null 2>&1 || true
   mkdir -p "$(dirname "$DIR")"
   snapshot_host > "$DIR.host-before"
-  bash "$root/tests/cluster/up.sh" --dir "$DIR" --nodes 0 --real-nodes 2 >/dev/null
+  bash "$root/tests/cluster/up.sh" --dir "$DIR" --nodes 0 --real-nodes 2 --muster-build "$build" >/dev/null
+  echo "$build" > "$DIR/muster-build"
   . "$DIR/env"
   kubectl apply -f "$root/manifests/crds/" >/dev/null
   cat > "$DIR/muster.yaml" <<'YAML'
@@ -49,6 +58,7 @@ leaderElection:
 YAML
   : > "$DIR/logs/muster-scheduler.log"
   setsid "$sched" --kubeconfig "$DIR/kubeconfig" --config "$DIR/muster.yaml" -v 2 \
+    --rdma-conf-image muster.local/muster:dev \
     >> "$DIR/logs/muster-scheduler.log" 2>&1 < /dev/null &
   echo $! > "$DIR/pids/muster-scheduler.pid"
   for _ in $(seq 1 300); do
@@ -202,7 +212,7 @@ kill)
   echo "kill: the killed worker restarted the whole job; attempt 1 Succeeded with 6 ranks"
   ;;
 nonroot)
-  MPIRUN=$'echo "uid $(id -u)"\nmpirun ./hello_mpi' \
+  MPIRUN=$'echo "uid $(id -u)"\nmpirun sh -c \'echo "rank on $(hostname) runs as uid $(id -u)"\'\nmpirun ./hello_mpi' \
   LAUNCHER_SPEC=$'securityContext:\n  runAsUser: 1000\n  runAsGroup: 1000\n  fsGroup: 1000' MAIN_SPEC='workingDir: /tmp' \
     seed_job nonroot | kubectl -n "$ns" apply -f - >/dev/null
   wait_phase nonroot Succeeded 300
@@ -210,10 +220,12 @@ nonroot)
   kubectl -n "$ns" logs nonroot-0-0 -c main > "$DIR/nonroot.log"
   grep -q "^uid 1000$" "$DIR/nonroot.log" || { cat "$DIR/nonroot.log" >&2; fail "the launcher did not run as uid 1000"; }
   six_ranks "$DIR/nonroot.log"
-  for p in nonroot-0-1 nonroot-0-2; do
-    u=$(kubectl -n "$ns" get pod "$p" -o jsonpath='{.spec.securityContext.runAsUser}')
-    [ "$u" = 1000 ] || fail "$p runs as '$u', not the launcher's 1000"
+  # Every process mpirun started, on the launcher and through each worker's sshd, ran as 1000.
+  for p in nonroot-0-0 nonroot-0-1 nonroot-0-2; do
+    [ "$(grep -c "^rank on $p runs as uid 1000$" "$DIR/nonroot.log")" = 2 ] ||
+      { cat "$DIR/nonroot.log" >&2; fail "$p did not run its 2 processes as uid 1000"; }
   done
+  [ "$(grep -c '^rank on ' "$DIR/nonroot.log")" = 6 ] || { cat "$DIR/nonroot.log" >&2; fail "not 6 processes"; }
   echo "nonroot: Succeeded as uid 1000 with 6 ranks"
   ;;
 spread)
@@ -253,6 +265,78 @@ EOF
     kubectl -n "$ns" logs "spread-$i" | grep -q "^member spread-$i ran on a real node$" || fail "spread-$i's log is missing"
   done
   echo "spread: the gang's members ran on real-0 and real-1, one each"
+  ;;
+devices)
+  for n in real-0 real-1; do
+    for r in 'nvidia\.com/gpu' 'preferred\.jp/rdma'; do
+      v=$(kubectl get node "$n" -o jsonpath="{.status.allocatable.$r}")
+      [ "$v" = 4 ] || fail "$n has allocatable $r '$v', expected the device plugin's 4"
+    done
+  done
+  python3 - "$root/tests/manifests/testdata/seed-3-gpu-rdma.yaml" > "$DIR/gpu-job.yaml" <<'PY'
+import sys
+text = open(sys.argv[1]).read()
+placeholder = "mpirun --allow-run-as-root something-using-gpu-rdma"
+assert placeholder in text
+# The guide's placeholder program, replaced by what the pod got and the settings it sourced.
+text = text.replace(placeholder, 'env | grep -E "^(NVIDIA_VISIBLE_DEVICES|MUSTER_RDMA_DEVICES|NCCL_|UCX_)" | sort')
+print(text)
+PY
+  kubectl -n "$ns" apply -f "$DIR/gpu-job.yaml" >/dev/null
+  wait_phase sample-job Succeeded 300
+  on_real_nodes
+  kubectl -n "$ns" logs sample-job-0-0 -c main > "$DIR/gpu.log"
+  gpus=$(sed -n 's/^NVIDIA_VISIBLE_DEVICES=//p' "$DIR/gpu.log")
+  nic=$(sed -n 's/^MUSTER_RDMA_DEVICES=//p' "$DIR/gpu.log")
+  [ "$(echo "$gpus" | tr ',' '\n' | grep -c '^GPU-')" = 2 ] || { cat "$DIR/gpu.log" >&2; fail "the launcher did not get 2 GPUs from the kubelet: '$gpus'"; }
+  case "$nic" in mlx5_[0-3]) ;; *) cat "$DIR/gpu.log" >&2; fail "the launcher did not get one NIC from the kubelet: '$nic'" ;; esac
+  grep -qx "NCCL_IB_HCA=$nic:1" "$DIR/gpu.log" || { cat "$DIR/gpu.log" >&2; fail "NCCL_IB_HCA is not the NIC the pod got ($nic)"; }
+  grep -q "^UCX_NET_DEVICES=$nic:1" "$DIR/gpu.log" || { cat "$DIR/gpu.log" >&2; fail "UCX_NET_DEVICES is not the NIC the pod got ($nic)"; }
+  kubectl -n "$ns" logs sample-job-0-0 -c muster-rdma-conf 2>&1 | grep -q "wrote /muster/rdma/" ||
+    fail "muster-rdma-conf (Muster's image) did not write the NCCL/UCX files"
+  echo "devices: the kubelet gave the launcher $gpus and $nic; rdma-conf wrote NCCL_IB_HCA=$nic:1"
+
+  # The agent's reading of the real kubelet's pod-resources API: a pod holding 2 GPUs and a NIC.
+  kubectl -n "$ns" apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: holder}
+spec:
+  schedulerName: muster-scheduler
+  nodeSelector: {kubernetes.io/hostname: real-0}
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: ghcr.io/pfnet/parallel-controller/openmpi:v0.1.0
+    imagePullPolicy: Never
+    command: ["/bin/sh", "-c", "echo $NVIDIA_VISIBLE_DEVICES $MUSTER_RDMA_DEVICES; exec sleep 600"]
+    resources:
+      limits: {nvidia.com/gpu: "2", preferred.jp/rdma: "1"}
+YAML
+  end=$(( $(date +%s) + 120 ))
+  until held=$(kubectl -n "$ns" logs holder 2>/dev/null) && [ -n "$held" ]; do
+    [ "$(date +%s)" -lt "$end" ] || { kubectl -n "$ns" describe pod holder >&2; fail "the holder pod did not start"; }
+    sleep 0.5
+  done
+  build=$(cat "$DIR/muster-build")
+  "$build/topology/muster-topology" show --json --hwloc-xml "$root/tests/topology/testdata/hwloc/coral-lassen.xml" \
+    --pod-resources-socket "$DIR/real/0/kubelet/pod-resources/kubelet.sock" > "$DIR/show.json" 2> "$DIR/show.err" ||
+    { cat "$DIR/show.err" >&2; fail "muster-topology show against the kubelet failed"; }
+  python3 - "$DIR/show.json" "$held" <<'PY' || fail "the free devices read from the real kubelet are wrong"
+import json, sys
+spec = json.load(open(sys.argv[1]))["spec"]
+gpus, nic = sys.argv[2].split()
+held = {g["index"] for g in spec["gpus"] if g["uuid"] in gpus.split(",")}
+assert len(held) == 2, (gpus, held)
+want_gpus = sorted({g["index"] for g in spec["gpus"]} - held)
+want_nics = sorted({n["name"] for n in spec["rdmaNics"]} - {nic})
+free = spec.get("allocatable")
+assert free is not None, "no allocatable in %s" % sorted(spec)
+print("free GPUs", free.get("freeGpus"), "want", want_gpus, "; free NICs", free.get("freeRdmaNics"), "want", want_nics)
+assert sorted(free.get("freeGpus", [])) == want_gpus
+assert sorted(free.get("freeRdmaNics", [])) == want_nics
+PY
+  echo "devices: muster-topology read the real kubelet's pod-resources: the held GPUs and NIC are not free"
   ;;
 *) fail "unknown case $cmd" ;;
 esac

@@ -10,6 +10,8 @@
 //   muster-topology rdma-conf [--nccl-out PATH] [--ucx-out PATH] [--hwloc-xml FILE]
 //                             [--sysfs-root DIR] [--proc-root DIR] [--socket-ifname IF]
 //                             [--no-verbs]
+//   muster-topology device-plugin --fake [--kubelet-dir DIR] [--hwloc-xml FILE] [--fold-numa]
+//                                 [--gpu-resource NAME] [--rdma-resource NAME] [-v N]
 //   muster-topology version
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -32,6 +35,7 @@
 #include "topology/agent/agent.h"
 #include "topology/agent/rdma_conf.h"
 #include "topology/agent/show.h"
+#include "topology/deviceplugin/plugin.h"
 #include "topology/discovery/discovery.h"
 #include "topology/podresources/client.h"
 
@@ -66,6 +70,21 @@ int usage(const std::string& command = "") {
                  "environment are kept. Paths default to $RDMA_NCCL_CONF / $RDMA_UCX_CONF, else stdout.\n";
     return 2;
   }
+  if (command == "device-plugin") {
+    std::cerr << "usage: muster-topology device-plugin --fake [--kubelet-dir DIR] [--hwloc-xml FILE]\n"
+                 "                                     [--fold-numa] [--gpu-resource NAME]\n"
+                 "                                     [--rdma-resource NAME] [-v N]\n"
+                 "\nserves this node's GPUs (--gpu-resource, default nvidia.com/gpu) and RDMA NICs\n"
+                 "(--rdma-resource, default preferred.jp/rdma) to the kubelet through its device\n"
+                 "plugin API, registered through the kubelet's plugin watcher in\n"
+                 "<kubelet-dir>/plugins_registry (default /var/lib/kubelet), each device with its\n"
+                 "NUMA node as topology hint.\n"
+                 "--fake is required: the devices are fake (for test clusters): a container gets\n"
+                 "NVIDIA_VISIBLE_DEVICES / MUSTER_RDMA_DEVICES and, with --hwloc-xml, the export at\n"
+                 "/etc/muster/fake-topology.xml named by HWLOC_XMLFILE, never a device file.\n"
+                 "--fold-numa maps the export's NUMA nodes onto this machine's, in order.\n";
+    return 2;
+  }
   if (command == "version") {
     std::cerr << "usage: muster-topology version\n\nprints the agent's version and the hwloc "
                  "library's release.\n";
@@ -85,6 +104,9 @@ int usage(const std::string& command = "") {
          "       muster-topology rdma-conf [--nccl-out PATH] [--ucx-out PATH] [--hwloc-xml FILE]\n"
          "                                 [--sysfs-root DIR] [--proc-root DIR]\n"
          "                                 [--socket-ifname IF] [--no-verbs]\n"
+         "       muster-topology device-plugin --fake [--kubelet-dir DIR] [--hwloc-xml FILE]\n"
+         "                                     [--fold-numa] [--gpu-resource NAME]\n"
+         "                                     [--rdma-resource NAME] [-v N]\n"
          "       muster-topology version\n"
          "\n"
          "agent publishes NodeTopology/<node> and the node's muster.dev/ labels: it\n"
@@ -107,6 +129,8 @@ struct Flags {
   std::string node_name, kubeconfig, context, hwloc_xml, sysfs_root, proc_root = "/proc";
   bool proc_root_given = false;
   std::string nccl_out, ucx_out, socket_ifname;
+  std::string kubelet_dir = "/var/lib/kubelet";
+  bool fake = false, fold_numa = false;
   std::optional<std::string> pod_resources_socket;  // nullopt: not given
   std::string gpu_resource = std::string(kDefaultGpuResource);
   std::string rdma_resource = std::string(kDefaultRdmaResource);
@@ -331,6 +355,80 @@ int runAgent(const Flags& f) {
   return rc;
 }
 
+// The fake devices of this node (or of --hwloc-xml) to the kubelet, until SIGTERM/SIGINT.
+int runDevicePlugin(const Flags& f) {
+  if (!f.fake) {
+    std::cerr << "muster-topology device-plugin: only fake devices are served so far (no device "
+                 "files are handed out): pass --fake, and only on a test cluster\n";
+    return 2;
+  }
+  absl::StatusOr<Topology> t = discoverWith(f);
+  if (!t.ok()) {
+    std::cerr << "muster-topology device-plugin: " << t.status().message() << "\n";
+    return 1;
+  }
+  const std::vector<int32_t> host =
+      f.fold_numa ? deviceplugin::hostNumaNodes(f.sysfs_root.empty() ? "/sys" : f.sysfs_root)
+                  : std::vector<int32_t>{};
+  const std::string dir = f.kubelet_dir;
+  std::vector<std::unique_ptr<deviceplugin::Plugin>> plugins;
+  auto add = [&](std::string name, std::vector<deviceplugin::Device> devices, std::string env) {
+    if (devices.empty()) return;
+    deviceplugin::Resource r;
+    r.name = std::move(name);
+    r.devices = std::move(devices);
+    r.ids_env = std::move(env);
+    if (!f.hwloc_xml.empty()) {
+      std::error_code ec;
+      const std::string xml = std::filesystem::absolute(f.hwloc_xml, ec).string();
+      r.mounts.push_back({xml, deviceplugin::kFakeTopologyPath});
+      r.envs["HWLOC_XMLFILE"] = deviceplugin::kFakeTopologyPath;
+    }
+    plugins.push_back(std::make_unique<deviceplugin::Plugin>(dir, std::move(r)));
+  };
+  add(f.gpu_resource, deviceplugin::gpuDevices(*t, host), "NVIDIA_VISIBLE_DEVICES");
+  add(f.rdma_resource, deviceplugin::nicDevices(*t, host), "MUSTER_RDMA_DEVICES");
+  if (plugins.empty()) {
+    std::cerr << "muster-topology device-plugin: no GPU and no RDMA NIC found: nothing to serve\n";
+    return 1;
+  }
+  std::signal(SIGTERM, onSignal);
+  std::signal(SIGINT, onSignal);
+  std::map<std::string, std::string> last_error;
+  std::map<std::string, std::optional<std::string>> last_registration;
+  while (!g_stop) {
+    for (auto& p : plugins) {
+      const std::string name = p->resource().name;
+      if (p->needsRestart()) {
+        if (absl::Status s = p->start(); !s.ok()) {
+          // The kubelet may not be up yet: retried every second, logged when the reason changes.
+          if (last_error[name] != s.message()) {
+            MUSTER_LOG_ERROR("Device plugin not serving", "resource", name, "error", s.message());
+          }
+          last_error[name] = std::string(s.message());
+          continue;
+        }
+        last_error.erase(name);
+        last_registration.erase(name);
+        MUSTER_LOG_INFO(0, "Device plugin serving", "resource", name, "devices",
+                        p->resource().devices.size(), "socket", p->socketPath());
+      }
+      std::optional<std::string> r = p->registration();
+      if (r && (!last_registration.count(name) || last_registration[name] != r)) {
+        if (r->empty()) {
+          MUSTER_LOG_INFO(0, "Device plugin registered with the kubelet", "resource", name);
+        } else {
+          MUSTER_LOG_ERROR("The kubelet refused the device plugin", "resource", name, "error", *r);
+        }
+        last_registration[name] = r;
+      }
+    }
+    for (int i = 0; i < 10 && !g_stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (auto& p : plugins) p->stop();
+  return 0;
+}
+
 int run(int argc, char** argv) {
   Flags f;
   for (int i = 1; i < argc; ++i) {
@@ -353,6 +451,9 @@ int run(int argc, char** argv) {
     else if (a == "--nccl-out") { if (!next(&f.nccl_out)) return usage(); }
     else if (a == "--ucx-out") { if (!next(&f.ucx_out)) return usage(); }
     else if (a == "--socket-ifname") { if (!next(&f.socket_ifname)) return usage(); }
+    else if (a == "--kubelet-dir") { if (!next(&f.kubelet_dir)) return usage(); }
+    else if (a == "--fake") f.fake = true;
+    else if (a == "--fold-numa") f.fold_numa = true;
     else if (a == "--gpu-resource") { if (!next(&f.gpu_resource)) return usage(); }
     else if (a == "--rdma-resource") { if (!next(&f.rdma_resource)) return usage(); }
     else if (a == "--pod-resources-socket") {
@@ -377,6 +478,7 @@ int run(int argc, char** argv) {
   if (f.command == "agent") return runAgent(f);
   if (f.command == "show") return runShow(f);
   if (f.command == "rdma-conf") return runRdmaConf(f);
+  if (f.command == "device-plugin") return runDevicePlugin(f);
   if (f.command == "version") {
     std::cout << kAgentVersion << " (hwloc " << hwlocVersion() << ")\n";
     return 0;
