@@ -175,5 +175,32 @@ refresh_env_pids() {
   done
 }
 
+b64() { base64 -w0 < "$1"; }
+# write_kubeconfig FILE SERVER CA_FILE USER USER_YAML: a kubeconfig (mode 0600) for SERVER, trusting
+# CA_FILE's CA, as USER with USER_YAML (its lines indented by 4: client-certificate-data, token...).
+write_kubeconfig() {
+  cat > "$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: muster
+  cluster:
+    server: $2
+    certificate-authority-data: $(b64 "$3")
+users:
+- name: $4
+  user:
+$5
+contexts:
+- name: muster
+  context:
+    cluster: muster
+    user: $4
+    namespace: default
+current-context: muster
+EOF
+  chmod 600 "$1"
+}
+
 # Node creation / readiness (python helper), shape read from DIR/nodes.conf.
 nodes_py() { python3 "$MUSTER_CLUSTER_LIB_DIR/nodes.py" "$@"; }

@@ -152,34 +152,10 @@ EOF
 chmod 600 "$DIR/tokens.csv"
 
 # --- kubeconfigs
-b64() { base64 -w0 < "$1"; }
-write_kubeconfig() { # file user-name user-yaml
-  cat > "$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: muster
-  cluster:
-    server: https://127.0.0.1:$API_PORT
-    certificate-authority-data: $(b64 "$pki/ca.crt")
-users:
-- name: $2
-  user:
-$3
-contexts:
-- name: muster
-  context:
-    cluster: muster
-    user: $2
-    namespace: default
-current-context: muster
-EOF
-  chmod 600 "$1"
-}
-write_kubeconfig "$DIR/kubeconfig" muster-admin "    client-certificate-data: $(b64 "$pki/admin.crt")
+write_kubeconfig "$DIR/kubeconfig" "https://127.0.0.1:$API_PORT" "$pki/ca.crt" muster-admin "    client-certificate-data: $(b64 "$pki/admin.crt")
     client-key-data: $(b64 "$pki/admin.key")"
-write_kubeconfig "$DIR/kubeconfig-token" muster-admin-token "    token: $ADMIN_TOKEN"
-write_kubeconfig "$DIR/kubeconfig-user" muster-user "    token: $USER_TOKEN"
+write_kubeconfig "$DIR/kubeconfig-token" "https://127.0.0.1:$API_PORT" "$pki/ca.crt" muster-admin-token "    token: $ADMIN_TOKEN"
+write_kubeconfig "$DIR/kubeconfig-user" "https://127.0.0.1:$API_PORT" "$pki/ca.crt" muster-user "    token: $USER_TOKEN"
 
 # --- env
 cat > "$DIR/env" <<EOF
