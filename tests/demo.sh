@@ -11,13 +11,18 @@
 #
 #   tests/demo.sh [--nodes N] [--real-nodes R]
 #     N: simulated nodes (default 32: 1 block, 1 spine, 4 racks of 8)
-#     R: real nodes, 0..3 (default 2; needs root). With 0, kwok simulates the seed's job too.
+#     R: real nodes, 0..3 (default 2 as root, else 0). With 0, kwok simulates the seed's job too.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
 nodes=32
+# Real nodes need root (containerd, runc, network links, cgroups); without it kwok simulates all.
 real_nodes=2
+if [ "$(id -u)" != 0 ]; then
+  real_nodes=0
+  echo "demo.sh: not root, so no real nodes: kwok simulates the seed's job too (run as root for real pods)" >&2
+fi
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) nodes=$2; shift 2 ;;

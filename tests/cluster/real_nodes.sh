@@ -114,6 +114,9 @@ if [ "$cmd" = stop ]; then stop_nodes; exit $?; fi
 [[ "$COUNT" =~ ^[1-3]$ ]] || die "--real-nodes must be 1, 2 or 3"
 [ "$(id -u)" = 0 ] || die "real nodes need root (containerd, runc, network links, cgroups)"
 [ -f "$DIR/.muster-cluster" ] || die "$DIR is not a cluster made by up.sh"
+# The longest unix socket path below (a socket's path holds at most 107 bytes).
+longest="$DIR/real/0/kubelet/pod-resources/kubelet.sock"
+[ ${#longest} -le 107 ] || die "$DIR is too long a path for real nodes' unix sockets ($longest: ${#longest} bytes, at most 107); use a shorter --dir"
 if [ -n "$MUSTER_BUILD" ]; then
   MUSTER_BUILD=$(cd "$MUSTER_BUILD" && pwd)
   DEVICE_PLUGIN=$MUSTER_BUILD/topology/muster-topology
@@ -161,31 +164,11 @@ sign() { # sign NAME SUBJECT EXTFILE-CONTENT
 }
 client_ext=$'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth'
 
-kubeconfig_for() { # kubeconfig_for FILE CERT KEY
-  cat > "$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: muster
-  cluster:
-    server: $MUSTER_APISERVER_URL
-    certificate-authority: $pki/ca.crt
-users:
-- name: user
-  user:
-    client-certificate: $2
-    client-key: $3
-contexts:
-- name: muster
-  context: {cluster: muster, user: user}
-current-context: muster
-EOF
-  chmod 600 "$1"
-}
-
 # --- CoreDNS: cluster.local from the API (Services, EndpointSlices), nothing else answered.
 sign coredns "/CN=system:coredns" "$client_ext"
-kubeconfig_for "$DIR/real/coredns.kubeconfig" "$pki/coredns.crt" "$pki/coredns.key"
+write_kubeconfig "$DIR/real/coredns.kubeconfig" "$MUSTER_APISERVER_URL" "$pki/ca.crt" system:coredns \
+  "    client-certificate: $pki/coredns.crt
+    client-key: $pki/coredns.key"
 kubectl --kubeconfig "$DIR/kubeconfig" apply -f - >/dev/null <<'EOF'
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -235,7 +218,9 @@ for ((i = 0; i < COUNT; i++)); do
   mkdir -p "$nd"/{containerd,cni/net.d,kubelet,pod-logs}
   sign "$name" "/O=system:nodes/CN=system:node:$name" "$client_ext"
   sign "$name-serving" "/CN=$name" $'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:'"$ip,DNS:$name"
-  kubeconfig_for "$nd/kubeconfig" "$pki/$name.crt" "$pki/$name.key"
+  write_kubeconfig "$nd/kubeconfig" "$MUSTER_APISERVER_URL" "$pki/ca.crt" "system:node:$name" \
+    "    client-certificate: $pki/$name.crt
+    client-key: $pki/$name.key"
 
   # containerd: its own root, state, sockets, runc root and CNI configuration. The kubelet asks for
   # oom_score_adj below this process's own for system pods; restrict_oom_score_adj clamps that,

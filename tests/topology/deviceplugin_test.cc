@@ -100,7 +100,7 @@ TEST_CASE("the kubelet's view: the plugin watcher's GetInfo, ListAndWatch with N
     std::filesystem::create_directories(kubelet.path() + "/plugins_registry");
     REQUIRE(plugin.start().ok());
     CHECK_FALSE(plugin.needsRestart());
-    CHECK(plugin.socketPath() == kubelet.path() + "/plugins_registry/muster-nvidia.com_gpu.sock");
+    CHECK(plugin.socketPath() == kubelet.path() + "/plugins_registry/muster-gpu.sock");
     auto channel = dial(plugin.socketPath());
 
     auto registration = pluginregistration::Registration::NewStub(channel);

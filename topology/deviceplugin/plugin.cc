@@ -198,10 +198,11 @@ Plugin::Plugin(std::string kubelet_dir, Resource resource)
 
 Plugin::~Plugin() { stop(); }
 
+// Short, because a unix socket's path holds at most 107 bytes: "muster-gpu.sock" for
+// nvidia.com/gpu, "muster-rdma.sock" for preferred.jp/rdma.
 std::string Plugin::socketName() const {
-  std::string name = "muster-" + resource_.name + ".sock";
-  std::replace_if(name.begin(), name.end(), [](char c) { return c == '/'; }, '_');
-  return name;
+  const size_t slash = resource_.name.rfind('/');
+  return "muster-" + resource_.name.substr(slash == std::string::npos ? 0 : slash + 1) + ".sock";
 }
 
 void Plugin::stop() {
