@@ -190,15 +190,6 @@ void ClusterCache::account(NodeId id, const Resources& requests,
   bool track = !topology_dirty_ && n.present;
   Resources before;
   if (track) before = clampedFree(n);
-  if (requests[gpu_] > 0) {
-    // Saturating: requests are whatever a pod says (the fuzzer says 2^63).
-    auto sum = [sign](int64_t& total, int64_t v) {
-      total = sign > 0 ? saturatingAdd(total, v) : saturatingSub(total, v);
-    };
-    sum(gpu_pods_gpus_, requests[gpu_]);
-    sum(gpu_pods_cpu_, requests[kCpu]);
-    sum(gpu_pods_memory_, requests[kMemory]);
-  }
   n.requested[gpu_] = sign > 0 ? saturatingAdd(n.requested[gpu_], shared_gpus)
                                : saturatingSub(n.requested[gpu_], shared_gpus);
   if (sign > 0) {
@@ -325,7 +316,7 @@ absl::Status ClusterCache::suspend(std::string_view pod_key) {
   CachedPod& cached = it->second;
   account(cached.node, cached.requests, cached.ports, -1, shareGpu(cached, -1));
   countClaims(*cached.placed, cached.node, -1);
-  countModels(*cached.placed, cached.requests, cached.gpu_milli, -1);
+  countWorkload(*cached.placed, cached.requests, cached.gpu_milli, -1);
   with_anti_affinity_.erase(it->first);
   with_terms_.erase(it->first);
   suspended_.emplace(it->first, std::move(cached));
@@ -345,8 +336,10 @@ absl::Status ClusterCache::resume(std::string_view pod_key) {
   return absl::OkStatus();
 }
 
-void ClusterCache::countModels(const PlacedPod& placed, const Resources& requests,
-                               int32_t gpu_milli, int sign) {
+void ClusterCache::countWorkload(const PlacedPod& placed, const Resources& requests,
+                                 int32_t gpu_milli, int sign) {
+  if (requests[gpu_] > 0 || gpu_milli > 0)
+    profile_.count(PodShape{requests[kCpu], requests[kMemory], requests[gpu_], gpu_milli}, sign);
   if (placed.gpu_models.empty() || (requests[gpu_] <= 0 && gpu_milli <= 0)) return;
   const int64_t thousandths = requests[gpu_] > 0 ? saturatingMul(requests[gpu_], 1000) : gpu_milli;
   const int64_t share = thousandths / static_cast<int64_t>(placed.gpu_models.size());
@@ -436,7 +429,7 @@ void ClusterCache::unindexUnit(const std::string& key, const GangKey& unit) {
 void ClusterCache::insertPod(std::string key, CachedPod cached, bool index_unit) {
   if (index_unit) indexUnit(key, cached);
   countClaims(*cached.placed, cached.node, +1);
-  countModels(*cached.placed, cached.requests, cached.gpu_milli, +1);
+  countWorkload(*cached.placed, cached.requests, cached.gpu_milli, +1);
   if (!cached.placed->required_anti_affinity.empty()) with_anti_affinity_.insert(key);
   if (cached.placed->anyTerm()) with_terms_.insert(key);
   pods_.emplace(std::move(key), std::move(cached));
@@ -460,7 +453,7 @@ void ClusterCache::removePod(std::string_view pod_key) {
   NodeId id = it->second.node;
   account(id, it->second.requests, it->second.ports, -1, shareGpu(it->second, -1));
   countClaims(*it->second.placed, id, -1);
-  countModels(*it->second.placed, it->second.requests, it->second.gpu_milli, -1);
+  countWorkload(*it->second.placed, it->second.requests, it->second.gpu_milli, -1);
   unindexUnit(it->first, it->second.placed->unit);
   with_anti_affinity_.erase(it->first);
   with_terms_.erase(it->first);

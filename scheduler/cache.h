@@ -38,6 +38,7 @@
 #include "absl/time/time.h"
 #include "proto/objects.h"
 #include "scheduler/config.h"
+#include "scheduler/fragmentation.h"
 #include "scheduler/devices.h"
 #include "scheduler/gang.h"
 #include "scheduler/pod_info.h"
@@ -361,29 +362,21 @@ class ClusterCache {
   // present nodes of each model (counted when the topology is rebuilt).
   absl::flat_hash_map<std::string, int64_t> model_demand_;
   mutable absl::flat_hash_map<std::string, int64_t> model_supply_;
-  void countModels(const PlacedPod& placed, const Resources& requests, int32_t gpu_milli, int sign);
-  // Summed requests of the accounted pods that ask for GPUs (perGpuShape).
-  int64_t gpu_pods_gpus_ = 0, gpu_pods_cpu_ = 0, gpu_pods_memory_ = 0;
+  // The pod in or out of modelScarcity's demand and of the workload profile.
+  void countWorkload(const PlacedPod& placed, const Resources& requests, int32_t gpu_milli, int sign);
+  WorkloadProfile profile_;  // the accounted pods that ask for GPUs
  public:
   // The resource the domains' GPU index counts.
   ResourceId gpuResource() const { return gpu_; }
-  // The CPU (millicores) and memory (bytes) that the accounted pods asking for GPUs request per
-  // GPU, over all of them: what a free GPU typically needs beside it to be used. nullopt before
-  // any such pod.
-  struct GpuShape {
-    int64_t cpu = 0;
-    int64_t memory = 0;
-  };
+  // The shapes of the accounted pods that ask for GPUs (whole or a fraction): the workload whose
+  // fragmentation placement keeps low (scheduler/fragmentation.h).
+  const WorkloadProfile& workloadProfile() const { return profile_; }
   // How much of a GPU model's GPUs the accounted pods restricted to it hold, in thousandths (a pod
   // accepting k models counts 1/k on each): 0 for a node without a model label (muster.dev/
   // gpu.model or nvidia.com/gpu.product) or of a model no pod requires. Single pods that accept
   // any model leave the scarcest models to those that need them (placement.cc).
   int64_t modelScarcity(const NodeInfo& n) const;
   bool anyModelDemand() const { return !model_demand_.empty(); }
-  std::optional<GpuShape> perGpuShape() const {
-    if (gpu_pods_gpus_ <= 0) return std::nullopt;
-    return GpuShape{gpu_pods_cpu_ / gpu_pods_gpus_, gpu_pods_memory_ / gpu_pods_gpus_};
-  }
 };
 
 }  // namespace muster::scheduler

@@ -14,6 +14,7 @@
 #include "proto/log.h"
 #include "proto/vocabulary.h"
 #include "scheduler/filter.h"
+#include "scheduler/fragmentation.h"
 #include "scheduler/interpod.h"
 #include "scheduler/spread.h"
 #include "scheduler/strings.h"
@@ -22,6 +23,9 @@ namespace muster::scheduler {
 namespace {
 
 constexpr int64_t kUnlimited = std::numeric_limits<int32_t>::max();
+// How many nodes a single pod asking for whole GPUs weighs by fragmentation (bestNodeForSinglePod).
+// On the Alibaba trace (bench/README.md) 32 placed as well as weighing every node.
+constexpr size_t kFragmentationCandidates = 32;
 
 // The non-zero entries of a request, so the per-node loop touches 3-5 resources, not all.
 struct SparseRequest {
@@ -254,7 +258,10 @@ class Placer {
   // A gang of one pod: the best node by preferred affinity, then the free amount of the dominant
   // resource left after placement (least for pack, most for spread), then topology order. Only
   // compares, no division, and skips domains whose summed free cannot hold the pod.
-  std::optional<uint32_t> bestNodeForSinglePod();
+  // The node (position) for the lone pod, and for a fraction the GPU there (else -1).
+  std::optional<std::pair<uint32_t, int32_t>> bestNodeForSinglePod();
+  // The fitting nodes (positions) a pod asking for `want` whole GPUs weighs by fragmentation.
+  std::vector<uint32_t> fewestFreeGpus(const Group& g, int64_t want) const;
   bool fitsOne(const Group& g, NodeId id) const;
   // GPU↔NIC alignment of the group's pods on a node, with `extra` tentatively placed there too.
   AlignedCapacity alignedOn(const Group& g, const NodeInfo& n, const Resources* extra) const;
@@ -745,100 +752,122 @@ bool Placer::fitsOne(const Group& g, NodeId id) const {
   return true;
 }
 
-std::optional<uint32_t> Placer::bestNodeForSinglePod() {
+std::optional<std::pair<uint32_t, int32_t>> Placer::bestNodeForSinglePod() {
   const Group& g = groups_[0];
   const bool spread = options_.single_pod_strategy == SinglePodStrategy::kSpread;
   const int64_t want = g.rep->requests[dominant_];
-  int64_t best_aff = 0, best_free = 0, best_strand = 0;
-  int best_align = 0;
-  uint32_t best = n_;
-  // Packing without affinity: a node the pod fills exactly cannot be beaten by a later one
-  // (unless alignment matters and this node is not aligned behind a PCIe switch, or it strands
-  // GPUs).
-  const bool exact_fit_wins = !spread && !g.prefers;
-  // Packing strands no GPUs it need not: a node's free GPUs are usable as far as its free CPU and
-  // memory go at what the cluster's GPU pods ask per GPU (ClusterCache::perGpuShape); the pod
-  // goes where it makes the fewest GPUs unusable (a CPU-only pod to a node without free GPUs, or
-  // with cores to spare beyond them), then by the rules below.
-  // A pod asking per GPU for no more than that cannot make a node's GPUs unusable (only use those
-  // that were): it packs as before, and the free-GPU index still prunes.
+  const Resources& r = g.rep->requests;
   const ResourceId gpu = cache_.gpuResource();
-  std::optional<ClusterCache::GpuShape> shape;
-  if (!spread) shape = cache_.perGpuShape();
-  // A pod asking for a fraction of a GPU (thousandths) packs onto the shared GPU it fills the
-  // most, else takes a GPU of its own on the node with the fewest free (ClusterCache::chooseGpu).
-  // The stranding rule is not theirs: what a fraction asks beside its part of a GPU looks heavy
-  // per GPU, and would send it away from the shared GPUs it should fill (on the Alibaba trace,
-  // bench/README.md, applying it to fractions lowered the GPUs' use by 0.2-0.3 points).
+  // A pod asking for a fraction of a GPU (thousandths) takes the shared GPU it fills the most on
+  // a node, else a GPU of its own there (chooseGpu).
   const int32_t milli = g.rep->gpu_milli;
-  if (milli > 0) shape.reset();
-  if (shape) {
-    const Resources& r = g.rep->requests;
-    const bool heavy = r[gpu] == 0 ? r[kCpu] > 0 || r[kMemory] > 0
-                                   : r[kCpu] > saturatingMul(r[gpu], shape->cpu) ||
-                                         r[kMemory] > saturatingMul(r[gpu], shape->memory);
-    if (!heavy) shape.reset();
+  // Packing keeps fragmentation low (scheduler/fragmentation.h): over the shapes of the GPU pods
+  // the cluster runs, the pod goes where it raises the node's fragmentation least (GPUs left
+  // without the CPU or memory their pods need, GPUs split or nodes broken up that bigger pods
+  // need), then by the rules below.
+  const std::vector<WorkloadProfile::Class>* classes = nullptr;
+  if (!spread && !cache_.workloadProfile().empty()) classes = &cache_.workloadProfile().classes();
+  // What the shapes ask at most: a node left with that much CPU, memory and whole GPUs still fits
+  // every shape it fitted, and this pod raises its fragmentation by nothing (unless it splits a GPU).
+  int64_t most_cpu = 0, most_memory = 0, most_gpus = 0, weights = 0;
+  if (classes) {
+    for (const WorkloadProfile::Class& c : *classes) {
+      most_cpu = std::max(most_cpu, c.shape.cpu);
+      most_memory = std::max(most_memory, c.shape.memory);
+      most_gpus = std::max(most_gpus, c.shape.gpus + (c.shape.milli > 0 ? 1 : 0));
+      weights += c.weight;
+    }
   }
-  auto stranded = [&](int64_t gpus, int64_t cpu, int64_t memory) -> int64_t {
-    if (gpus <= 0) return 0;
-    int64_t usable = gpus;
-    if (shape->cpu > 0) usable = std::min(usable, std::max<int64_t>(0, cpu) / shape->cpu);
-    if (shape->memory > 0) usable = std::min(usable, std::max<int64_t>(0, memory) / shape->memory);
-    return gpus - usable;
-  };
-  auto strandedBy = [&](const NodeInfo& n) -> int64_t {
-    if (!shape || n.allocatable[gpu] <= 0) return 0;
-    const int64_t gpus = n.freeOf(gpu), cpu = n.freeOf(kCpu), memory = n.freeOf(kMemory);
-    const Resources& r = g.rep->requests;
-    return stranded(gpus - r[gpu], cpu - r[kCpu], memory - r[kMemory]) - stranded(gpus, cpu, memory);
+  // The least any node's fragmentation can change: every thousandth the pod takes was unusable.
+  const int64_t frag_floor =
+      classes ? -saturatingMul(saturatingAdd(saturatingMul(r[gpu], 1000), milli), weights) : 0;
+  auto fragDelta = [&](const NodeInfo& n, int32_t index) -> int64_t {
+    if (!classes || n.allocatable[gpu] <= 0) return 0;
+    if (milli == 0 && saturatingSub(n.freeOf(kCpu), r[kCpu]) >= most_cpu &&
+        saturatingSub(n.freeOf(kMemory), r[kMemory]) >= most_memory &&
+        saturatingSub(n.freeOf(gpu), r[gpu]) >= most_gpus)
+      return 0;
+    return fragmentationDelta(n, gpu, r, milli, index, *classes);
   };
   // A pod that accepts any GPU model leaves the models that pods restricted to them hold most of
-  // to those pods (ClusterCache::modelScarcity), after the stranding rule.
-  const bool scarce = !spread && g.rep->gpu_models.empty() &&
-                      (g.rep->requests[gpu] > 0 || milli > 0) && cache_.anyModelDemand();
-  int64_t best_scarcity = 0;
-  bool done = false;
-  auto visitRange = [&](uint32_t b, uint32_t e) {
-    for (uint32_t p = b; p < e && !done; ++p) {
-      NodeId id = topo_.order[p];
-      if (!fitsOne(g, id)) continue;
-      const NodeInfo& n = cache_.node(id);
-      int64_t aff = preference(g, n);
-      int align = g.align ? alignScore(alignedOn(g, n, nullptr), 1) : 0;
-      bool opens = false;
-      int32_t share_left = 0;
-      if (milli > 0) chooseGpu(n, milli, &share_left, &opens);
-      int64_t strand = strandedBy(n);
-      int64_t scarcity = scarce ? cache_.modelScarcity(n) : 0;
-      // A fraction: what it leaves on a shared GPU, else (always more) the free thousandths of the
-      // node's whole GPUs after it.
-      int64_t left = milli == 0 ? n.freeOf(dominant_) - want
-                     : opens    ? saturatingMul(n.freeOf(gpu), 1000) - milli
-                                : share_left;
-      auto better = [&] {
-        if (aff != best_aff) return aff > best_aff;
-        if (align != best_align) return align > best_align;
-        if (strand != best_strand) return strand < best_strand;
-        if (scarcity != best_scarcity) return scarcity < best_scarcity;
-        return spread ? left > best_free : left < best_free;
+  // to those pods (ClusterCache::modelScarcity), after fragmentation.
+  const bool scarce = !spread && g.rep->gpu_models.empty() && (r[gpu] > 0 || milli > 0) &&
+                      cache_.anyModelDemand();
+  struct Best {
+    uint32_t p;
+    int64_t aff = 0;
+    int align = 0;
+    int64_t frag = 0, scarcity = 0, left = 0;
+    int64_t gpus_left = 0;  // for a pod asking for no GPU: the node's free GPU thousandths
+    int32_t index = -1;     // a fraction's GPU
+  };
+  std::optional<Best> best;
+  auto consider = [&](uint32_t p) {
+    const NodeInfo& n = cache_.node(topo_.order[p]);
+    Best c{p};
+    c.aff = preference(g, n);
+    c.align = g.align ? alignScore(alignedOn(g, n, nullptr), 1) : 0;
+    c.scarcity = scarce ? cache_.modelScarcity(n) : 0;
+    if (milli == 0) {
+      c.frag = fragDelta(n, -1);
+      c.left = n.freeOf(dominant_) - want;
+      // A pod asking for no GPU takes CPU and memory where the fewest free GPUs need them.
+      if (classes && r[gpu] == 0) c.gpus_left = freeThousandths(n, gpu);
+    } else {
+      // A fraction: each shared GPU with room, and a GPU of its own; the one it fragments least,
+      // then the one it leaves least room on (a GPU of its own leaves more than any shared one:
+      // the free thousandths of the node's whole GPUs after it).
+      bool first = true;
+      auto option = [&](int32_t index, int64_t left) {
+        const int64_t frag = fragDelta(n, index);
+        if (first || frag < c.frag || (frag == c.frag && left < c.left)) {
+          c.frag = frag;
+          c.left = left;
+          c.index = index;
+          first = false;
+        }
       };
-      if (best == n_ || better()) {
-        best = p;
-        best_aff = aff;
-        best_align = align;
-        best_strand = strand;
-        best_scarcity = scarcity;
-        best_free = left;
-        done = exact_fit_wins && left == 0 && (!g.align || align == 2) && strand <= 0 && scarcity == 0;
-      }
+      for (const NodeInfo::GpuShare& share : n.gpu_shares)
+        if (share.used + milli <= 1000) option(share.index, 1000 - share.used - milli);
+      if (n.freeOf(gpu) > 0) option(chooseGpu(n, 1000), saturatingMul(n.freeOf(gpu), 1000) - milli);
     }
+    auto better = [&] {
+      if (c.aff != best->aff) return c.aff > best->aff;
+      if (c.align != best->align) return c.align > best->align;
+      if (c.scarcity != best->scarcity) return c.scarcity < best->scarcity;
+      if (c.frag != best->frag) return c.frag < best->frag;
+      if (c.gpus_left != best->gpus_left) return c.gpus_left < best->gpus_left;
+      return spread ? c.left > best->left : c.left < best->left;
+    };
+    if (!best || better()) best = c;
+  };
+  // Packing without affinity: a node the pod fills exactly, making nothing unusable, cannot be
+  // beaten by a later one (unless alignment matters and this node is not aligned behind a PCIe
+  // switch).
+  auto done = [&] {
+    return !spread && !g.prefers && best && best->left == 0 && (!g.align || best->align == 2) &&
+           best->frag <= frag_floor && best->scarcity == 0 && best->gpus_left == 0;
+  };
+  auto visitRange = [&](uint32_t b, uint32_t e) {
+    for (uint32_t p = b; p < e && !done(); ++p)
+      if (fitsOne(g, topo_.order[p])) consider(p);
   };
   // By the domains' GPU index: whether any node has `want` GPUs free, and (packing, when only the
   // leftover orders nodes) the fewest a fitting node can have left.
-  const bool indexed = options_.gpu_index && dominant_ == cache_.gpuResource() && want > 0;
+  const bool indexed = options_.gpu_index && dominant_ == gpu && want > 0;
+  // A pod asking for whole GPUs, packing with fragmentation in play and nothing else to weigh
+  // (no preference, alignment or scarce model): the kFragmentationCandidates fitting nodes with
+  // the fewest free GPUs (what packing alone would rank first; ties by order) are weighed, so a
+  // decision costs the same at any size. (Scarcity ranks nodes across the whole cluster, so with
+  // it in play every node is weighed.)
+  if (classes && !scarce && !g.prefers && !g.align && dominant_ == gpu && want > 0) {
+    for (uint32_t p : fewestFreeGpus(g, want)) consider(p);
+    if (!best) return std::nullopt;
+    return std::pair(best->p, best->index);
+  }
   // (With scarcity in play, once the best node so far is of a model no pod requires, only the
   // leftover can beat it.)
-  const bool leftover_only = indexed && !spread && !g.prefers && !g.align && !shape;
+  const bool leftover_only = indexed && !spread && !g.prefers && !g.align && !classes;
   const uint64_t enough = Domain::atLeast(want);
   if (levels_ == 0) {
     visitRange(0, n_);
@@ -846,7 +875,7 @@ std::optional<uint32_t> Placer::bestNodeForSinglePod() {
     // Depth-first over domains, pruning those whose summed free cannot hold the pod.
     std::vector<std::pair<int, uint32_t>> stack;
     for (uint32_t d = static_cast<uint32_t>(topo_.levels[0].size()); d-- > 0;) stack.emplace_back(0, d);
-    while (!stack.empty() && !done) {
+    while (!stack.empty() && !done()) {
       auto [level, idx] = stack.back();
       stack.pop_back();
       const Domain& d = topo_.levels[level][idx];
@@ -855,8 +884,8 @@ std::optional<uint32_t> Placer::bestNodeForSinglePod() {
         const uint64_t fitting = d.gpu_mask & enough;
         if (fitting == 0) continue;
         // Ties go to the node found first, so only a strictly smaller leftover is worth a visit.
-        if (leftover_only && best != n_ && best_scarcity == 0 &&
-            std::countr_zero(fitting) - want >= best_free)
+        if (leftover_only && best && best->scarcity == 0 &&
+            std::countr_zero(fitting) - want >= best->left)
           continue;
       }
       if (level + 1 == levels_) {
@@ -866,8 +895,45 @@ std::optional<uint32_t> Placer::bestNodeForSinglePod() {
       for (uint32_t c = d.child_end; c-- > d.child_begin;) stack.emplace_back(level + 1, c);
     }
   }
-  if (best == n_) return std::nullopt;
-  return best;
+  if (!best) return std::nullopt;
+  return std::pair(best->p, best->index);
+}
+
+std::vector<uint32_t> Placer::fewestFreeGpus(const Group& g, int64_t want) const {
+  // Positions ordered by (free GPUs, capped at the index's last bucket; position), the first
+  // kFragmentationCandidates that fit: by the index, bucket by bucket, or by visiting every node.
+  auto bucket = [&](uint32_t p) { return std::min<int64_t>(topo_.free_gpus[p], kGpuBuckets - 1); };
+  auto fits = [&](uint32_t p) { return fitsOne(g, topo_.order[p]); };
+  std::vector<uint32_t> out;
+  if (!options_.gpu_index || levels_ == 0) {
+    std::vector<std::pair<int64_t, uint32_t>> all;
+    for (uint32_t p = 0; p < n_; ++p)
+      if (topo_.free_gpus[p] >= want && fits(p)) all.emplace_back(bucket(p), p);
+    const size_t keep = std::min(all.size(), kFragmentationCandidates);
+    std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end());
+    for (size_t i = 0; i < keep; ++i) out.push_back(all[i].second);
+    return out;
+  }
+  std::vector<std::pair<int, uint32_t>> stack;
+  for (int64_t b = std::min<int64_t>(want, kGpuBuckets - 1);
+       b < kGpuBuckets && out.size() < kFragmentationCandidates; ++b) {
+    const uint64_t bit = uint64_t{1} << b;
+    stack.clear();
+    for (uint32_t d = static_cast<uint32_t>(topo_.levels[0].size()); d-- > 0;) stack.emplace_back(0, d);
+    while (!stack.empty() && out.size() < kFragmentationCandidates) {
+      auto [level, idx] = stack.back();
+      stack.pop_back();
+      const Domain& d = topo_.levels[level][idx];
+      if ((d.gpu_mask & bit) == 0 || !sumFits(g.req, d.free)) continue;
+      if (level + 1 == levels_) {
+        for (uint32_t p = d.begin; p < d.end && out.size() < kFragmentationCandidates; ++p)
+          if (bucket(p) == b && topo_.free_gpus[p] >= want && fits(p)) out.push_back(p);
+        continue;
+      }
+      for (uint32_t c = d.child_end; c-- > d.child_begin;) stack.emplace_back(level + 1, c);
+    }
+  }
+  return out;
 }
 
 void Placer::computeCapsIn(Group& g, int level, uint32_t idx) {
@@ -1680,10 +1746,11 @@ PlacementResult Placer::run() {
     return u;
   }
   if (total_count_ == 1 && !has_bound_) {
-    std::optional<uint32_t> best = bestNodeForSinglePod();
-    if (best) {
-      fill_out_.assign(1, {{*best, 1}});
-      return makePlacement(levels_, *best);
+    if (auto best = bestNodeForSinglePod()) {
+      fill_out_.assign(1, {{best->first, 1}});
+      GangPlacement placement = makePlacement(levels_, best->first);
+      placement.assignments[0].gpu_index = best->second;
+      return placement;
     }
     computeCaps(groups_[0]);
     computePrefix(groups_[0]);

@@ -85,7 +85,8 @@ struct PlacementOptions {
 struct Assignment {
   std::string pod_key;
   std::string node;
-  // For a pod asking for a fraction of a GPU: the GPU the cache gave it when it was assumed,
+  // For a pod asking for a fraction of a GPU: the GPU placement chose for a lone pod (-1: the
+  // cache chooses when it is assumed, ClusterCache::assume), then the GPU it was assumed on,
   // written to its muster.dev/gpu-index before the Binding. -1: none.
   int32_t gpu_index = -1;
   friend bool operator==(const Assignment&, const Assignment&) = default;

@@ -639,7 +639,8 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
   }
   auto& placement = std::get<GangPlacement>(result);
   for (size_t i = 0; i < placement.assignments.size(); ++i) {
-    absl::Status assumed = cache_.assume(*attempt.members[i], placement.assignments[i].node);
+    absl::Status assumed = cache_.assume(*attempt.members[i], placement.assignments[i].node,
+                                         placement.assignments[i].gpu_index);
     if (!assumed.ok()) {
       // The placement was computed against this very cache, so this is a bug: undo and retry.
       for (size_t j = 0; j < i; ++j) (void)cache_.forget(attempt.members[j]->key);

@@ -181,7 +181,9 @@ TEST_CASE("preferred terms score a node by the pods in its domains, as kube-sche
 
 TEST_CASE("a lone pod goes where its preferred terms point before packing tighter", "[interpod]") {
   ClusterCache cache = racks();
-  cache.addPod(pod("filler").gpus(4).onNode("r0-n0"));  // packing alone would pick r0-n0
+  // Packing alone would pick r0-n0 (fragmentation is no help: the running pods fit either node).
+  cache.addPod(pod("filler-a").gpus(2).onNode("r0-n0"));
+  cache.addPod(pod("filler-b").gpus(2).onNode("r0-n0"));
   cache.addPod(pod("db").label("app", "db").gpus(1).onNode("r1-n1"));
   auto lone = [&](testing::PodBuilder b) {
     GangRequest r;

@@ -247,13 +247,46 @@ TEST_CASE("single pods pack onto the fullest node by default, spread when config
   ClusterCache cache({});
   cache.addNode(node("empty").gpus(8));
   cache.addNode(node("half").gpus(8));
-  cache.addPod(pod("x").gpus(4).onNode("half"));
+  cache.addPod(pod("x1").gpus(2).onNode("half"));
+  cache.addPod(pod("x2").gpus(2).onNode("half"));
   GangRequest r;
   r.key = GangKey{"ml", "p", true};
   r.members.push_back(pod("p").gpus(2).info());
   CHECK(placed(place(r, cache)).assignments[0].node == "half");
   PlacementOptions spread{SinglePodStrategy::kSpread};
   CHECK(placed(place(r, cache, spread)).assignments[0].node == "empty");
+}
+
+TEST_CASE("a lone pod keeps the whole GPUs that the cluster's bigger pods need", "[placement]") {
+  ClusterCache cache({});
+  cache.addNode(node("empty").gpus(8));
+  cache.addNode(node("half").gpus(8));
+  // The pods that run here ask for 4 GPUs each: "half" has room for one more.
+  cache.addPod(pod("x").gpus(4).onNode("half"));
+  GangRequest r;
+  r.key = GangKey{"ml", "p", true};
+  r.members.push_back(pod("p").gpus(2).info());
+  // Packing would fill "half" and leave 2 GPUs no such pod can use; on "empty" 6 are left, room
+  // for one.
+  CHECK(placed(place(r, cache)).assignments[0].node == "empty");
+}
+
+TEST_CASE("fractions of a GPU go where the GPUs keep room for the fractions that come",
+          "[placement]") {
+  ClusterCache cache({});
+  cache.addNode(node("a").gpus(1));
+  cache.addNode(node("b").gpus(1));
+  // The workload: pods asking for half a GPU. "a" has 600 thousandths left on its GPU, "b" 500.
+  cache.addPod(pod("x").gpuFraction("0.4").onNode("a"));
+  cache.addPod(pod("y").gpuFraction("0.5").onNode("b"));
+  GangRequest r;
+  r.key = GangKey{"ml", "q", true};
+  r.members.push_back(pod("q").gpuFraction("0.1").info());
+  // The fullest GPU with room is "b"'s, but 0.1 there leaves 400, too little for a half; on "a"
+  // it leaves 500, room for one.
+  const GangPlacement p = placed(place(r, cache));
+  CHECK(p.assignments[0].node == "a");
+  CHECK(p.assignments[0].gpu_index == *cache.sharedGpuOf("ml/x"));
 }
 
 // Places a lone pod and accounts it, as the scheduler does; the node it went to.
