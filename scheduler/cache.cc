@@ -69,6 +69,7 @@ ClusterCache::ClusterCache(std::vector<std::string> topology_levels)
     : levels_(std::move(topology_levels)) {
   if (levels_.size() > static_cast<size_t>(kMaxTopologyLevels)) levels_.resize(kMaxTopologyLevels);
   if (std::optional<ResourceId> gpu = internResource(proto::vocabulary::kGpuResource)) gpu_ = *gpu;
+  if (std::optional<ResourceId> rdma = internResource(proto::vocabulary::kRdmaResource)) rdma_ = *rdma;
 }
 
 namespace {
@@ -339,7 +340,8 @@ absl::Status ClusterCache::resume(std::string_view pod_key) {
 void ClusterCache::countWorkload(const PlacedPod& placed, const Resources& requests,
                                  int32_t gpu_milli, int sign) {
   if (requests[gpu_] > 0 || gpu_milli > 0)
-    profile_.count(PodShape{requests[kCpu], requests[kMemory], requests[gpu_], gpu_milli}, sign);
+    profile_.count(PodShape{requests[kCpu], requests[kMemory], requests[gpu_], gpu_milli, requests[rdma_]},
+                   sign);
   if (placed.gpu_models.empty() || (requests[gpu_] <= 0 && gpu_milli <= 0)) return;
   const int64_t thousandths = requests[gpu_] > 0 ? saturatingMul(requests[gpu_], 1000) : gpu_milli;
   const int64_t share = thousandths / static_cast<int64_t>(placed.gpu_models.size());

@@ -357,7 +357,8 @@ class ClusterCache {
   int resource_count_seen_ = 0;  // resourceCount() when unadvertised pods were last re-accounted
   mutable Topology topology_;
   mutable bool topology_dirty_ = true;
-  ResourceId gpu_ = kCpu;  // nvidia.com/gpu (interned at construction)
+  ResourceId gpu_ = kCpu;   // nvidia.com/gpu (interned at construction)
+  ResourceId rdma_ = kCpu;  // preferred.jp/rdma (interned at construction)
   // modelScarcity: GPUs (thousandths) held by pods restricted to each model, and the GPUs of the
   // present nodes of each model (counted when the topology is rebuilt).
   absl::flat_hash_map<std::string, int64_t> model_demand_;
@@ -368,6 +369,7 @@ class ClusterCache {
  public:
   // The resource the domains' GPU index counts.
   ResourceId gpuResource() const { return gpu_; }
+  ResourceId rdmaResource() const { return rdma_; }
   // The shapes of the accounted pods that ask for GPUs (whole or a fraction): the workload whose
   // fragmentation placement keeps low (scheduler/fragmentation.h).
   const WorkloadProfile& workloadProfile() const { return profile_; }

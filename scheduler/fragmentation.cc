@@ -34,10 +34,11 @@ const std::vector<WorkloadProfile::Class>& WorkloadProfile::classes() const {
   return top_;
 }
 
-NodeSlack slackOf(const NodeInfo& n, ResourceId gpu) {
+NodeSlack slackOf(const NodeInfo& n, ResourceId gpu, ResourceId rdma) {
   NodeSlack s;
   s.cpu = n.freeOf(kCpu);
   s.memory = n.freeOf(kMemory);
+  s.rdma = n.freeOf(rdma);
   s.whole = std::max<int64_t>(0, n.freeOf(gpu));
   for (const NodeInfo::GpuShare& share : n.gpu_shares)
     s.shared.push_back(std::max<int64_t>(0, 1000 - share.used));
@@ -58,7 +59,7 @@ int64_t fragmentation(const NodeSlack& s, const std::vector<WorkloadProfile::Cla
   int64_t sum = 0;
   for (const WorkloadProfile::Class& c : classes) {
     const PodShape& p = c.shape;
-    const bool host = s.cpu >= p.cpu && s.memory >= p.memory;
+    const bool host = s.cpu >= p.cpu && s.memory >= p.memory && s.rdma >= p.rdma;
     int64_t unusable = total;
     if (p.milli > 0) {
       // Fractions fill a GPU several at a time: what as many of them as the node's GPUs, CPU and
@@ -67,6 +68,7 @@ int64_t fragmentation(const NodeSlack& s, const std::vector<WorkloadProfile::Cla
       for (int64_t f : s.shared) pods = saturatingAdd(pods, f / p.milli);
       if (p.cpu > 0) pods = std::min(pods, std::max<int64_t>(0, s.cpu) / p.cpu);
       if (p.memory > 0) pods = std::min(pods, std::max<int64_t>(0, s.memory) / p.memory);
+      if (p.rdma > 0) pods = std::min(pods, std::max<int64_t>(0, s.rdma) / p.rdma);
       unusable = std::max<int64_t>(0, saturatingSub(total, saturatingMul(pods, p.milli)));
     } else if (host && s.whole >= p.gpus) {
       unusable = partial;  // whole GPUs: the partly used ones
@@ -76,13 +78,14 @@ int64_t fragmentation(const NodeSlack& s, const std::vector<WorkloadProfile::Cla
   return sum;
 }
 
-int64_t fragmentationDelta(const NodeInfo& n, ResourceId gpu, const Resources& requests,
+int64_t fragmentationDelta(const NodeInfo& n, ResourceId gpu, ResourceId rdma, const Resources& requests,
                            int32_t milli, int32_t gpu_index,
                            const std::vector<WorkloadProfile::Class>& classes) {
-  NodeSlack before = slackOf(n, gpu);
+  NodeSlack before = slackOf(n, gpu, rdma);
   NodeSlack after = before;
   after.cpu = saturatingSub(after.cpu, requests[kCpu]);
   after.memory = saturatingSub(after.memory, requests[kMemory]);
+  after.rdma = saturatingSub(after.rdma, requests[rdma]);
   after.whole = std::max<int64_t>(0, saturatingSub(after.whole, requests[gpu]));
   if (milli > 0) {
     auto share = std::find_if(n.gpu_shares.begin(), n.gpu_shares.end(),

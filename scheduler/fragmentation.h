@@ -4,8 +4,11 @@
 // Fragmentation: Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent", USENIX
 // ATC '23), over the shapes of the GPU pods the cluster runs.
 //
-// - The workload: the shapes (CPU, memory, whole GPUs, fraction of one GPU) of the GPU pods the
-//   cache accounts, each weighted by how many such pods there are; the most common ones.
+// - The workload: the shapes (CPU, memory, whole GPUs, fraction of one GPU, RDMA NICs) of the GPU
+//   pods the cache accounts, each weighted by how many such pods there are; the most common ones.
+//   A shape fits only where its CPU, memory and NICs are free, so the measure is scarcity-aware
+//   too: a pod that needs no NIC or little memory raises the fragmentation of the nodes whose NICs
+//   or memory the shapes need, and lowers nothing it could not use anyway elsewhere.
 // - A node's fragmentation for one shape: the free GPU capacity (thousandths) that pods of that
 //   shape could not use there. For k whole GPUs, as FGD: all of it when one such pod does not fit
 //   (CPU, memory or GPUs short), else the partly used GPUs' free thousandths. For a fraction d,
@@ -35,10 +38,11 @@ struct PodShape {
   int64_t memory = 0;  // bytes
   int64_t gpus = 0;    // whole GPUs
   int32_t milli = 0;   // thousandths of one GPU (0: none)
+  int64_t rdma = 0;    // RDMA NICs (preferred.jp/rdma)
   bool operator==(const PodShape&) const = default;
   template <typename H>
   friend H AbslHashValue(H h, const PodShape& s) {
-    return H::combine(std::move(h), s.cpu, s.memory, s.gpus, s.milli);
+    return H::combine(std::move(h), s.cpu, s.memory, s.gpus, s.milli, s.rdma);
   }
 };
 
@@ -65,15 +69,16 @@ class WorkloadProfile {
   mutable bool counted_ = false;
 };
 
-// What a node has free for GPU pods: CPU, memory, its whole free GPUs, and the free thousandths of
-// each GPU that pods share (in NodeInfo::gpu_shares order).
+// What a node has free for GPU pods: CPU, memory, RDMA NICs, its whole free GPUs, and the free
+// thousandths of each GPU that pods share (in NodeInfo::gpu_shares order).
 struct NodeSlack {
   int64_t cpu = 0;
   int64_t memory = 0;
+  int64_t rdma = 0;
   int64_t whole = 0;
   absl::InlinedVector<int64_t, 8> shared;
 };
-NodeSlack slackOf(const NodeInfo& n, ResourceId gpu);
+NodeSlack slackOf(const NodeInfo& n, ResourceId gpu, ResourceId rdma);
 // The node's free GPU capacity in thousandths: its whole free GPUs and what its shared GPUs have left.
 int64_t freeThousandths(const NodeInfo& n, ResourceId gpu);
 
@@ -83,7 +88,7 @@ int64_t fragmentation(const NodeSlack& s, const std::vector<WorkloadProfile::Cla
 // How much a pod raises the node's fragmentation: it takes `requests` (its whole GPUs from the
 // free ones) and, when `milli` > 0, `milli` thousandths of GPU `gpu_index` (a shared one, or one of
 // the node's free GPUs when no pod shares that index yet).
-int64_t fragmentationDelta(const NodeInfo& n, ResourceId gpu, const Resources& requests,
+int64_t fragmentationDelta(const NodeInfo& n, ResourceId gpu, ResourceId rdma, const Resources& requests,
                            int32_t milli, int32_t gpu_index,
                            const std::vector<WorkloadProfile::Class>& classes);
 

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 
 #include "absl/container/flat_hash_map.h"
@@ -758,8 +759,7 @@ std::optional<std::pair<uint32_t, int32_t>> Placer::bestNodeForSinglePod() {
   const int64_t want = g.rep->requests[dominant_];
   const Resources& r = g.rep->requests;
   const ResourceId gpu = cache_.gpuResource();
-  // A pod asking for a fraction of a GPU (thousandths) takes the shared GPU it fills the most on
-  // a node, else a GPU of its own there (chooseGpu).
+  // A pod asking for a fraction of a GPU (thousandths) gets a node and a GPU there.
   const int32_t milli = g.rep->gpu_milli;
   // Packing keeps fragmentation low (scheduler/fragmentation.h): over the shapes of the GPU pods
   // the cluster runs, the pod goes where it raises the node's fragmentation least (GPUs left
@@ -767,14 +767,19 @@ std::optional<std::pair<uint32_t, int32_t>> Placer::bestNodeForSinglePod() {
   // need), then by the rules below.
   const std::vector<WorkloadProfile::Class>* classes = nullptr;
   if (!spread && !cache_.workloadProfile().empty()) classes = &cache_.workloadProfile().classes();
-  // What the shapes ask at most: a node left with that much CPU, memory and whole GPUs still fits
-  // every shape it fitted, and this pod raises its fragmentation by nothing (unless it splits a GPU).
-  int64_t most_cpu = 0, most_memory = 0, most_gpus = 0, weights = 0;
+  // What the shapes ask at most: a node left with that much CPU, memory, NICs and whole GPUs fits
+  // every shape it fitted, and a pod that takes no part of a GPU changes nothing there (unless
+  // fractions are among the shapes: how many of them fit depends on every core).
+  const ResourceId rdma = cache_.rdmaResource();
+  int64_t most_cpu = 0, most_memory = 0, most_rdma = 0, most_gpus = 0, weights = 0;
+  bool fractions = false;
   if (classes) {
     for (const WorkloadProfile::Class& c : *classes) {
       most_cpu = std::max(most_cpu, c.shape.cpu);
       most_memory = std::max(most_memory, c.shape.memory);
-      most_gpus = std::max(most_gpus, c.shape.gpus + (c.shape.milli > 0 ? 1 : 0));
+      most_rdma = std::max(most_rdma, c.shape.rdma);
+      most_gpus = std::max(most_gpus, c.shape.gpus);
+      fractions = fractions || c.shape.milli > 0;
       weights += c.weight;
     }
   }
@@ -783,14 +788,15 @@ std::optional<std::pair<uint32_t, int32_t>> Placer::bestNodeForSinglePod() {
       classes ? -saturatingMul(saturatingAdd(saturatingMul(r[gpu], 1000), milli), weights) : 0;
   auto fragDelta = [&](const NodeInfo& n, int32_t index) -> int64_t {
     if (!classes || n.allocatable[gpu] <= 0) return 0;
-    if (milli == 0 && saturatingSub(n.freeOf(kCpu), r[kCpu]) >= most_cpu &&
+    if (milli == 0 && !fractions && saturatingSub(n.freeOf(kCpu), r[kCpu]) >= most_cpu &&
         saturatingSub(n.freeOf(kMemory), r[kMemory]) >= most_memory &&
+        saturatingSub(n.freeOf(rdma), r[rdma]) >= most_rdma &&
         saturatingSub(n.freeOf(gpu), r[gpu]) >= most_gpus)
       return 0;
-    return fragmentationDelta(n, gpu, r, milli, index, *classes);
+    return fragmentationDelta(n, gpu, rdma, r, milli, index, *classes);
   };
   // A pod that accepts any GPU model leaves the models that pods restricted to them hold most of
-  // to those pods (ClusterCache::modelScarcity), after fragmentation.
+  // to those pods (ClusterCache::modelScarcity), before fragmentation.
   const bool scarce = !spread && g.rep->gpu_models.empty() && (r[gpu] > 0 || milli > 0) &&
                       cache_.anyModelDemand();
   struct Best {

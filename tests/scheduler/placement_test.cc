@@ -351,6 +351,31 @@ TEST_CASE("a pod that accepts any GPU model leaves the model other pods require 
             .empty());
 }
 
+TEST_CASE("a pod that needs no RDMA NIC or big memory leaves those nodes to the pods that do",
+          "[placement]") {
+  ClusterCache cache({});
+  cache.addNode(node("ib").gpus(8).resource("preferred.jp/rdma", "4"));
+  cache.addNode(node("eth").gpus(8));
+  // The workload: pods with 2 GPUs and a NIC. Packing would fill "ib" (6 free against 8).
+  cache.addPod(pod("mpi").gpus(2).request("preferred.jp/rdma", "1").onNode("ib"));
+  CHECK(placeLone(cache, pod("plain").gpus(2)) == "eth");
+  // The same pod with a NIC can only go to "ib".
+  CHECK(placeLone(cache, pod("mpi2").gpus(2).request("preferred.jp/rdma", "1")) == "ib");
+
+  ClusterCache memory({});
+  memory.addNode(node("big").gpus(8).memory("2Ti"));
+  memory.addNode(node("small").gpus(8).memory("512Gi"));
+  // Pods with 2 GPUs and 800 GiB run here; only "big" has room for them (1.2 TiB free).
+  memory.addPod(pod("huge").gpus(2).memory("800Gi").onNode("big"));
+  // 500 GiB on "big" would leave too little for the next such pod; "small" holds it.
+  CHECK(placeLone(memory, pod("mid").gpus(2).memory("500Gi")) == "small");
+  // "small" has 12 GiB left for its 6 free GPUs: a pod light enough uses those GPUs, which
+  // neither shape could.
+  CHECK(placeLone(memory, pod("light").gpus(2).memory("10Gi")) == "small");
+  // One that would not fit there goes to "big", leaving it 1.1 TiB.
+  CHECK(placeLone(memory, pod("fair").gpus(2).memory("100Gi")) == "big");
+}
+
 TEST_CASE("preferred node affinity decides among feasible nodes", "[placement]") {
   ClusterCache cache({});
   cache.addNode(node("plain").gpus(8));
