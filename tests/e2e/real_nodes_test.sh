@@ -292,8 +292,14 @@ PY
   case "$nic" in mlx5_[0-3]) ;; *) cat "$DIR/gpu.log" >&2; fail "the launcher did not get one NIC from the kubelet: '$nic'" ;; esac
   grep -qx "NCCL_IB_HCA=$nic:1" "$DIR/gpu.log" || { cat "$DIR/gpu.log" >&2; fail "NCCL_IB_HCA is not the NIC the pod got ($nic)"; }
   grep -q "^UCX_NET_DEVICES=$nic:1" "$DIR/gpu.log" || { cat "$DIR/gpu.log" >&2; fail "UCX_NET_DEVICES is not the NIC the pod got ($nic)"; }
-  kubectl -n "$ns" logs sample-job-0-0 -c muster-rdma-conf 2>&1 | grep -q "wrote /muster/rdma/" ||
-    fail "muster-rdma-conf (Muster's image) did not write the NCCL/UCX files"
+  # The init container's log, through the API server and the kubelet (asked again for a while:
+  # one CI run got no such line once, with the settings it wrote already seen above).
+  end=$(($(date +%s) + 30))
+  until kubectl -n "$ns" logs sample-job-0-0 -c muster-rdma-conf > "$DIR/rdma-conf.log" 2>&1 &&
+    grep -q "wrote /muster/rdma/" "$DIR/rdma-conf.log"; do
+    [ "$(date +%s)" -lt "$end" ] || { cat "$DIR/rdma-conf.log" >&2; fail "muster-rdma-conf (Muster's image) did not write the NCCL/UCX files"; }
+    sleep 1
+  done
   echo "devices: the kubelet gave the launcher $gpus and $nic; rdma-conf wrote NCCL_IB_HCA=$nic:1"
 
   # The agent's reading of the real kubelet's pod-resources API: a pod holding 2 GPUs and a NIC.
