@@ -23,8 +23,8 @@ const std::vector<WorkloadProfile::Class>& WorkloadProfile::classes() const {
   auto order = [](const Class& a, const Class& b) {
     // Ties by shape, so the choice does not depend on the hash map's order.
     if (a.weight != b.weight) return a.weight > b.weight;
-    return std::tie(a.shape.gpus, a.shape.milli, a.shape.cpu, a.shape.memory) <
-           std::tie(b.shape.gpus, b.shape.milli, b.shape.cpu, b.shape.memory);
+    return std::tie(a.shape.gpus, a.shape.milli, a.shape.cpu, a.shape.memory, a.shape.rdma) <
+           std::tie(b.shape.gpus, b.shape.milli, b.shape.cpu, b.shape.memory, b.shape.rdma);
   };
   const size_t keep = std::min(top_.size(), kMaxClasses);
   std::partial_sort(top_.begin(), top_.begin() + static_cast<std::ptrdiff_t>(keep), top_.end(), order);
