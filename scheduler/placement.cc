@@ -245,6 +245,17 @@ class Placer {
   bool fillInOrder(int level, uint32_t idx, const std::vector<size_t>& order);
   bool distribute(int level, uint32_t idx, int64_t need, Group& g,
                   std::vector<std::pair<uint32_t, int64_t>>* out);
+  // Inside a gang's domain, among nodes that take the same number of its pods (children[i] and
+  // those after it with the same cap, preference and alignment, at most kFragmentationCandidates
+  // of them): the one where `take` of the group's pods raise the fragmentation least moves to
+  // position i (ties keep the order: the fullest first).
+  void leastFragmentingFirst(std::vector<Child>& children, size_t i, int64_t take, const Group& g) const;
+  // Whether fragmentation orders the nodes of a gang's domain: a gang of one kind of whole-GPU
+  // (or CPU-only) pods, packing, with a workload known. (With other groups in the fill, what they
+  // take on a node is not in the cache yet.)
+  bool gangFragmentationApplies(const Group& g) const;
+  // How much `take` pods of the group at position `pos` raise the node's fragmentation.
+  int64_t gangFragmentationDelta(const Group& g, uint32_t pos, int64_t take) const;
   // A group with together_level: all of it into the tightest domain of that level in the unit.
   bool distributeTogether(int level, uint32_t idx, Group& g,
                           std::vector<std::pair<uint32_t, int64_t>>* out);
@@ -1034,13 +1045,52 @@ bool Placer::distribute(int level, uint32_t idx, int64_t need, Group& g,
   while (need > 0) {
     if (start == children.size()) return false;
     if (auto pick = tightestFor(children, start, need); pick != children.end()) {
-      return distribute(cl, pick->idx, need, g, out);
+      const size_t at = static_cast<size_t>(pick - children.begin());
+      if (isHost(cl)) leastFragmentingFirst(children, at, need, g);
+      return distribute(cl, children[at].idx, need, g, out);
     }
+    if (isHost(cl)) leastFragmentingFirst(children, start, children[start].cap, g);
     const Child& c = children[start++];
     if (!distribute(cl, c.idx, c.cap, g, out)) return false;
     need -= c.cap;
   }
   return true;
+}
+
+bool Placer::gangFragmentationApplies(const Group& g) const {
+  return groups_.size() == 1 && g.rep->gpu_milli == 0 &&
+         options_.single_pod_strategy != SinglePodStrategy::kSpread && !cache_.workloadProfile().empty();
+}
+
+int64_t Placer::gangFragmentationDelta(const Group& g, uint32_t pos, int64_t take) const {
+  const NodeInfo& n = nodeAt(pos);
+  const ResourceId gpu = cache_.gpuResource();
+  if (n.allocatable[gpu] <= 0) return 0;
+  return fragmentationDelta(n, gpu, cache_.rdmaResource(), g.rep->requests.times(take), 0, -1,
+                            cache_.workloadProfile().classes());
+}
+
+void Placer::leastFragmentingFirst(std::vector<Child>& children, size_t i, int64_t take,
+                                   const Group& g) const {
+  if (!gangFragmentationApplies(g)) return;
+  const Child& first = children[i];
+  size_t end = i + 1;
+  while (end < children.size() && end - i < kFragmentationCandidates && children[end].cap == first.cap &&
+         children[end].affinity == first.affinity && children[end].aligned == first.aligned)
+    ++end;
+  if (end == i + 1) return;
+  size_t best = i;
+  int64_t best_frag = 0;
+  for (size_t k = i; k < end; ++k) {
+    const int64_t frag = gangFragmentationDelta(g, children[k].idx, take);
+    if (k == i || frag < best_frag) {
+      best = k;
+      best_frag = frag;
+    }
+  }
+  // Moved to the front, the others keep their order behind it.
+  std::rotate(children.begin() + static_cast<ptrdiff_t>(i), children.begin() + static_cast<ptrdiff_t>(best),
+              children.begin() + static_cast<ptrdiff_t>(best) + 1);
 }
 
 bool Placer::distributeAligned(uint32_t b, uint32_t e, int64_t need, Group& g,
@@ -1484,7 +1534,26 @@ std::optional<std::pair<int, uint32_t>> Placer::search() {
     };
     if (groups_.size() == 1 && !main.gang_spread && main.together_level < 0) {
       // Homogeneous: a unit whose capacity suffices always fills.
-      const Candidate& best = *std::min_element(candidates.begin(), candidates.end(), better);
+      Candidate best = *std::min_element(candidates.begin(), candidates.end(), better);
+      if (isHost(level) && !single && gangFragmentationApplies(main)) {
+        // The whole gang fits on one node: among the nodes it would leave as full (the same
+        // preference and alignment), the one where it raises the fragmentation least; the fullest
+        // first among equals.
+        std::vector<Candidate> equal;
+        for (const Candidate& c : candidates)
+          if (c.affinity == best.affinity && c.align == best.align && c.leftover == best.leftover)
+            equal.push_back(c);
+        const size_t keep = std::min(equal.size(), kFragmentationCandidates);
+        std::partial_sort(equal.begin(), equal.begin() + static_cast<ptrdiff_t>(keep), equal.end(), better);
+        int64_t best_frag = 0;
+        for (size_t k = 0; k < keep; ++k) {
+          const int64_t frag = gangFragmentationDelta(main, equal[k].idx, main.count);
+          if (k == 0 || frag < best_frag) {
+            best = equal[k];
+            best_frag = frag;
+          }
+        }
+      }
       if (fill(level, best.idx)) return std::make_pair(level, best.idx);
       continue;
     }

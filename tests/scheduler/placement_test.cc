@@ -327,6 +327,35 @@ TEST_CASE("single pods pack without stranding GPUs behind exhausted CPU", "[plac
   CHECK(lone(two, pod("gpus-only").gpus(1)) == "a");
 }
 
+TEST_CASE("a gang's members take the node whose GPUs would otherwise be stranded", "[placement]") {
+  ClusterCache cache({});
+  cache.addNode(node("a").gpus(4).cpu("64"));
+  cache.addNode(node("b").gpus(4).cpu("64"));
+  // The cluster's pods: 2 GPUs with 48 cores, and 2 GPUs with 16. Both nodes have 2 GPUs free;
+  // "a" 48 cores, "b" 16: "b" cannot take the first kind.
+  cache.addPod(pod("x").gpus(2).cpu("16").onNode("a"));
+  cache.addPod(pod("y").gpus(2).cpu("48").onNode("b"));
+  GangRequest r = gang("pair", 2, [](int i) {
+    return pod("p" + std::to_string(i)).gpus(1).cpu("8").gang("pair", 2);
+  });
+  // Each node takes both members (the same number of nodes either way); on "a" they would leave
+  // "b"'s 2 GPUs to the 16-core kind only, on "b" they use what no 48-core pod could.
+  CHECK(nodesOf(placed(place(r, cache))) == std::set<std::string>{"b"});
+  // A gang that needs two of three such nodes: the one with too few cores for the 48-core kind
+  // ("c") is one of them, and still no more nodes than two.
+  ClusterCache three({});
+  for (const char* name : {"a", "b", "c"}) three.addNode(node(name).gpus(4).cpu("64"));
+  three.addPod(pod("x").gpus(2).cpu("16").onNode("a"));
+  three.addPod(pod("y").gpus(2).cpu("16").onNode("b"));
+  three.addPod(pod("z").gpus(2).cpu("48").onNode("c"));
+  GangRequest four = gang("four", 4, [](int i) {
+    return pod("f" + std::to_string(i)).gpus(1).cpu("8").gang("four", 4);
+  });
+  const std::set<std::string> used = nodesOf(placed(place(four, three)));
+  CHECK(used.size() == 2);
+  CHECK(used.contains("c"));
+}
+
 TEST_CASE("a pod that accepts any GPU model leaves the model other pods require to them",
           "[placement]") {
   ClusterCache cache({});
