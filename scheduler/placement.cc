@@ -247,15 +247,18 @@ class Placer {
                   std::vector<std::pair<uint32_t, int64_t>>* out);
   // Inside a gang's domain, among nodes that take the same number of its pods (children[i] and
   // those after it with the same cap, preference and alignment, at most kFragmentationCandidates
-  // of them): the one where `take` of the group's pods raise the fragmentation least moves to
+  // of them): the one where `take` of the group's pods cost others least (gangNodeCost) moves to
   // position i (ties keep the order: the fullest first).
   void leastFragmentingFirst(std::vector<Child>& children, size_t i, int64_t take, const Group& g) const;
-  // Whether fragmentation orders the nodes of a gang's domain: a gang of one kind of whole-GPU
-  // (or CPU-only) pods, packing, with a workload known. (With other groups in the fill, what they
-  // take on a node is not in the cache yet.)
+  // Whether scarcity and fragmentation order the nodes of a gang's domain that take as many of
+  // its members: a gang of one kind of whole-GPU (or CPU-only) pods, packing, with a workload
+  // known or a GPU model in demand. (With other groups in the fill, what they take on a node is
+  // not in the cache yet.)
   bool gangFragmentationApplies(const Group& g) const;
-  // How much `take` pods of the group at position `pos` raise the node's fragmentation.
-  int64_t gangFragmentationDelta(const Group& g, uint32_t pos, int64_t take) const;
+  // What `take` pods of the group at position `pos` cost others, least first: the node's GPU
+  // model scarcity (when the group accepts any model and some pods require one), then how much
+  // they raise the node's fragmentation.
+  std::pair<int64_t, int64_t> gangNodeCost(const Group& g, uint32_t pos, int64_t take) const;
   // A group with together_level: all of it into the tightest domain of that level in the unit.
   bool distributeTogether(int level, uint32_t idx, Group& g,
                           std::vector<std::pair<uint32_t, int64_t>>* out);
@@ -1058,16 +1061,20 @@ bool Placer::distribute(int level, uint32_t idx, int64_t need, Group& g,
 }
 
 bool Placer::gangFragmentationApplies(const Group& g) const {
-  return groups_.size() == 1 && g.rep->gpu_milli == 0 &&
-         options_.single_pod_strategy != SinglePodStrategy::kSpread && !cache_.workloadProfile().empty();
+  if (groups_.size() != 1 || g.rep->gpu_milli > 0 || options_.single_pod_strategy == SinglePodStrategy::kSpread)
+    return false;
+  return !cache_.workloadProfile().empty() || cache_.anyModelDemand();
 }
 
-int64_t Placer::gangFragmentationDelta(const Group& g, uint32_t pos, int64_t take) const {
+std::pair<int64_t, int64_t> Placer::gangNodeCost(const Group& g, uint32_t pos, int64_t take) const {
   const NodeInfo& n = nodeAt(pos);
   const ResourceId gpu = cache_.gpuResource();
-  if (n.allocatable[gpu] <= 0) return 0;
-  return fragmentationDelta(n, gpu, cache_.rdmaResource(), g.rep->requests.times(take), 0, -1,
-                            cache_.workloadProfile().classes());
+  if (n.allocatable[gpu] <= 0) return {0, 0};
+  const bool scarce = g.rep->gpu_models.empty() && g.rep->requests[gpu] > 0 && cache_.anyModelDemand();
+  const int64_t scarcity = scarce ? cache_.modelScarcity(n) : 0;
+  if (cache_.workloadProfile().empty()) return {scarcity, 0};
+  return {scarcity, fragmentationDelta(n, gpu, cache_.rdmaResource(), g.rep->requests.times(take), 0, -1,
+                                       cache_.workloadProfile().classes())};
 }
 
 void Placer::leastFragmentingFirst(std::vector<Child>& children, size_t i, int64_t take,
@@ -1080,12 +1087,12 @@ void Placer::leastFragmentingFirst(std::vector<Child>& children, size_t i, int64
     ++end;
   if (end == i + 1) return;
   size_t best = i;
-  int64_t best_frag = 0;
+  std::pair<int64_t, int64_t> best_cost;
   for (size_t k = i; k < end; ++k) {
-    const int64_t frag = gangFragmentationDelta(g, children[k].idx, take);
-    if (k == i || frag < best_frag) {
+    const std::pair<int64_t, int64_t> cost = gangNodeCost(g, children[k].idx, take);
+    if (k == i || cost < best_cost) {
       best = k;
-      best_frag = frag;
+      best_cost = cost;
     }
   }
   // Moved to the front, the others keep their order behind it.
@@ -1537,20 +1544,20 @@ std::optional<std::pair<int, uint32_t>> Placer::search() {
       Candidate best = *std::min_element(candidates.begin(), candidates.end(), better);
       if (isHost(level) && !single && gangFragmentationApplies(main)) {
         // The whole gang fits on one node: among the nodes it would leave as full (the same
-        // preference and alignment), the one where it raises the fragmentation least; the fullest
-        // first among equals.
+        // preference and alignment), the one where it costs others least (gangNodeCost); the
+        // fullest first among equals.
         std::vector<Candidate> equal;
         for (const Candidate& c : candidates)
           if (c.affinity == best.affinity && c.align == best.align && c.leftover == best.leftover)
             equal.push_back(c);
         const size_t keep = std::min(equal.size(), kFragmentationCandidates);
         std::partial_sort(equal.begin(), equal.begin() + static_cast<ptrdiff_t>(keep), equal.end(), better);
-        int64_t best_frag = 0;
+        std::pair<int64_t, int64_t> best_cost;
         for (size_t k = 0; k < keep; ++k) {
-          const int64_t frag = gangFragmentationDelta(main, equal[k].idx, main.count);
-          if (k == 0 || frag < best_frag) {
+          const std::pair<int64_t, int64_t> cost = gangNodeCost(main, equal[k].idx, main.count);
+          if (k == 0 || cost < best_cost) {
             best = equal[k];
-            best_frag = frag;
+            best_cost = cost;
           }
         }
       }

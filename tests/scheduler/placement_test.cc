@@ -380,6 +380,21 @@ TEST_CASE("a pod that accepts any GPU model leaves the model other pods require 
             .empty());
 }
 
+TEST_CASE("a gang that accepts any GPU model leaves the model other pods require to them",
+          "[placement]") {
+  ClusterCache cache({});
+  cache.addNode(node("t4").gpus(4).label(proto::vocabulary::kLabelGpuModel, "T4"));
+  cache.addNode(node("v100").gpus(4).label(proto::vocabulary::kLabelGpuModel, "V100"));
+  GangRequest pair = gang("pair", 2, [](int i) { return pod("p" + std::to_string(i)).gpus(2).gang("pair", 2); });
+  // No pod requires a model: either node holds the gang, the first of equals.
+  CHECK(nodesOf(placed(place(pair, cache))) == std::set<std::string>{"t4"});
+  // A pod restricted to T4 is running: the gang goes to the V100 node, as full after it.
+  cache.addPod(pod("t4-only").gpus(1).nodeSelector(proto::vocabulary::kLabelGpuModel, "T4").onNode("t4"));
+  cache.addPod(pod("filler").gpus(1).onNode("v100"));
+  GangRequest three = gang("three", 3, [](int i) { return pod("t" + std::to_string(i)).gpus(1).gang("three", 3); });
+  CHECK(nodesOf(placed(place(three, cache))) == std::set<std::string>{"v100"});
+}
+
 TEST_CASE("a pod that needs no RDMA NIC or big memory leaves those nodes to the pods that do",
           "[placement]") {
   ClusterCache cache({});
