@@ -1,6 +1,7 @@
 #include "scheduler/binder.h"
 
 #include <algorithm>
+#include <tuple>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
@@ -80,12 +81,13 @@ std::vector<std::string> distinctNodes(const std::vector<std::string>& nodes,
 }  // namespace
 
 Binder::Binder(SchedulerApiPtr api, asio::strand<asio::any_io_executor> strand,
-               proto::EventRecorder& events, proto::Clock clock, bool per_pod_events)
+               proto::EventRecorder& events, proto::Clock clock, bool per_pod_events, int in_flight)
     : api_(std::move(api)),
       strand_(std::move(strand)),
       events_(events),
       clock_(std::move(clock)),
-      per_pod_events_(per_pod_events) {
+      per_pod_events_(per_pod_events),
+      in_flight_limit_(static_cast<size_t>(std::max(1, in_flight))) {
   for (const char* r : {"success", "error"}) m().binds.with({r});
   for (const char* s : {"first_bound", "all_answered"}) m().bind_duration.with({s});
 }
@@ -109,26 +111,54 @@ void Binder::bind(const GangAttempt& attempt, const GangPlacement& placement, Do
     asio::post(strand_, [batch] { batch->done(std::move(batch->result)); });
     return;
   }
-  for (size_t i = 0; i < batch->pods.size(); ++i) {
-    asio::co_spawn(strand_, [this, batch, i]() -> asio::awaitable<void> {
-      absl::Status status = absl::CancelledError("scheduler stopping");
-      if (!stopping_) {
-        status = absl::OkStatus();
-        // The GPU a fraction went to, on the pod before the kubelet can see it.
-        if (const int32_t gpu = batch->gpu_indices[i]; gpu >= 0) {
-          status = co_await api_->setPodAnnotation(batch->pods[i], vocab::kGpuIndexAnnotation,
-                                                   absl::StrCat(gpu));
-          if (!status.ok())
-            status = absl::Status(status.code(), absl::StrCat("writing its GPU index (",
-                                                              vocab::kGpuIndexAnnotation, "): ",
-                                                              status.message()));
-        }
-        if (status.ok()) status = co_await api_->bind(batch->pods[i], batch->nodes[i]);
-      }
-      co_await asio::post(strand_, asio::use_awaitable);
-      answered(batch, i, std::move(status));
-    }, proto::dieOnException("bind"));
+  // Queued, not sent at once: a request in flight costs kilobytes (its coroutine frames and
+  // buffers) and the connection pool serves only so many at a time anyway.
+  {
+    absl::MutexLock lock(&mu_);
+    for (size_t i = 0; i < batch->pods.size(); ++i) waiting_.emplace_back(batch, i);
   }
+  pump();
+}
+
+void Binder::pump() {
+  for (;;) {
+    std::shared_ptr<Batch> batch;
+    size_t i = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (in_flight_ >= in_flight_limit_ || waiting_.empty()) return;
+      std::tie(batch, i) = std::move(waiting_.front());
+      waiting_.pop_front();
+      ++in_flight_;
+    }
+    // Off the strand: the request needs nothing of the scheduler's state (the batch's pods,
+    // nodes and GPU indices do not change once sent); only its answer goes back to the strand.
+    asio::co_spawn(strand_.get_inner_executor(), send(std::move(batch), i), proto::dieOnException("bind"));
+  }
+}
+
+asio::awaitable<void> Binder::send(std::shared_ptr<Batch> batch, size_t i) {
+  absl::Status status = absl::CancelledError("scheduler stopping");
+  if (!stopping_) {
+    status = absl::OkStatus();
+    // The GPU a fraction went to, on the pod before the kubelet can see it.
+    if (const int32_t gpu = batch->gpu_indices[i]; gpu >= 0) {
+      status = co_await api_->setPodAnnotation(batch->pods[i], vocab::kGpuIndexAnnotation,
+                                               absl::StrCat(gpu));
+      if (!status.ok())
+        status = absl::Status(status.code(), absl::StrCat("writing its GPU index (",
+                                                          vocab::kGpuIndexAnnotation, "): ",
+                                                          status.message()));
+    }
+    if (status.ok()) status = co_await api_->bind(batch->pods[i], batch->nodes[i]);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+  }
+  pump();
+  co_await asio::post(strand_, asio::use_awaitable);
+  answered(batch, i, std::move(status));
 }
 
 void Binder::answered(const std::shared_ptr<Batch>& batch, size_t index, absl::Status status) {

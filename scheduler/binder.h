@@ -31,6 +31,7 @@
 //
 // Threading: bind() and rollback() are called on the scheduler's strand; `done` runs there.
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/asio.h"
 #include "proto/clock.h"
 #include "proto/event_recorder.h"
@@ -64,8 +66,10 @@ class Binder {
   using PodLookup =
       std::function<std::shared_ptr<const proto::Pod>(std::string_view ns, std::string_view name)>;
 
+  // At most `in_flight` Bindings are outstanding at once; the others wait their turn in order.
   Binder(SchedulerApiPtr api, proto::asio::strand<proto::asio::any_io_executor> strand,
-         proto::EventRecorder& events, proto::Clock clock, bool per_pod_events = false);
+         proto::EventRecorder& events, proto::Clock clock, bool per_pod_events = false,
+         int in_flight = 256);
 
   void bind(const GangAttempt& attempt, const GangPlacement& placement, Done done,
             std::optional<proto::ObjectReference> regarding = std::nullopt);
@@ -75,6 +79,10 @@ class Binder {
  private:
   struct Batch;
   void answered(const std::shared_ptr<Batch>& batch, size_t index, absl::Status status);
+  // Sends queued binds while fewer than in_flight_ are outstanding.
+  void pump();
+  // One member's bind (and a fraction's GPU index before it).
+  proto::asio::awaitable<void> send(std::shared_ptr<Batch> batch, size_t index);
 
   SchedulerApiPtr api_;
   proto::asio::strand<proto::asio::any_io_executor> strand_;
@@ -82,6 +90,12 @@ class Binder {
   proto::Clock clock_;
   bool per_pod_events_;
   std::atomic<bool> stopping_{false};
+  // Members waiting to be sent, and how many binds are outstanding. Under a mutex, not on
+  // strand_: a bind answered frees its turn at once, however busy the strand is.
+  const size_t in_flight_limit_;
+  absl::Mutex mu_;
+  size_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<std::pair<std::shared_ptr<Batch>, size_t>> waiting_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace muster::scheduler

@@ -102,6 +102,11 @@ struct SchedulerConfig {
   // one Scheduled Event per bound gang, true ("pod") one per bound pod as kube-scheduler does.
   // Single pods get theirs either way.
   bool scheduled_events_per_pod = false;
+  // Bindings sent at once (the rest wait in the binder's queue, a few bytes each, not a request
+  // and its coroutines each): the command sets it to 4 × client.maxConnections (256 by default:
+  // a 256-pod gang still goes out at once, and every connection stays busy). Not a config key of
+  // its own.
+  int binds_in_flight = 256;
   // The minimum runtime of a pod of `priority` before it may be preempted.
   int64_t minRuntimeSeconds(int64_t priority) const;
 

@@ -146,6 +146,7 @@ int run(int argc, char** argv) {
                               event_options);
 
   std::unique_ptr<scheduler::Scheduler> scheduler;
+  config.scheduler.binds_in_flight = static_cast<int>(4 * config.client_max_connections);
   if (scheduler_enabled) {
     scheduler = std::make_unique<scheduler::Scheduler>(
         config.scheduler, informers, scheduler::makeClientSchedulerApi(*client), events,

@@ -174,6 +174,11 @@ asio::awaitable<absl::Status> FakeSchedulerApi::bind(PodRef pod, std::string nod
   const int index = static_cast<int>(binds.size());
   binds.push_back(call);
   log.push_back("bind " + call.pod + " " + node);
+  if (yield_in_bind) {
+    most_binds_outstanding = std::max(most_binds_outstanding, ++binds_outstanding);
+    for (int i = 0; i < 3; ++i) co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+    --binds_outstanding;
+  }
   if (on_bind) {
     if (absl::Status s = on_bind(call, index); !s.ok()) co_return s;
   }

@@ -88,6 +88,12 @@ class FakeSchedulerApi final : public SchedulerApi {
   std::function<absl::Status(const std::string& pod, int index)> on_evict;
 
   std::vector<BindCall> binds;           // every bind asked for, in order
+  // With yield_in_bind, a bind lets everything else queued on the executor run before it
+  // answers, as a real one waits on the network: binds_outstanding counts those begun and not
+  // yet answered, most_binds_outstanding the most at once.
+  bool yield_in_bind = false;
+  int binds_outstanding = 0;
+  int most_binds_outstanding = 0;
   std::vector<std::string> conditions;   // "ns/name Type=Status"
   std::vector<std::string> evictions;    // pods asked to be evicted
   std::vector<std::string> nominations;  // "ns/name node" ("ns/name " when cleared)

@@ -188,6 +188,26 @@ TEST_CASE("a gang of 4 is bound whole, one bind per member, with one Scheduled E
                                       : absl::StrCat(*nodes.rbegin(), ", ", *nodes.begin())));
 }
 
+TEST_CASE("no more binds are outstanding at once than configured, the rest follow in turn",
+          "[scheduler]") {
+  const int limit = GENERATE(2, 64);
+  Fixture f;
+  racks(f);
+  std::vector<std::string> gang;
+  for (int i = 0; i < 16; ++i) {
+    gang.push_back("w" + std::to_string(i));
+    f.cluster.put("pods", podJson(gang.back()).gpus(2).gang("train", 16));
+  }
+  f.api->yield_in_bind = true;
+  SchedulerConfig c = config();
+  c.binds_in_flight = limit;
+  f.start(c);
+  REQUIRE(f.cluster.runUntil([&] { return f.bound(gang) == 16; }));
+  CHECK(f.api->binds.size() == 16);
+  // Each bind waits on the executor: with room for every member they were all out at once.
+  CHECK(f.api->most_binds_outstanding == std::min(limit, 16));
+}
+
 TEST_CASE("a single pod gets kube-scheduler's Scheduled Event, and a PodGroup's gang gets its "
           "one on the PodGroup", "[scheduler]") {
   Fixture f;
