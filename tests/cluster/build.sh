@@ -36,7 +36,16 @@ helm_complete() {
   [ -x "$MUSTER_BIN_DIR/helm" ] &&
     [ "$("$MUSTER_BIN_DIR/helm" version --template '{{.Version}}' 2>/dev/null)" = "$MUSTER_HELM_VERSION" ]
 }
-if control_plane_complete && helm_complete && node_complete; then print_dirs; exit 0; fi
+# kwok v0.8.0 deletes a pod it finished by name alone (grace 0, no UID precondition): a DELETE
+# still queued for a pod that is gone removes a new pod created under the same name, as the
+# sig-scheduling specs do (delete, then recreate "without-label"). The kwok we run is built from
+# the module with a UID precondition on those deletes, as the kubelet has had since 2016
+# (kubernetes/kubernetes#25224); the marker file records that patch.
+kwok_patch="uid-precondition-1"
+kwok_complete() {
+  [ -x "$MUSTER_BIN_DIR/kwok" ] && [ "$(cat "$MUSTER_BIN_DIR/kwok.patch" 2>/dev/null)" = "$kwok_patch" ]
+}
+if control_plane_complete && kwok_complete && helm_complete && node_complete; then print_dirs; exit 0; fi
 
 # One build at a time per cache: two concurrent builds share $work and $stage and wreck each other
 # (one's rm -rf pulls the directory from under the other's go get). A second caller waits for the
@@ -47,7 +56,7 @@ if ! flock -n 9; then
   echo "build.sh: another build of the control plane is running; waiting for it" >&2
   flock 9
 fi
-if control_plane_complete && helm_complete && node_complete; then print_dirs; exit 0; fi
+if control_plane_complete && kwok_complete && helm_complete && node_complete; then print_dirs; exit 0; fi
 
 command -v go >/dev/null || { echo "build.sh: go is required" >&2; exit 1; }
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
@@ -113,6 +122,26 @@ build_kwok() {
   GOBIN="$stage" go install -trimpath -ldflags "-s -w" sigs.k8s.io/kwok/cmd/kwok@$MUSTER_KWOK_VERSION
 }
 
+# kwok with its deletes preconditioned on the UID (kwok_patch above), into $MUSTER_BIN_DIR.
+build_patched_kwok() {
+  local d="$work/kwok-$MUSTER_KWOK_VERSION" src
+  src=$(cd "$work" && go mod download -json "sigs.k8s.io/kwok@$MUSTER_KWOK_VERSION" |
+        sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -d "$src" ] || { log "cannot download the kwok module"; exit 1; }
+  rm -rf "$d"; cp -r "$src" "$d"; chmod -R u+w "$d"
+  local pods="$d/pkg/kwok/controllers/pod_controller.go" stages="$d/pkg/kwok/controllers/stage_controller.go"
+  sed -i 's|err := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteOpt)|opt := deleteOpt; opt.Preconditions = metav1.NewUIDPreconditions(string(pod.UID)); err := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opt)|' "$pods"
+  sed -i 's|err := cli.Delete(ctx, resource.GetName(), deleteOpt)|opt := deleteOpt; opt.Preconditions = metav1.NewUIDPreconditions(string(resource.GetUID())); err := cli.Delete(ctx, resource.GetName(), opt)|' "$stages"
+  grep -q NewUIDPreconditions "$pods" && grep -q NewUIDPreconditions "$stages" ||
+    { log "kwok $MUSTER_KWOK_VERSION: the delete calls to patch were not found"; exit 1; }
+  log "building kwok $MUSTER_KWOK_VERSION (deletes with a UID precondition)"
+  mkdir -p "$MUSTER_BIN_DIR"
+  (cd "$d" && go build -trimpath -ldflags "-s -w" -o "$MUSTER_BIN_DIR/kwok.new" ./cmd/kwok)
+  mv -f "$MUSTER_BIN_DIR/kwok.new" "$MUSTER_BIN_DIR/kwok"
+  echo "$kwok_patch" > "$MUSTER_BIN_DIR/kwok.patch"
+  rm -rf "$d"
+}
+
 # helm, with the version stamps its Makefile sets (`helm version`, and the Kubernetes version that
 # `helm lint`/`helm template` assume without a cluster: that of the client-go it is built with).
 build_helm() {
@@ -143,6 +172,7 @@ if ! control_plane_complete; then
   rm -rf "$MUSTER_BIN_DIR"; mv "$stage" "$MUSTER_BIN_DIR"
   log "built control plane in $(( $(date +%s) - start ))s into $MUSTER_BIN_DIR"
 fi
+kwok_complete || build_patched_kwok
 # What a real node runs. containerd without the snapshotters that need cgo or kernel features the
 # local nodes do not use (overlayfs is the one they use).
 build_node() {
