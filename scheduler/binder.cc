@@ -103,7 +103,7 @@ void Binder::bind(const GangAttempt& attempt, const GangPlacement& placement, Do
   batch->sent = std::chrono::steady_clock::now();
   batch->remaining = placement.assignments.size();
   for (size_t i = 0; i < placement.assignments.size(); ++i) {
-    batch->pods.push_back(PodRef::of(attempt.members[i]->pod));
+    batch->pods.push_back(PodRef::of(attempt.members[i]->pod()));
     batch->nodes.push_back(placement.assignments[i].node);
     batch->gpu_indices.push_back(placement.assignments[i].gpu_index);
   }

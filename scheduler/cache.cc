@@ -471,7 +471,7 @@ absl::Status ClusterCache::assume(const PodInfo& pod, std::string_view node, int
     return absl::AlreadyExistsError(absl::StrCat("assume ", pod.key, ": already on node ",
                                                  nodes_[it->second.node].name));
   }
-  CachedPod cached{*id, pod.requests, pod.host_ports, true, nullptr, placedOf(pod.pod), pod.gpu_milli,
+  CachedPod cached{*id, pod.requests, pod.host_ports, true, nullptr, placedOf(pod.pod()), pod.gpu_milli,
                    pod.gpu_milli > 0 ? gpu_index : -1};
   account(*id, pod.requests, pod.host_ports, +1, shareGpu(cached, +1));
   insertPod(pod.key, std::move(cached));

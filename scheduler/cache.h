@@ -34,6 +34,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "proto/objects.h"
@@ -339,11 +340,13 @@ class ClusterCache {
   std::vector<NodeInfo> nodes_;
   std::vector<NodeId> free_slots_;
   absl::flat_hash_map<std::string, NodeId> node_ids_;
-  absl::flat_hash_map<std::string, CachedPod> pods_;
+  // Node maps: a CachedPod is some 500 bytes, and a flat map's empty slots (up to half of them
+  // after it grows) would hold as much again.
+  absl::node_hash_map<std::string, CachedPod> pods_;
   absl::flat_hash_set<std::string> with_anti_affinity_;  // keys of pods_ with such terms
   absl::flat_hash_set<std::string> with_terms_;          // ... with any inter-pod term
   absl::flat_hash_map<std::string, NodeId> nominated_;     // pending pod → node it is nominated to
-  absl::flat_hash_map<std::string, CachedPod> suspended_;  // suspend()ed pods, by key
+  absl::node_hash_map<std::string, CachedPod> suspended_;  // suspend()ed pods, by key
   absl::flat_hash_map<GangKey, std::vector<UnitMember>> units_;  // placed pods by gang
   absl::flat_hash_map<std::string, int> claim_users_;      // "ns/claim" → placed pods using it
   void countClaims(const PlacedPod& placed, NodeId node, int sign);

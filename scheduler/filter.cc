@@ -12,20 +12,20 @@ namespace muster::scheduler {
 Status filterNodeUnschedulable(const PodInfo& pod, const NodeInfo& node) {
   if (!node.unschedulable) return Status::success();
   proto::Taint taint{std::string(kTaintUnschedulable), "", "NoSchedule"};
-  for (const proto::Toleration& t : pod.pod.spec.tolerations) {
+  for (const proto::Toleration& t : pod.pod().spec.tolerations) {
     if (proto::tolerates(t, taint)) return Status::success();
   }
   return Status::unresolvable(std::string(kReasonUnschedulable));
 }
 
 Status filterNodeName(const PodInfo& pod, const NodeInfo& node) {
-  const std::string& want = pod.pod.spec.node_name;
+  const std::string& want = pod.pod().spec.node_name;
   if (want.empty() || want == node.name) return Status::success();
   return Status::unresolvable(std::string(kReasonNodeName));
 }
 
 Status filterTaintToleration(const PodInfo& pod, const NodeInfo& node) {
-  const auto& tolerations = pod.pod.spec.tolerations;
+  const auto& tolerations = pod.pod().spec.tolerations;
   if (!node.taints.empty()) {
     if (const proto::Taint* t = proto::findUntoleratedTaint(node.taints, tolerations)) {
       return Status::unresolvable(
@@ -44,7 +44,7 @@ Status filterTaintToleration(const PodInfo& pod, const NodeInfo& node) {
 }
 
 Status filterNodeAffinity(const PodInfo& pod, const NodeInfo& node) {
-  const proto::PodSpec& spec = pod.pod.spec;
+  const proto::PodSpec& spec = pod.pod().spec;
   for (const auto& [key, value] : spec.node_selector) {
     auto it = node.labels.find(key);
     if (it == node.labels.end() || it->second != value) {
@@ -155,7 +155,7 @@ Status filterNode(const PodInfo& pod, const NodeInfo& node) {
 
 int64_t preferredAffinityScore(const PodInfo& pod, const NodeInfo& node) {
   if (!pod.has_preferred_affinity) return 0;
-  return proto::preferredSchedulingScore(pod.pod.spec.affinity->node_affinity.preferred,
+  return proto::preferredSchedulingScore(pod.pod().spec.affinity->node_affinity.preferred,
                                          node.labels, node.name);
 }
 

@@ -299,15 +299,15 @@ GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCa
     if (seen.try_emplace(fingerprint(t, owner), terms.size()).second) terms.push_back({&t, owner});
   };
   for (const PodInfoPtr& m : members) {
-    for (const auto& t : requiredAffinity(m->pod)) add(t, m->pod.meta.namespace_);
-    for (const auto& t : requiredAntiAffinity(m->pod)) add(t, m->pod.meta.namespace_);
+    for (const auto& t : requiredAffinity(m->pod())) add(t, m->pod().meta.namespace_);
+    for (const auto& t : requiredAntiAffinity(m->pod())) add(t, m->pod().meta.namespace_);
   }
   cache.forEachPodWithRequiredAntiAffinity([&](const PlacedPod& placed, NodeId) {
     for (const auto& t : placed.required_anti_affinity) add(t, placed.namespace_);
   });
   if (terms.empty()) return out;
   for (size_t i = 0; i < n; ++i) {
-    const proto::Pod& p = members[i]->pod;
+    const proto::Pod& p = members[i]->pod();
     std::string& key = out.group_key[i];
     key.reserve(terms.size());
     for (const Term& t : terms)
@@ -320,13 +320,13 @@ GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCa
            out.group_key[i] == out.group_key[j];
   };
   auto selected = [&](const proto::PodAffinityTerm& t, size_t owner, size_t j) {
-    const proto::Pod& o = members[owner]->pod;
-    const proto::Pod& p = members[j]->pod;
+    const proto::Pod& o = members[owner]->pod();
+    const proto::Pod& p = members[j]->pod();
     return termSelects(t, o.meta.namespace_, p.meta.namespace_, p.meta.labels, namespace_labels);
   };
   for (size_t i = 0; i < n && out.unsupported.empty(); ++i) {
     const std::string name = members[i]->key;
-    for (const auto& t : requiredAntiAffinity(members[i]->pod)) {
+    for (const auto& t : requiredAntiAffinity(members[i]->pod())) {
       std::vector<size_t> hit;
       for (size_t j = 0; j < n; ++j)
         if (j != i && selected(t, i, j)) hit.push_back(j);
@@ -354,7 +354,7 @@ GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCa
       else out.one_per_domain[i] = t.topology_key;
     }
     if (!out.unsupported.empty()) break;
-    const auto& affinity = requiredAffinity(members[i]->pod);
+    const auto& affinity = requiredAffinity(members[i]->pod());
     out.whole_gang_affinity[i] = !affinity.empty();
     for (const auto& t : affinity) {
       size_t hits = 0;

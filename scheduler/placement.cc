@@ -395,12 +395,12 @@ std::vector<DriverVolumes> newVolumes(const PodInfo& pod, const NodeInfo& n,
       addVolume(out, v.csi_driver, true);
       continue;
     }
-    std::string key = absl::StrCat(pod.pod.meta.namespace_, "/", v.claim);
+    std::string key = absl::StrCat(pod.pod().meta.namespace_, "/", v.claim);
     if (n.claims.contains(key)) continue;
     if (shared_keys != nullptr && !shared_keys->insert(std::move(key)).second) continue;
     addVolume(out, v.csi_driver, false);
   }
-  for (const std::string& driver : pod.pod.spec.inline_csi_drivers)
+  for (const std::string& driver : pod.pod().spec.inline_csi_drivers)
     if (n.volume_limits->contains(driver)) addVolume(out, driver, true);
   return out;
 }
@@ -474,28 +474,28 @@ void Placer::buildGroups() {
     if (!found) {
       Group g;
       g.rep = &p;
-      if (hasRequiredInterPodTerms(p.pod) || cache_.anyPodWithRequiredAntiAffinity())
-        g.inter = InterPodFilter::prepare(p.pod, cache_, options_.namespace_labels);
+      if (hasRequiredInterPodTerms(p.pod()) || cache_.anyPodWithRequiredAntiAffinity())
+        g.inter = InterPodFilter::prepare(p.pod(), cache_, options_.namespace_labels);
       g.one_per_node = inter_.one_per_node[i];
-      g.pod_score = InterPodScore::prepare(p.pod, cache_, options_.namespace_labels);
-      if (p.pod.spec.has_topology_spread_constraints) {
+      g.pod_score = InterPodScore::prepare(p.pod(), cache_, options_.namespace_labels);
+      if (p.pod().spec.has_topology_spread_constraints) {
         g.spread = SpreadFilter::prepare(p, cache_);
         g.spread_score = SpreadScore::prepare(p, cache_);
       }
       g.prefers = p.has_preferred_affinity || g.pod_score.has_value() || g.spread_score.has_value();
       for (const VolumeConstraint& v : p.volumes) {
         if (v.read_write_once_pod &&
-            cache_.claimUsers(absl::StrCat(p.pod.meta.namespace_, "/", v.claim)) > 0)
+            cache_.claimUsers(absl::StrCat(p.pod().meta.namespace_, "/", v.claim)) > 0)
           g.rwop_conflict = true;
       }
       g.claims_to_bind = std::any_of(p.volumes.begin(), p.volumes.end(),
                                      [](const VolumeConstraint& v) { return v.to_bind; });
-      g.csi = !p.pod.spec.inline_csi_drivers.empty() ||
+      g.csi = !p.pod().spec.inline_csi_drivers.empty() ||
               std::any_of(p.volumes.begin(), p.volumes.end(),
                           [](const VolumeConstraint& v) { return !v.csi_driver.empty(); });
       g.req = sparse(p.requests);
       g.has_ports = !p.host_ports.empty();
-      g.fast_static = !p.has_node_selector && p.pod.spec.node_name.empty();
+      g.fast_static = !p.has_node_selector && p.pod().spec.node_name.empty();
       g.dev.gpus = static_cast<int32_t>(std::min<int64_t>(gpusIn(p.requests), INT32_MAX));
       g.dev.rdma_nics = rdma_id_ ? static_cast<int32_t>(p.requests[*rdma_id_]) : 0;
       // Without any NodeTopology in the cluster there is nothing to prefer (and nothing to pay);
@@ -565,9 +565,9 @@ void Placer::relateGroups() {
   }
   for (size_t y = 0; y < k; ++y) {
     Group& g = groups_[y];
-    const proto::Pod& pod = g.rep->pod;
+    const proto::Pod& pod = g.rep->pod();
     for (size_t x = y + 1; x < k; ++x) {
-      for (std::string& key : exclusionKeys(pod, groups_[x].rep->pod, ns)) {
+      for (std::string& key : exclusionKeys(pod, groups_[x].rep->pod(), ns)) {
         groups_[x].excludes.emplace_back(y, key);
         g.excludes.emplace_back(x, std::move(key));
       }
@@ -577,7 +577,7 @@ void Placer::relateGroups() {
         inter_.whole_gang_affinity[first])
       continue;
     for (size_t x = 0; x < k; ++x)
-      if (x != y && matchesAllAffinity(pod, groups_[x].rep->pod, ns)) g.needs.push_back(x);
+      if (x != y && matchesAllAffinity(pod, groups_[x].rep->pod(), ns)) g.needs.push_back(x);
     if (!g.needs.empty()) {
       g.inter->deferAffinity();
       for (size_t x : g.needs) groups_[x].needed_by.push_back(y);
@@ -617,13 +617,13 @@ void Placer::relateGroups() {
     if (!g.gang_spread) continue;
     for (size_t x = 0; x < k; ++x) {
       if (x == y) continue;
-      const proto::Pod& other = groups_[x].rep->pod;
+      const proto::Pod& other = groups_[x].rep->pod();
       const bool counts = std::any_of(g.gang_constraints.begin(), g.gang_constraints.end(),
                                       [&](const GangSpread& c) { return c.selects(other); });
       if (!counts) continue;
       const Group& o = groups_[x];
       const bool mutual = o.gang_spread && std::any_of(o.gang_constraints.begin(), o.gang_constraints.end(),
-                                                       [&](const GangSpread& c) { return c.selects(g.rep->pod); });
+                                                       [&](const GangSpread& c) { return c.selects(g.rep->pod()); });
       if (!mutual) after[y].push_back(x);
       else mutual_spread[y] = true;
     }
@@ -1354,7 +1354,7 @@ int64_t Placer::distributeSpread(int level, uint32_t idx, const Group& g,
     size_t next = 0;
     for (const auto& [pos, k] : fill_out_[gj]) {
       for (int64_t i = 0; i < k && next < other.members.size(); ++i, ++next) {
-        const proto::Pod& pod = request_.members[other.members[next]]->pod;
+        const proto::Pod& pod = request_.members[other.members[next]]->pod();
         if (primary.selects(pod)) ++counted_primary[pos];
         if (host && host->selects(pod)) ++counted_host[pos];
       }
@@ -1953,7 +1953,7 @@ std::string sharedReadWriteOncePod(const std::vector<PodInfoPtr>& members) {
   for (const PodInfoPtr& m : members) {
     for (const VolumeConstraint& v : m->volumes) {
       if (!v.read_write_once_pod) continue;
-      auto [it, fresh] = users.try_emplace(absl::StrCat(m->pod.meta.namespace_, "/", v.claim), m.get());
+      auto [it, fresh] = users.try_emplace(absl::StrCat(m->pod().meta.namespace_, "/", v.claim), m.get());
       if (!fresh) {
         return absl::StrCat("pods ", it->second->key, " and ", m->key, " both use PersistentVolumeClaim ",
                             it->first, ", whose access mode is ReadWriteOncePod; ",
@@ -1984,7 +1984,7 @@ auto withInterPod(const GangRequest& request, const ClusterCache& cache,
     // One member per domain of a key and a spread over another key other than the host's: two
     // keys to distribute over, which the placement does not do.
     if (inter.one_per_domain[i].empty() || i >= inter.gang_spread.size()) continue;
-    const auto& constraints = request.members[i]->pod.spec.topology_spread_constraints;
+    const auto& constraints = request.members[i]->pod().spec.topology_spread_constraints;
     for (size_t c = 0; c < constraints.size() && c < 32; ++c) {
       if ((inter.gang_spread[i] >> c & 1) == 0) continue;
       if (constraints[c].topology_key == vocab::kHostnameLabel) continue;

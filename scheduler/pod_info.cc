@@ -65,7 +65,7 @@ std::vector<std::string> requiredGpuModels(const proto::Pod& pod) {
 namespace {
 
 std::string signatureOf(const PodInfo& info) {
-  const proto::PodSpec& spec = info.pod.spec;
+  const proto::PodSpec& spec = info.pod().spec;
   std::string s;
   for (int i = 0; i < kMaxResources; ++i) {
     if (info.requests.v[i] != 0) absl::StrAppend(&s, i, "=", info.requests.v[i], ",");
@@ -73,7 +73,7 @@ std::string signatureOf(const PodInfo& info) {
   for (const std::string& name : info.unadvertised) absl::StrAppend(&s, "?", name, ",");
   absl::StrAppend(&s, "|n:", spec.node_name, "|p:");
   for (const HostPort& p : info.host_ports) absl::StrAppend(&s, p.ip, "/", p.protocol, "/", p.port, ",");
-  absl::StrAppend(&s, "|", nodeAffinitySignature(info.pod), "|a:");
+  absl::StrAppend(&s, "|", nodeAffinitySignature(info.pod()), "|a:");
   if (spec.affinity) {
     const proto::NodeAffinity& na = spec.affinity->node_affinity;
     for (const auto& p : na.preferred) {
@@ -105,7 +105,7 @@ std::string signatureOf(const PodInfo& info) {
     absl::StrAppend(&s, "\x1e");
   }
   absl::StrAppend(&s, "|c:", absl::StrJoin(spec.inline_csi_drivers, ","));
-  absl::StrAppend(&s, "|i:", interPodSignature(info.pod), "|d:", spreadSignature(info.pod), "|t:");
+  absl::StrAppend(&s, "|i:", interPodSignature(info.pod()), "|d:", spreadSignature(info.pod()), "|t:");
   for (const proto::Toleration& t : spec.tolerations) {
     absl::StrAppend(&s, t.key, "\x1f", t.operator_, "\x1f", t.value, "\x1f", t.effect, "\x1e");
   }
@@ -141,7 +141,9 @@ bool conflicts(const HostPort& a, const HostPort& b) {
   return a.ip == b.ip || a.ip == "0.0.0.0" || b.ip == "0.0.0.0";
 }
 
-absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod, std::vector<VolumeConstraint> volumes) {
+absl::StatusOr<PodInfoPtr> makePodInfo(std::shared_ptr<const proto::Pod> shared,
+                                       std::vector<VolumeConstraint> volumes) {
+  const proto::Pod& pod = *shared;
   auto info = std::make_shared<PodInfo>();
   info->resource_count = resourceCount();
   absl::StatusOr<Resources> requests = podRequests(pod, &info->unadvertised);
@@ -159,10 +161,10 @@ absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod, std::vector<VolumeConstra
                             !info->volumes.empty();
   info->has_preferred_affinity =
       pod.spec.affinity && !pod.spec.affinity->node_affinity.preferred.empty();
-  info->pod = std::move(pod);
+  info->shared_pod = std::move(shared);
   info->constraint_signature = signatureOf(*info);
-  info->gpu_models = requiredGpuModels(info->pod);
-  absl::StatusOr<int32_t> milli = gpuFractionMilli(info->pod);
+  info->gpu_models = requiredGpuModels(pod);
+  absl::StatusOr<int32_t> milli = gpuFractionMilli(pod);
   if (!milli.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("pod ", info->key, ": ", milli.status().message()));
   }
@@ -170,6 +172,10 @@ absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod, std::vector<VolumeConstra
   // Pods with different fractions are different shapes (a gang's groups).
   if (*milli > 0) absl::StrAppend(&info->constraint_signature, "|f:", *milli);
   return PodInfoPtr(std::move(info));
+}
+
+absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod, std::vector<VolumeConstraint> volumes) {
+  return makePodInfo(std::make_shared<const proto::Pod>(std::move(pod)), std::move(volumes));
 }
 
 absl::StatusOr<int32_t> gpuFractionMilli(const proto::Pod& pod) {

@@ -67,7 +67,10 @@ struct VolumeConstraint {
 
 struct PodInfo {
   std::string key;
-  proto::Pod pod;
+  // The pod as the informer's store holds it, shared rather than copied: a pending pod's PodInfo
+  // lives as long as the pod waits, beside the store's copy.
+  std::shared_ptr<const proto::Pod> shared_pod;
+  const proto::Pod& pod() const { return *shared_pod; }
   Resources requests;
   // Resources requested that no node advertised when this was made (requests[kUnadvertised] is 1
   // then), sorted; and how many names were interned then: once more are, the queue makes the
@@ -93,6 +96,9 @@ using PodInfoPtr = std::shared_ptr<const PodInfo>;
 
 // InvalidArgument when the pod's requests cannot be tracked (see podRequests).
 // `volumes`: what the pod's bound claims ask of a node (from the claim and volume caches).
+absl::StatusOr<PodInfoPtr> makePodInfo(std::shared_ptr<const proto::Pod> pod,
+                                       std::vector<VolumeConstraint> volumes = {});
+// The same for a pod no store holds (tests, benchmarks, a pod with defaults filled in).
 absl::StatusOr<PodInfoPtr> makePodInfo(proto::Pod pod, std::vector<VolumeConstraint> volumes = {});
 
 // The fraction of one GPU the pod asks for with muster.dev/gpu-fraction, in thousandths (rounded

@@ -137,7 +137,7 @@ void SchedulingQueue::refreshPriority(Gang& gang) {
   absl::Time oldest = absl::InfiniteFuture();
   for (const auto& [key, pod] : gang.pending) {
     p = std::max(p, pod->priority);
-    oldest = std::min(oldest, creationOf(pod->pod));
+    oldest = std::min(oldest, creationOf(pod->pod()));
   }
   if (gang.pending.empty()) p = 0;
   if (p == gang.priority && oldest == gang.oldest_creation) return;
@@ -168,7 +168,8 @@ void SchedulingQueue::requeueChanged(Gang& gang) {
   }
 }
 
-absl::Status SchedulingQueue::addOrUpdatePod(const proto::Pod& pod) {
+absl::Status SchedulingQueue::addOrUpdatePod(std::shared_ptr<const proto::Pod> shared) {
+  const proto::Pod& pod = *shared;
   std::string key = podKey(pod);
   if (isTerminal(pod) || isHeldBack(pod)) {
     removePod(key);
@@ -220,6 +221,7 @@ absl::Status SchedulingQueue::addOrUpdatePod(const proto::Pod& pod) {
     }
     BoundMember& b = gang.bound[key];
     b.node = pod.spec.node_name;
+    b.pod.reset();  // seen bound: there is no bind left to fail, and the pending pod can go
     refreshPriority(gang);
     return absl::OkStatus();
   }
@@ -234,7 +236,7 @@ absl::Status SchedulingQueue::addOrUpdatePod(const proto::Pod& pod) {
   if (spread_defaults_ && pod.spec.topology_spread_constraints.empty()) defaults = spread_defaults_(pod);
   absl::StatusOr<PodInfoPtr> info;
   if (defaults.empty()) {
-    info = makePodInfo(pod, std::move(volumes));
+    info = makePodInfo(shared, std::move(volumes));
   } else {
     proto::Pod with_defaults = pod;
     with_defaults.spec.topology_spread_constraints = std::move(defaults);
@@ -294,7 +296,7 @@ void SchedulingQueue::onPodGroup(std::string_view pod_namespace, std::string_vie
   const PodInfoPtr* any = nullptr;
   if (!gang.pending.empty()) any = &gang.pending.begin()->second;
   if (any == nullptr) return;
-  absl::StatusOr<GangSpec> spec = gangSpecOf((*any)->pod, pod_groups_, config_, workload_pod_groups_);
+  absl::StatusOr<GangSpec> spec = gangSpecOf((*any)->pod(), pod_groups_, config_, workload_pod_groups_);
   if (!spec.ok()) {
     MUSTER_LOG_WARNING("PodGroup makes its gang invalid", "gang", key.toString(), "err",
                        spec.status().message());
@@ -302,9 +304,9 @@ void SchedulingQueue::onPodGroup(std::string_view pod_namespace, std::string_vie
   }
   if (!(spec->key == key)) {
     // The PodGroup now places its pods one by one (a v1alpha2 basic policy): each leaves the gang.
-    std::vector<proto::Pod> pods;
-    for (const auto& [pod_key, info] : gang.pending) pods.push_back(info->pod);
-    for (const proto::Pod& pod : pods) (void)addOrUpdatePod(pod);
+    std::vector<std::shared_ptr<const proto::Pod>> pods;
+    for (const auto& [pod_key, info] : gang.pending) pods.push_back(info->shared_pod);
+    for (std::shared_ptr<const proto::Pod>& pod : pods) (void)addOrUpdatePod(std::move(pod));
     return;
   }
   if (!(gang.spec == *spec)) {
@@ -359,7 +361,7 @@ std::optional<GangAttempt> SchedulingQueue::pop() {
   for (auto& [k, pod] : gang.pending) {
     // A member asked for resources no node advertised; a node may have brought them since.
     if (!pod->unadvertised.empty() && pod->resource_count != resourceCount()) {
-      if (absl::StatusOr<PodInfoPtr> again = makePodInfo(pod->pod, pod->volumes); again.ok())
+      if (absl::StatusOr<PodInfoPtr> again = makePodInfo(pod->shared_pod, pod->volumes); again.ok())
         pod = *again;
     }
     a.members.push_back(pod);

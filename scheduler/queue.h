@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "proto/clock.h"
@@ -107,7 +108,11 @@ class SchedulingQueue {
   // members). The pod is NOT queued, and the error says why for an Event, when its gang
   // annotations are invalid (InvalidArgument) or it uses a feature Muster does not implement
   // (Unimplemented).
-  absl::Status addOrUpdatePod(const proto::Pod& pod);
+  // The queue keeps `pod` itself (shared with the informer's store) while the pod waits.
+  absl::Status addOrUpdatePod(std::shared_ptr<const proto::Pod> pod);
+  absl::Status addOrUpdatePod(const proto::Pod& pod) {
+    return addOrUpdatePod(std::make_shared<const proto::Pod>(pod));
+  }
   void removePod(const proto::Pod& pod) { removePod(podKey(pod)); }
   void removePod(std::string_view pod_key);
   // Namespace labels for inter-pod terms in reservation plans (placement.h PlacementOptions).
@@ -161,7 +166,9 @@ class SchedulingQueue {
 
   struct BoundMember {
     std::string node;
-    PodInfoPtr pod;  // set when the queue placed it (to requeue it if the bind fails)
+    // Set from when the queue placed it until the informer shows it bound (to requeue it if
+    // the bind fails).
+    PodInfoPtr pod;
   };
 
   struct Gang {
@@ -217,7 +224,8 @@ class SchedulingQueue {
   ClaimCheck claim_check_;
   VolumesOf volumes_of_;
   SpreadDefaults spread_defaults_;
-  absl::flat_hash_map<GangKey, Gang> gangs_;
+  // A node map: a Gang is large, and a flat map's empty slots would hold as much again.
+  absl::node_hash_map<GangKey, Gang> gangs_;
   absl::flat_hash_map<std::string, GangKey> pod_gang_;
   std::set<std::tuple<int32_t, absl::Time, GangKey>> active_;
   std::set<std::pair<absl::Time, GangKey>> backoff_;

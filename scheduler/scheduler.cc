@@ -283,12 +283,13 @@ void Scheduler::kick() {
 
 // --- informer events ------------------------------------------------------------------------
 
-void Scheduler::queuePod(const Pod& pod) {
+void Scheduler::queuePod(const std::shared_ptr<const Pod>& shared) {
+  const Pod& pod = *shared;
   if (!config_.handlesSchedulerName(pod.spec.scheduler_name)) return;
   std::string key = podKey(pod);
   // Bound by us, and the informer has not shown the binding yet.
   if (pod.spec.node_name.empty() && cache_.isAssumed(key)) return;
-  absl::Status status = queue_.addOrUpdatePod(pod);
+  absl::Status status = queue_.addOrUpdatePod(shared);
   if (!pod.spec.node_name.empty() || pod.meta.deletion_timestamp) return;
   if (!pod.spec.scheduling_gates.empty()) {
     status_.gated(pod);
@@ -312,7 +313,7 @@ void Scheduler::queuePod(const Pod& pod) {
 void Scheduler::onClaim(const proto::PersistentVolumeClaim& claim) {
   // Bound, unbound or gone: the pods using it are (re)decided.
   for (const auto& pod : pods_.byIndex(kPodsByClaimIndex, proto::objectKey(claim)))
-    queuePod(*pod);
+    queuePod(pod);
   checkVolumeBindings();
   kick();
 }
@@ -326,7 +327,7 @@ void Scheduler::onVolume(const proto::PersistentVolume&) {
 }
 
 void Scheduler::requeueClaimUsers() {
-  for (const auto& pod : pods_.byIndex(kPodsWithClaimsIndex, "")) queuePod(*pod);
+  for (const auto& pod : pods_.byIndex(kPodsWithClaimsIndex, "")) queuePod(pod);
 }
 
 std::set<std::string, std::less<>> Scheduler::volumesInFlight() const {
@@ -351,7 +352,7 @@ void Scheduler::onPodAdd(const std::shared_ptr<const Pod>& pod) {
       !isTerminal(*pod))
     marked_units_.insert(gangKeyOf(*pod));
   cache_.addPod(*pod);
-  queuePod(*pod);
+  queuePod(pod);
   group_status_.onPod(*pod);
   kick();
 }
@@ -364,7 +365,7 @@ void Scheduler::onPodUpdate(const std::shared_ptr<const Pod>& old_pod,
   cache_.updatePod(*pod);
   if (!pod->spec.node_name.empty() && !isTerminal(*old_pod) && isTerminal(*pod))
     queue_.onClusterEvent(ClusterEvent::kPodTerminated);
-  queuePod(*pod);
+  queuePod(pod);
   group_status_.onPod(*pod);
   kick();
 }
@@ -560,7 +561,7 @@ asio::awaitable<void> Scheduler::waitForCaches() {
   co_await asio::post(strand_, asio::use_awaitable);
   for (const std::string& key : std::exchange(refused_before_claims_synced_, {})) {
     auto slash = key.find('/');
-    if (auto pod = pods_.get(key.substr(0, slash), key.substr(slash + 1))) queuePod(*pod);
+    if (auto pod = pods_.get(key.substr(0, slash), key.substr(slash + 1))) queuePod(pod);
   }
 }
 
@@ -785,7 +786,7 @@ void Scheduler::checkVolumeBindings() {
       std::optional<NodeId> id = cache_.findNode(node_name);
       for (const VolumeConstraint& v : member.volumes) {
         if (!v.to_bind) continue;
-        auto claim = claims_.get(member.pod.meta.namespace_, v.claim);
+        auto claim = claims_.get(member.pod().meta.namespace_, v.claim);
         auto pv = claim ? volumes_.get("", claim->volume_name) : nullptr;
         if (pv && pv->node_affinity && id &&
             !pv->node_affinity->matches(cache_.node(*id).labels, node_name)) {
@@ -877,7 +878,7 @@ void Scheduler::reportUnschedulable(const GangAttempt& attempt, const Unschedula
                            " is waiting for its members: it is placed once ", attempt.spec.min_member,
                            attempt.spec.min_member == 1 ? " pod exists" : " pods exist");
     if (attempt.spec.pod_group_missing || attempt.report_waiting_condition) {
-      for (const auto& member : attempt.members) status_.unschedulable(member->pod, message);
+      for (const auto& member : attempt.members) status_.unschedulable(member->pod(), message);
       if (!attempt.spec.pod_group_missing) setPodGroupScheduled(attempt, false, message);
     }
     if (attempt.report_waiting) {
@@ -886,7 +887,7 @@ void Scheduler::reportUnschedulable(const GangAttempt& attempt, const Unschedula
           verdict.message, "; still waiting ", config_.queue_waiting_event_after_seconds,
           "s after its first member was seen");
       for (size_t i = 0; i < attempt.members.size() && i < kEventsPerAttempt; ++i)
-        events_.event(attempt.members[i]->pod, "Warning", "FailedScheduling", warning);
+        events_.event(attempt.members[i]->pod(), "Warning", "FailedScheduling", warning);
     }
     queue_.reportUnschedulable(attempt, verdict, cache_);
     return;
@@ -894,13 +895,13 @@ void Scheduler::reportUnschedulable(const GangAttempt& attempt, const Unschedula
   // Every member gets the condition; the Event goes to the first few members only (the
   // recorder also rate-limits per pod and overall), so a 1,000-pod gang is one burst of five.
   for (size_t i = 0; i < attempt.members.size(); ++i) {
-    status_.unschedulable(attempt.members[i]->pod, verdict.message);
+    status_.unschedulable(attempt.members[i]->pod(), verdict.message);
     if (i < kEventsPerAttempt)
-      events_.event(attempt.members[i]->pod, "Warning", "FailedScheduling", verdict.message);
+      events_.event(attempt.members[i]->pod(), "Warning", "FailedScheduling", verdict.message);
   }
   setPodGroupScheduled(attempt, false, verdict.message);
   if (attempt.timed_out && !attempt.members.empty()) {
-    events_.event(attempt.members.front()->pod, "Warning", "GangScheduleTimeout",
+    events_.event(attempt.members.front()->pod(), "Warning", "GangScheduleTimeout",
                     absl::StrCat("gang ", attempt.key.toString(), " has waited longer than its ",
                                  attempt.spec.schedule_timeout_seconds,
                                  "s schedule timeout: ", verdict.message));
@@ -912,7 +913,7 @@ void Scheduler::onBound(const GangAttempt& attempt, const GangPlacement& placeme
                         Binder::Result result) {
   if (result.failed.empty()) {
     absl::Time newest = absl::InfinitePast();
-    for (const auto& member : attempt.members) newest = std::max(newest, creationTime(member->pod));
+    for (const auto& member : attempt.members) newest = std::max(newest, creationTime(member->pod()));
     if (newest != absl::InfinitePast())
       m().gang_latency.observe(absl::ToDoubleSeconds(clock_() - newest));
     MUSTER_LOG_INFO(2, "Gang bound", "gang", attempt.key.toString(), "pods",
@@ -941,7 +942,7 @@ void Scheduler::onBound(const GangAttempt& attempt, const GangPlacement& placeme
                                      result.failed.front().status.message());
   for (const auto& member : attempt.members) {
     if (std::find(failed.begin(), failed.end(), member->key) != failed.end())
-      events_.event(member->pod, "Warning", "FailedScheduling", message);
+      events_.event(member->pod(), "Warning", "FailedScheduling", message);
   }
   const int failures_in_a_row = queue_.reportBindFailed(attempt, requeue);
   // A bind that keeps failing (refused by a webhook or RBAC, a pod that cannot be bound) must not
@@ -1016,7 +1017,7 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
                         Unschedulable* verdict) {
   if (!config_.preemption_enabled || !attempt.bound.empty() || attempt.members.empty()) return;
   for (const auto& member : attempt.members) {
-    if (!mayPreempt(member->pod)) {
+    if (!mayPreempt(member->pod())) {
       absl::StrAppend(&verdict->message, " Not preempting: preemptionPolicy is Never.");
       return;
     }
@@ -1027,8 +1028,8 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
   // nominations are on the pods.
   std::set<std::string> nominated;
   for (const auto& member : attempt.members)
-    if (!member->pod.status.nominated_node_name.empty())
-      nominated.insert(member->pod.status.nominated_node_name);
+    if (!member->pod().status.nominated_node_name.empty())
+      nominated.insert(member->pod().status.nominated_node_name);
   auto hold = holds_.find(attempt.key);
   if (hold != holds_.end()) nominated.insert(hold->second.nodes.begin(), hold->second.nodes.end());
   if (!nominated.empty()) {
@@ -1036,7 +1037,7 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
     if (hold == holds_.end()) {
       Hold h{nominated, now + absl::Seconds(config_.preemption_nomination_timeout_seconds), {}};
       for (const auto& member : attempt.members)
-        if (!member->pod.status.nominated_node_name.empty()) h.nominated.push_back(PodRef::of(member->pod));
+        if (!member->pod().status.nominated_node_name.empty()) h.nominated.push_back(PodRef::of(member->pod()));
       hold = holds_.emplace(attempt.key, std::move(h)).first;
     }
     if (draining > 0 && now < hold->second.until) {
@@ -1083,7 +1084,7 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
   h.until = now + absl::Seconds(config_.preemption_nomination_timeout_seconds);
   auto nominate = [&] {
     for (size_t i = 0; i < attempt.members.size() && i < plan.placement.assignments.size(); ++i) {
-      const Pod& pod = attempt.members[i]->pod;
+      const Pod& pod = attempt.members[i]->pod();
       const std::string& node = plan.placement.assignments[i].node;
       h.nominated.push_back(PodRef::of(pod));
       if (pod.status.nominated_node_name == node) continue;
@@ -1133,7 +1134,7 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
   nominate();
   const std::string what = absl::StrCat("Preempting ", plan.describe());
   for (size_t i = 0; i < attempt.members.size() && i < kEventsPerAttempt; ++i)
-    events_.event(attempt.members[i]->pod, "Normal", "Preempting", what);
+    events_.event(attempt.members[i]->pod(), "Normal", "Preempting", what);
   absl::StrAppend(&verdict->message, " ", what, ".");
 }
 
@@ -1213,8 +1214,8 @@ void Scheduler::releaseHold(const GangAttempt& attempt) {
   if (it == holds_.end()) return;
   holds_.erase(it);
   for (const auto& member : attempt.members) {
-    if (member->pod.status.nominated_node_name.empty()) continue;
-    asio::co_spawn(strand_, [api = api_, ref = PodRef::of(member->pod)]() -> asio::awaitable<void> {
+    if (member->pod().status.nominated_node_name.empty()) continue;
+    asio::co_spawn(strand_, [api = api_, ref = PodRef::of(member->pod())]() -> asio::awaitable<void> {
       absl::Status s = co_await api->setNominatedNodeName(ref, "");
       if (!s.ok() && !proto::isNotFound(s))
         MUSTER_LOG_WARNING("nominatedNodeName not cleared", "pod", ref.key(), "error", s.ToString());

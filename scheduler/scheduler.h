@@ -72,7 +72,7 @@ class Scheduler {
   void onPodUpdate(const std::shared_ptr<const proto::Pod>& old_pod,
                    const std::shared_ptr<const proto::Pod>& pod);
   void onPodDelete(const std::shared_ptr<const proto::Pod>& pod);
-  void queuePod(const proto::Pod& pod);
+  void queuePod(const std::shared_ptr<const proto::Pod>& pod);
   void onNode(const std::shared_ptr<const proto::Node>& old_node,
               const std::shared_ptr<const proto::Node>& node);
   void onPodGroup(const std::shared_ptr<const proto::PodGroup>& group, bool deleted);

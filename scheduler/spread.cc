@@ -27,7 +27,7 @@ const std::string* labelOf(const NodeInfo& node, const std::string& key) {
 bool included(const proto::TopologySpreadConstraint& c, const PodInfo& pod, const NodeInfo& node) {
   if (c.node_affinity_policy != "Ignore" && !filterNodeAffinity(pod, node).ok()) return false;
   if (c.node_taints_policy == "Honor" &&
-      proto::findUntoleratedTaint(node.taints, pod.pod.spec.tolerations) != nullptr)
+      proto::findUntoleratedTaint(node.taints, pod.pod().spec.tolerations) != nullptr)
     return false;
   return true;
 }
@@ -44,9 +44,9 @@ struct Counted {
 std::vector<Counted> count(const PodInfo& pod, const ClusterCache& cache, std::string_view when,
                            bool all_keys) {
   std::vector<Counted> out;
-  for (const auto& c : pod.pod.spec.topology_spread_constraints) {
+  for (const auto& c : pod.pod().spec.topology_spread_constraints) {
     if (c.when_unsatisfiable != when) continue;
-    out.push_back({&c, spreadSelector(c, pod.pod.meta.labels), {}, {}});
+    out.push_back({&c, spreadSelector(c, pod.pod().meta.labels), {}, {}});
   }
   if (out.empty()) return out;
   for (Counted& k : out) k.eligible.assign(cache.slotCount(), 0);
@@ -63,7 +63,7 @@ std::vector<Counted> count(const PodInfo& pod, const ClusterCache& cache, std::s
       k.counts.try_emplace(*v, 0);
     }
   }
-  const std::string& ns = pod.pod.meta.namespace_;
+  const std::string& ns = pod.pod().meta.namespace_;
   cache.forEachPlacedPod([&](const PlacedPod& placed, NodeId id) {
     if (placed.terminating || placed.namespace_ != ns) return;
     for (Counted& k : out) {
@@ -97,13 +97,13 @@ std::optional<SpreadFilter> SpreadFilter::prepare(const PodInfo& pod, const Clus
   std::vector<Counted> counted = count(pod, cache, kDoNotSchedule, true);
   if (counted.empty()) return std::nullopt;
   SpreadFilter f;
-  const auto& all = pod.pod.spec.topology_spread_constraints;
+  const auto& all = pod.pod().spec.topology_spread_constraints;
   for (Counted& k : counted) {
     Constraint c;
     c.key = k.c->topology_key;
     c.max_skew = k.c->max_skew;
     c.min_domains = k.c->min_domains.value_or(1);
-    c.self = k.selector && k.selector->matches(pod.pod.meta.labels) ? 1 : 0;
+    c.self = k.selector && k.selector->matches(pod.pod().meta.labels) ? 1 : 0;
     c.counts = std::move(k.counts);
     c.min = std::numeric_limits<int64_t>::max();
     for (const auto& [value, n] : c.counts) c.min = std::min(c.min, n);
@@ -122,7 +122,7 @@ std::optional<SpreadFilter> SpreadFilter::prepare(const PodInfo& pod, const Clus
       for (const auto& [value, n] : g.counts) g.sorted.push_back(n);
       std::sort(g.sorted.begin(), g.sorted.end());
       g.selector = *k.selector;
-      g.namespace_ = pod.pod.meta.namespace_;
+      g.namespace_ = pod.pod().meta.namespace_;
       // The host's constraint goes last: it is the per-node cap when another key is spread too.
       if (g.key == proto::vocabulary::kHostnameLabel) f.gang_.push_back(std::move(g));
       else f.gang_.insert(f.gang_.begin(), std::move(g));
@@ -245,7 +245,7 @@ std::string gangSpread(const std::vector<PodInfoPtr>& members,
   if (n < 2) return "";
   std::vector<std::vector<size_t>> counted(n);  // the members each member's constraints count
   for (size_t i = 0; i < n; ++i) {
-    const proto::Pod& p = members[i]->pod;
+    const proto::Pod& p = members[i]->pod();
     int host = 0;
     int other = 0;
     const auto& constraints = p.spec.topology_spread_constraints;
@@ -256,8 +256,8 @@ std::string gangSpread(const std::vector<PodInfoPtr>& members,
       if (!s || isEmpty(*s)) continue;
       std::vector<size_t> hit;
       for (size_t j = 0; j < n; ++j) {
-        if (j != i && members[j]->pod.meta.namespace_ == p.meta.namespace_ &&
-            s->matches(members[j]->pod.meta.labels))
+        if (j != i && members[j]->pod().meta.namespace_ == p.meta.namespace_ &&
+            s->matches(members[j]->pod().meta.labels))
           hit.push_back(j);
       }
       if (hit.empty()) continue;
@@ -286,7 +286,7 @@ std::string gangSpread(const std::vector<PodInfoPtr>& members,
   std::vector<std::string> alike(n);
   auto alikeKey = [&](size_t i) -> const std::string& {
     if (!alike[i].empty()) return alike[i];
-    const proto::Pod& p = members[i]->pod;
+    const proto::Pod& p = members[i]->pod();
     const auto& constraints = p.spec.topology_spread_constraints;
     std::string& s = alike[i];
     absl::StrAppend(&s, p.meta.namespace_, "|");

@@ -164,7 +164,7 @@ absl::StatusOr<std::vector<VolumeWrite>> planVolumes(
     const PodInfo& member = *members[i];
     for (const VolumeConstraint& v : member.volumes) {
       if (!v.to_bind) continue;
-      const std::string& ns = member.pod.meta.namespace_;
+      const std::string& ns = member.pod().meta.namespace_;
       // Shared by two members: the first one's node decides (the volume's node affinity is
       // checked against every member once the claim is bound).
       if (!claims.insert(absl::StrCat(ns, "/", v.claim)).second) continue;

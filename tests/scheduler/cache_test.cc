@@ -94,9 +94,9 @@ TEST_CASE("assume accounts a pod, forget undoes it, the informer's bind confirms
   CHECK(freeGpus(cache, "n1") == 8);
 
   REQUIRE(cache.assume(*p, "n1").ok());
-  cache.updatePod(p->pod);  // the informer still shows it pending: stays assumed
+  cache.updatePod(p->pod());  // the informer still shows it pending: stays assumed
   CHECK(cache.isAssumed("ml/p"));
-  proto::Pod bound = p->pod;
+  proto::Pod bound = p->pod();
   bound.spec.node_name = "n1";
   cache.updatePod(bound);
   CHECK_FALSE(cache.isAssumed("ml/p"));

@@ -333,7 +333,7 @@ TEST_CASE("inter-pod terms among members that Muster cannot place yet are refuse
 // Where each member went, by name.
 std::map<std::string, std::string> nodesOf(const GangPlacement& p, const GangRequest& r) {
   std::map<std::string, std::string> out;
-  for (size_t i = 0; i < p.assignments.size(); ++i) out[r.members[i]->pod.meta.name] = p.assignments[i].node;
+  for (size_t i = 0; i < p.assignments.size(); ++i) out[r.members[i]->pod().meta.name] = p.assignments[i].node;
   return out;
 }
 

@@ -307,6 +307,41 @@ TEST_CASE("placed members count as bound, and a bind failure puts them back", "[
   CHECK(again.bound.size() == 1);
 }
 
+TEST_CASE("the queue shares a pending pod with the informer and lets it go once it is seen bound",
+          "[queue]") {
+  FakeClock clock;
+  ClusterCache cache({});
+  cache.addNode(node("n1").gpus(8));
+  cache.addNode(node("n2").gpus(8));
+  SchedulingQueue q(config(), clock.clock(), kNoGroups);
+  std::vector<std::shared_ptr<const proto::Pod>> pending;
+  for (int i = 0; i < 2; ++i) {
+    pending.push_back(std::make_shared<const proto::Pod>(pod("g-" + std::to_string(i)).gpus(8).gang("g", 2).build()));
+    REQUIRE(q.addOrUpdatePod(pending.back()).ok());
+  }
+  GangAttempt late;  // the same gang, without its members
+  {
+    GangAttempt a = *q.pop();
+    late.key = a.key;
+    REQUIRE(a.members.size() == 2);
+    CHECK(&a.members[0]->pod() == pending[0].get());  // not a copy
+    PlacementResult r = place(q.buildRequest(a), cache);
+    REQUIRE(std::holds_alternative<GangPlacement>(r));
+    q.reportPlaced(a, std::get<GangPlacement>(r));
+  }
+  // Placed, not yet seen bound: the queue keeps each member to requeue it if its bind fails.
+  CHECK(pending[0].use_count() == 2);
+  CHECK(pending[1].use_count() == 2);
+  proto::Pod bound = *pending[0];
+  bound.spec.node_name = "n1";
+  REQUIRE(q.addOrUpdatePod(bound).ok());
+  CHECK(pending[0].use_count() == 1);
+  CHECK(pending[1].use_count() == 2);
+  // A failure reported late for the pod seen bound requeues only the other one.
+  q.reportBindFailed(late, {"ml/g-0", "ml/g-1"});
+  CHECK(q.pendingPodCount() == 1);
+}
+
 TEST_CASE("a lone pod whose bind failed is tried again after its backoff", "[queue]") {
   FakeClock clock;
   ClusterCache cache({});

@@ -283,7 +283,7 @@ struct Limits {
   }
   PlacementResult placeGang(std::vector<PodInfoPtr> members) {
     GangRequest r;
-    r.key = GangKey{"ml", members.size() == 1 ? members[0]->pod.meta.name : "g",
+    r.key = GangKey{"ml", members.size() == 1 ? members[0]->pod().meta.name : "g",
                     members.size() == 1};
     r.min_member = static_cast<int32_t>(members.size());
     r.members = std::move(members);
