@@ -144,15 +144,16 @@ void ClusterCache::releaseSlotIfUnused(NodeId id) {
   free_slots_.push_back(id);
 }
 
-void ClusterCache::upsertNode(const proto::Node& node) {
+void ClusterCache::upsertNode(std::shared_ptr<const proto::Node> shared) {
+  const proto::Node& node = *shared;
   NodeId id = slotFor(node.meta.name);
   NodeInfo& n = nodes_[id];
   bool was_present = n.present;
-  if (!was_present || !sameTopologyLabels(levels_, n.labels, node.meta.labels)) {
+  if (!was_present || !sameTopologyLabels(levels_, n.labels(), node.meta.labels)) {
     topology_dirty_ = true;
   }
   Resources before = clampedFree(n);
-  n.labels = node.meta.labels;
+  n.shared_labels = std::shared_ptr<const proto::Labels>(std::move(shared), &node.meta.labels);
   n.taints = node.spec.taints;
   n.unschedulable = node.spec.unschedulable;
   n.ready = node.isReady();
@@ -177,7 +178,7 @@ void ClusterCache::removeNode(std::string_view name) {
   NodeInfo& n = nodes_[id];
   n.present = false;
   n.allocatable = Resources{};
-  n.labels.clear();
+  n.shared_labels.reset();
   n.taints.clear();
   --present_count_;
   topology_dirty_ = true;
@@ -355,8 +356,8 @@ void ClusterCache::countWorkload(const PlacedPod& placed, const Resources& reque
 int64_t ClusterCache::modelScarcity(const NodeInfo& n) const {
   if (model_demand_.empty()) return 0;
   for (const char* key : {proto::vocabulary::kLabelGpuModel, proto::vocabulary::kLabelGpuProduct}) {
-    auto label = n.labels.find(key);
-    if (label == n.labels.end()) continue;
+    auto label = n.labels().find(key);
+    if (label == n.labels().end()) continue;
     auto demand = model_demand_.find(label->second);
     if (demand == model_demand_.end()) return 0;
     (void)topology();  // model_supply_ is counted with it
@@ -576,15 +577,15 @@ void ClusterCache::rebuildTopology() const {
     if (!n.present) continue;
     t.order.push_back(id);
     for (const char* key : {proto::vocabulary::kLabelGpuModel, proto::vocabulary::kLabelGpuProduct}) {
-      if (auto m = n.labels.find(key); m != n.labels.end()) {
+      if (auto m = n.labels().find(key); m != n.labels().end()) {
         int64_t& supply = model_supply_[m->second];
         supply = saturatingAdd(supply, n.allocatable[gpu_]);
         break;
       }
     }
     for (size_t l = 0; l < levels; ++l) {
-      auto it = n.labels.find(levels_[l]);
-      if (it != n.labels.end()) path[id][l] = it->second;
+      auto it = n.labels().find(levels_[l]);
+      if (it != n.labels().end()) path[id][l] = it->second;
     }
   }
   std::sort(t.order.begin(), t.order.end(), [&](NodeId a, NodeId b) {

@@ -99,10 +99,15 @@ using VolumeLimits = absl::flat_hash_map<std::string, int64_t>;
 // class's provisioner while it is unbound.
 using ClaimDriver = std::function<std::string(std::string_view ns, std::string_view claim)>;
 
+inline const proto::Labels kNoLabels;
+
 struct NodeInfo {
   std::string name;
   bool present = false;  // the Node object is known (false: only pods bound to it are)
-  proto::Labels labels;
+  // The Node's labels, shared with the informer's store (a pointer into its Node, owning it);
+  // null for a node known only by the pods bound to it.
+  std::shared_ptr<const proto::Labels> shared_labels;
+  const proto::Labels& labels() const { return shared_labels ? *shared_labels : kNoLabels; }
   std::vector<proto::Taint> taints;
   bool unschedulable = false;  // spec.unschedulable (cordoned)
   bool ready = false;          // the Ready condition is True
@@ -202,8 +207,11 @@ class ClusterCache {
   explicit ClusterCache(std::vector<std::string> topology_levels);
 
   // Informer events. add and update are the same upsert.
-  void addNode(const proto::Node& node) { upsertNode(node); }
-  void updateNode(const proto::Node& node) { upsertNode(node); }
+  // The cache keeps the Node's labels (shared, not copied).
+  void addNode(std::shared_ptr<const proto::Node> node) { upsertNode(std::move(node)); }
+  void updateNode(std::shared_ptr<const proto::Node> node) { upsertNode(std::move(node)); }
+  void addNode(const proto::Node& node) { upsertNode(std::make_shared<const proto::Node>(node)); }
+  void updateNode(const proto::Node& node) { upsertNode(std::make_shared<const proto::Node>(node)); }
   void removeNode(const proto::Node& node) { removeNode(node.meta.name); }
   void removeNode(std::string_view name);
   void addPod(const proto::Pod& pod) { upsertPod(pod); }
@@ -323,7 +331,7 @@ class ClusterCache {
   void indexUnit(const std::string& key, const CachedPod& cached);
   void unindexUnit(const std::string& key, const GangKey& unit);
 
-  void upsertNode(const proto::Node& node);
+  void upsertNode(std::shared_ptr<const proto::Node> node);
   void upsertPod(const proto::Pod& pod);
   // Accounts again the pods that requested names no node had advertised, once more are interned.
   void reaccountUnadvertised();

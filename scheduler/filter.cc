@@ -46,13 +46,13 @@ Status filterTaintToleration(const PodInfo& pod, const NodeInfo& node) {
 Status filterNodeAffinity(const PodInfo& pod, const NodeInfo& node) {
   const proto::PodSpec& spec = pod.pod().spec;
   for (const auto& [key, value] : spec.node_selector) {
-    auto it = node.labels.find(key);
-    if (it == node.labels.end() || it->second != value) {
+    auto it = node.labels().find(key);
+    if (it == node.labels().end() || it->second != value) {
       return Status::unresolvable(std::string(kReasonNodeAffinity));
     }
   }
   if (spec.affinity && spec.affinity->node_affinity.required &&
-      !spec.affinity->node_affinity.required->matches(node.labels, node.name)) {
+      !spec.affinity->node_affinity.required->matches(node.labels(), node.name)) {
     return Status::unresolvable(std::string(kReasonNodeAffinity));
   }
   return Status::success();
@@ -80,7 +80,7 @@ bool canProvisionOn(const VolumeConstraint& v, const proto::Labels& node_labels,
 Status filterVolumeBinding(const PodInfo& pod, const NodeInfo& node) {
   for (const VolumeConstraint& v : pod.volumes) {
     if (v.to_bind) {
-      if (!volumeFor(v, node.labels, node.name))
+      if (!volumeFor(v, node.labels(), node.name))
         return Status::unresolvable(std::string(kReasonVolumeBindConflict));
       continue;
     }
@@ -88,7 +88,7 @@ Status filterVolumeBinding(const PodInfo& pod, const NodeInfo& node) {
       return Status::unresolvable(absl::StrCat("PersistentVolume ", v.volume, " of claim ", v.claim,
                                                " not found"));
     }
-    if (v.node_affinity && !v.node_affinity->matches(node.labels, node.name)) {
+    if (v.node_affinity && !v.node_affinity->matches(node.labels(), node.name)) {
       return Status::unresolvable(std::string(kReasonVolumeNodeAffinity));
     }
   }
@@ -156,7 +156,7 @@ Status filterNode(const PodInfo& pod, const NodeInfo& node) {
 int64_t preferredAffinityScore(const PodInfo& pod, const NodeInfo& node) {
   if (!pod.has_preferred_affinity) return 0;
   return proto::preferredSchedulingScore(pod.pod().spec.affinity->node_affinity.preferred,
-                                         node.labels, node.name);
+                                         node.labels(), node.name);
 }
 
 void FilterDiagnosis::add(const Status& status) {

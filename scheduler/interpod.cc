@@ -44,8 +44,8 @@ bool namespaceSelected(const proto::PodAffinityTerm& term, std::string_view owne
 }
 
 const std::string* labelOf(const NodeInfo& node, const std::string& key) {
-  auto it = node.labels.find(key);
-  return it == node.labels.end() ? nullptr : &it->second;
+  auto it = node.labels().find(key);
+  return it == node.labels().end() ? nullptr : &it->second;
 }
 
 void appendSelector(std::string* out, const std::optional<proto::LabelSelector>& s) {
@@ -69,10 +69,10 @@ bool nestsIn(const ClusterCache& cache, const std::string& inner, const std::str
   absl::flat_hash_map<std::string_view, std::string_view> parent;
   for (NodeId id : cache.topology().order) {
     const NodeInfo& n = cache.node(id);
-    auto in = n.labels.find(inner);
-    if (in == n.labels.end()) continue;
-    auto out = n.labels.find(outer);
-    if (out == n.labels.end()) return false;
+    auto in = n.labels().find(inner);
+    if (in == n.labels().end()) continue;
+    auto out = n.labels().find(outer);
+    if (out == n.labels().end()) return false;
     auto [it, added] = parent.try_emplace(in->second, out->second);
     if (!added && it->second != out->second) return false;
   }
@@ -265,13 +265,13 @@ bool InterPodFilter::affinityMet(const NodeInfo& node, const absl::flat_hash_set
 
 int64_t InterPodScore::score(const NodeInfo& node) const {
   int64_t sum = 0;
-  if (pairs_.size() < node.labels.size()) {
+  if (pairs_.size() < node.labels().size()) {
     for (const auto& [pair, weight] : pairs_) {
       const std::string* v = labelOf(node, pair.first);
       if (v != nullptr && *v == pair.second) sum += weight;
     }
   } else {
-    for (const auto& [k, v] : node.labels) {
+    for (const auto& [k, v] : node.labels()) {
       auto it = pairs_.find(std::make_pair(k, v));
       if (it != pairs_.end()) sum += it->second;
     }

@@ -350,7 +350,7 @@ int64_t staticVolumeRoom(const PodInfo& pod, const NodeInfo& n) {
   std::map<const std::vector<CandidateVolume>*, int64_t> reach, claims;
   for (const VolumeConstraint& v : pod.volumes) {
     if (!v.to_bind) continue;
-    if (canProvisionOn(v, n.labels, n.name)) continue;
+    if (canProvisionOn(v, n.labels(), n.name)) continue;
     // Claims with equal candidate lists share them: key by the first such list seen.
     auto same = [](const std::vector<CandidateVolume>& a, const std::vector<CandidateVolume>& b) {
       return std::equal(a.begin(), a.end(), b.begin(), b.end(),
@@ -362,7 +362,7 @@ int64_t staticVolumeRoom(const PodInfo& pod, const NodeInfo& n) {
     if (!reach.contains(key)) {
       int64_t r = 0;
       for (const CandidateVolume& c : v.candidates)
-        if (!c.node_affinity || c.node_affinity->matches(n.labels, n.name)) ++r;
+        if (!c.node_affinity || c.node_affinity->matches(n.labels(), n.name)) ++r;
       reach[key] = r;
     }
     ++claims[key];
@@ -523,7 +523,7 @@ void Placer::buildGroups() {
       a.anti_affinity = true;
       for (NodeId id : topo_.order) {
         const NodeInfo& n = cache_.node(id);
-        if (auto it = n.labels.find(a.key); it != n.labels.end()) a.counts.try_emplace(it->second, 0);
+        if (auto it = n.labels().find(a.key); it != n.labels().end()) a.counts.try_emplace(it->second, 0);
       }
       for (size_t k = 0; k < a.counts.size(); ++k) a.sorted.push_back(0);
       g.gang_constraints.insert(g.gang_constraints.begin(), std::move(a));
@@ -1214,12 +1214,12 @@ void Placer::applyGangTerms(int level, uint32_t idx, size_t gi, const std::vecto
     for (uint32_t p = b; p < e; ++p) {
       const NodeInfo& n = nodeAt(p);
       if (dep.inter->affinityMet(n, none)) met_room += (*dep.cap)[p];
-      else if (auto it = n.labels.find(keys[0]); it != n.labels.end()) room[it->second] += (*dep.cap)[p];
+      else if (auto it = n.labels().find(keys[0]); it != n.labels().end()) room[it->second] += (*dep.cap)[p];
     }
     for (uint32_t p = b; p < e; ++p) {
       if (cap[p] == 0) continue;
-      auto it = nodeAt(p).labels.find(keys[0]);
-      auto r = it == nodeAt(p).labels.end() ? room.end() : room.find(it->second);
+      auto it = nodeAt(p).labels().find(keys[0]);
+      auto r = it == nodeAt(p).labels().end() ? room.end() : room.find(it->second);
       if (met_room + (r == room.end() ? 0 : r->second) < dep.count) cut(p);
     }
   }
@@ -1230,14 +1230,14 @@ void Placer::applyGangTerms(int level, uint32_t idx, size_t gi, const std::vecto
     for (const auto& [pos, k] : fill_out_[x]) {
       const NodeInfo& n = nodeAt(pos);
       for (const std::string& key : g.inter->affinityKeys())
-        if (auto it = n.labels.find(key); it != n.labels.end()) met.emplace(key, it->second);
+        if (auto it = n.labels().find(key); it != n.labels().end()) met.emplace(key, it->second);
     }
   }
   for (const auto& [x, key] : g.excludes) {
     if (!placed(x)) continue;
     for (const auto& [pos, k] : fill_out_[x]) {
       const NodeInfo& n = nodeAt(pos);
-      if (auto it = n.labels.find(key); it != n.labels.end()) avoid.emplace(key, it->second);
+      if (auto it = n.labels().find(key); it != n.labels().end()) avoid.emplace(key, it->second);
     }
   }
   if (!g.needs.empty() || !avoid.empty()) {
@@ -1246,8 +1246,8 @@ void Placer::applyGangTerms(int level, uint32_t idx, size_t gi, const std::vecto
       const NodeInfo& n = nodeAt(p);
       bool ok = g.needs.empty() || g.inter->affinityMet(n, met);
       for (auto a = avoid.begin(); ok && a != avoid.end(); ++a) {
-        auto it = n.labels.find(a->first);
-        ok = it == n.labels.end() || it->second != a->second;
+        auto it = n.labels().find(a->first);
+        ok = it == n.labels().end() || it->second != a->second;
       }
       if (!ok) cut(p);
     }
@@ -1380,8 +1380,8 @@ int64_t Placer::distributeSpread(int level, uint32_t idx, const Group& g,
   int64_t loose_room = 0;
   for (uint32_t p = unitBegin(level, idx), e = unitEnd(level, idx); p < e; ++p) {
     const NodeInfo& n = nodeAt(p);
-    auto label = n.labels.find(primary.key);
-    if (label == n.labels.end()) {
+    auto label = n.labels().find(primary.key);
+    if (label == n.labels().end()) {
       if (loose_ok && (*g.cap)[p] > 0) {
         loose.push_back(Child{(*g.cap)[p], preference(g, n), freeDom(levels_, p), p});
         loose_room += (*g.cap)[p];
@@ -1393,8 +1393,8 @@ int64_t Placer::distributeSpread(int level, uint32_t idx, const Group& g,
     domains[it->second].placed += countedAt(counted_primary, p);
     int64_t host_have = -1;
     if (host) {
-      auto h = n.labels.find(host->key);
-      auto here = h == n.labels.end() ? host->counts.end() : host->counts.find(h->second);
+      auto h = n.labels().find(host->key);
+      auto here = h == n.labels().end() ? host->counts.end() : host->counts.find(h->second);
       if (here != host->counts.end()) host_have = here->second + countedAt(counted_host, p);
     }
     slots.push_back(Slot{p, it->second, (*g.cap)[p], host_have});

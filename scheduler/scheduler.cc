@@ -384,10 +384,10 @@ void Scheduler::onPodDelete(const std::shared_ptr<const Pod>& pod) {
 void Scheduler::onNode(const std::shared_ptr<const Node>& old_node,
                        const std::shared_ptr<const Node>& node) {
   if (!old_node) {
-    cache_.addNode(*node);
+    cache_.addNode(node);
     queue_.onClusterEvent(ClusterEvent::kNodeAdded);
   } else {
-    cache_.updateNode(*node);
+    cache_.updateNode(node);
     if (nodeChangedForScheduling(*old_node, *node)) queue_.onClusterEvent(ClusterEvent::kNodeUpdated);
   }
   kick();
@@ -789,7 +789,7 @@ void Scheduler::checkVolumeBindings() {
         auto claim = claims_.get(member.pod().meta.namespace_, v.claim);
         auto pv = claim ? volumes_.get("", claim->volume_name) : nullptr;
         if (pv && pv->node_affinity && id &&
-            !pv->node_affinity->matches(cache_.node(*id).labels, node_name)) {
+            !pv->node_affinity->matches(cache_.node(*id).labels(), node_name)) {
           conflict = absl::StrCat("PersistentVolume ", pv->meta.name, " bound to claim ", v.claim,
                                   " cannot be reached from node ", node_name, " of pod ",
                                   member.key, ": ", std::string(kReasonVolumeNodeAffinity));

@@ -19,8 +19,8 @@ bool isEmpty(const proto::LabelSelector& s) {
 }
 
 const std::string* labelOf(const NodeInfo& node, const std::string& key) {
-  auto it = node.labels.find(key);
-  return it == node.labels.end() ? nullptr : &it->second;
+  auto it = node.labels().find(key);
+  return it == node.labels().end() ? nullptr : &it->second;
 }
 
 // Whether `node` counts for constraint `c` of `pod` (its node inclusion policies).

@@ -170,7 +170,7 @@ absl::StatusOr<std::vector<VolumeWrite>> planVolumes(
       if (!claims.insert(absl::StrCat(ns, "/", v.claim)).second) continue;
       std::optional<NodeId> id = cache.findNode(nodes[i]);
       std::optional<std::string> volume;
-      if (id) volume = volumeFor(v, cache.node(*id).labels, nodes[i], given);
+      if (id) volume = volumeFor(v, cache.node(*id).labels(), nodes[i], given);
       if (!volume) {
         return absl::FailedPreconditionError(absl::StrCat(
             "pod ", member.key, " on node ", nodes[i], ": PersistentVolumeClaim ", v.claim,

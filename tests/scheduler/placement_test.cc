@@ -42,7 +42,7 @@ Unschedulable refused(const PlacementResult& r) {
 std::set<std::string> racksOf(const ClusterCache& cache, const GangPlacement& p) {
   std::set<std::string> racks;
   for (const Assignment& a : p.assignments) {
-    racks.insert(cache.node(*cache.findNode(a.node)).labels.at(testing::kRack));
+    racks.insert(cache.node(*cache.findNode(a.node)).labels().at(testing::kRack));
   }
   return racks;
 }

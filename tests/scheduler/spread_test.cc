@@ -201,7 +201,7 @@ GangRequest request(const std::string& name, std::vector<PodInfoPtr> members) {
 std::map<std::string, int> perDomain(const GangPlacement& p, const ClusterCache& cache,
                                      const std::string& key, std::map<std::string, int> existing = {}) {
   for (const Assignment& a : p.assignments)
-    ++existing[cache.node(*cache.findNode(a.node)).labels.at(key)];
+    ++existing[cache.node(*cache.findNode(a.node)).labels().at(key)];
   return existing;
 }
 
