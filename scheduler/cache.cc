@@ -258,7 +258,7 @@ void ClusterCache::upsertPod(const proto::Pod& pod) {
   const int32_t index = milli > 0 ? gpuIndexOf(pod).value_or(-1) : -1;  // -1: none written
   if (it != pods_.end()) {
     CachedPod& cached = it->second;
-    if (nodes_[cached.node].name == pod.spec.node_name && cached.requests == requests &&
+    if (nodes_[cached.node].name == pod.spec.node_name && *cached.requests == requests &&
         cached.ports == ports && cached.gpu_milli == milli &&
         (index < 0 || index == cached.gpu_index)) {
       const bool was_assumed = cached.assumed;
@@ -284,7 +284,7 @@ void ClusterCache::upsertPod(const proto::Pod& pod) {
     removePod(key);
   }
   NodeId id = slotFor(pod.spec.node_name);
-  CachedPod cached{id, requests, std::move(ports), false,
+  CachedPod cached{id, std::make_shared<const Resources>(requests), std::move(ports), false,
                    unadvertised ? std::make_shared<const proto::Pod>(pod) : nullptr, placedOf(pod),
                    milli, index};
   account(id, requests, cached.ports, +1, shareGpu(cached, +1));
@@ -316,9 +316,9 @@ absl::Status ClusterCache::suspend(std::string_view pod_key) {
   auto it = pods_.find(av(pod_key));
   if (it == pods_.end()) return absl::NotFoundError(absl::StrCat("suspend ", av(pod_key), ": not placed"));
   CachedPod& cached = it->second;
-  account(cached.node, cached.requests, cached.ports, -1, shareGpu(cached, -1));
+  account(cached.node, *cached.requests, cached.ports, -1, shareGpu(cached, -1));
   countClaims(*cached.placed, cached.node, -1);
-  countWorkload(*cached.placed, cached.requests, cached.gpu_milli, -1);
+  countWorkload(*cached.placed, *cached.requests, cached.gpu_milli, -1);
   with_anti_affinity_.erase(it->first);
   with_terms_.erase(it->first);
   suspended_.emplace(it->first, std::move(cached));
@@ -333,7 +333,7 @@ absl::Status ClusterCache::resume(std::string_view pod_key) {
   CachedPod cached = std::move(it->second);
   std::string key = it->first;
   suspended_.erase(it);
-  account(cached.node, cached.requests, cached.ports, +1, shareGpu(cached, +1));
+  account(cached.node, *cached.requests, cached.ports, +1, shareGpu(cached, +1));
   insertPod(std::move(key), std::move(cached), /*index_unit=*/false);
   return absl::OkStatus();
 }
@@ -432,7 +432,7 @@ void ClusterCache::unindexUnit(const std::string& key, const GangKey& unit) {
 void ClusterCache::insertPod(std::string key, CachedPod cached, bool index_unit) {
   if (index_unit) indexUnit(key, cached);
   countClaims(*cached.placed, cached.node, +1);
-  countWorkload(*cached.placed, cached.requests, cached.gpu_milli, +1);
+  countWorkload(*cached.placed, *cached.requests, cached.gpu_milli, +1);
   if (!cached.placed->required_anti_affinity.empty()) with_anti_affinity_.insert(key);
   if (cached.placed->anyTerm()) with_terms_.insert(key);
   pods_.emplace(std::move(key), std::move(cached));
@@ -454,9 +454,9 @@ void ClusterCache::removePod(std::string_view pod_key) {
   auto it = pods_.find(av(pod_key));
   if (it == pods_.end()) return;
   NodeId id = it->second.node;
-  account(id, it->second.requests, it->second.ports, -1, shareGpu(it->second, -1));
+  account(id, *it->second.requests, it->second.ports, -1, shareGpu(it->second, -1));
   countClaims(*it->second.placed, id, -1);
-  countWorkload(*it->second.placed, it->second.requests, it->second.gpu_milli, -1);
+  countWorkload(*it->second.placed, *it->second.requests, it->second.gpu_milli, -1);
   unindexUnit(it->first, it->second.placed->unit);
   with_anti_affinity_.erase(it->first);
   with_terms_.erase(it->first);
@@ -472,7 +472,7 @@ absl::Status ClusterCache::assume(const PodInfo& pod, std::string_view node, int
     return absl::AlreadyExistsError(absl::StrCat("assume ", pod.key, ": already on node ",
                                                  nodes_[it->second.node].name));
   }
-  CachedPod cached{*id, pod.requests, pod.host_ports, true, nullptr, placedOf(pod.pod()), pod.gpu_milli,
+  CachedPod cached{*id, std::make_shared<const Resources>(pod.requests), pod.host_ports, true, nullptr, placedOf(pod.pod()), pod.gpu_milli,
                    pod.gpu_milli > 0 ? gpu_index : -1};
   account(*id, pod.requests, pod.host_ports, +1, shareGpu(cached, +1));
   insertPod(pod.key, std::move(cached));

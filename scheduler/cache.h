@@ -85,7 +85,7 @@ struct UnitMember {
   NodeId node = 0;
   int32_t priority = 0;
   absl::Time started = absl::InfinitePast();
-  Resources requests;
+  std::shared_ptr<const Resources> requests;  // never null; the cache's own (not a copy)
   // Assumed (its bind in flight), terminating, or already marked preempted: the gang is not a
   // candidate victim.
   bool busy = false;
@@ -262,7 +262,7 @@ class ClusterCache {
   template <class F>
   void forEachPlacedPodEntry(F&& f) const {
     for (const auto& [key, cached] : pods_)
-      f(std::string_view(key), *cached.placed, cached.node, cached.requests, cached.assumed);
+      f(std::string_view(key), *cached.placed, cached.node, *cached.requests, cached.assumed);
   }
   // Every gang (gangKeyOf) with placed pods, and those pods: f(const GangKey&,
   // const std::vector<UnitMember>&). Kept incrementally; suspend() does not change it.
@@ -310,7 +310,8 @@ class ClusterCache {
  private:
   struct CachedPod {
     NodeId node = 0;
-    Resources requests;
+    // Shared with the pod's UnitMember (a Resources is 384 bytes, mostly zeros).
+    std::shared_ptr<const Resources> requests;  // never null
     std::vector<HostPort> ports;
     bool assumed = false;
     // Kept only for a pod requesting a resource no node had advertised when it was accounted

@@ -60,9 +60,9 @@ std::vector<Candidate> collect(const GangRequest& request, const PreemptionReque
           m.started == absl::InfinitePast()
               ? 0
               : std::max<int64_t>(0, absl::ToInt64Seconds(preemption.now - m.started));
-      const int64_t gpus = (gpu ? m.requests[*gpu] : 0) + (amd ? m.requests[*amd] : 0);
+      const int64_t gpus = (gpu ? (*m.requests)[*gpu] : 0) + (amd ? (*m.requests)[*amd] : 0);
       c.unit.gpu_seconds = saturatingAdd(c.unit.gpu_seconds, saturatingMul(gpus, running));
-      cpu_milli_seconds = saturatingAdd(cpu_milli_seconds, saturatingMul(m.requests[kCpu], running));
+      cpu_milli_seconds = saturatingAdd(cpu_milli_seconds, saturatingMul((*m.requests)[kCpu], running));
       c.unit.running_seconds = saturatingAdd(c.unit.running_seconds, running);
     }
     c.unit.cpu_seconds = cpu_milli_seconds / 1000;
@@ -312,7 +312,7 @@ class Chooser {
       if (c.pdb && !with_pdb) continue;
       for (const UnitMember& m : *c.members) {
         const NodeId node = m.node;
-        const Resources& requests = m.requests;
+        const Resources& requests = *m.requests;
         std::optional<uint32_t> key = scopeOf(node);
         if (!key) continue;
         uint32_t& slot = by_key[*key];
@@ -520,7 +520,7 @@ class Chooser {
         if (!scope_.confined || (pos >= scope_.begin && pos < scope_.end)) {
           Resources& f = freedOn(m.node);
           total_ -= capOf(m.node, f);
-          f += m.requests;
+          f += *m.requests;
           total_ += capOf(m.node, f);
         }
       }
