@@ -63,20 +63,13 @@ int64_t fragmentation(const NodeSlack& s, const std::vector<WorkloadProfile::Cla
     int64_t unusable = total;
     if (p.milli > 0) {
       // Fractions fill a GPU several at a time: what as many of them as the node's GPUs, CPU and
-      // memory take leaves, plus (FGD's measure) the GPUs with less than one pod's share free,
-      // which no pod of the shape can use whatever else comes: all of it where none fits.
+      // memory take leaves.
       int64_t pods = saturatingMul(s.whole, 1000 / p.milli);
-      int64_t slivers = 0;
-      for (int64_t f : s.shared) {
-        pods = saturatingAdd(pods, f / p.milli);
-        if (f < p.milli) slivers += f;
-      }
+      for (int64_t f : s.shared) pods = saturatingAdd(pods, f / p.milli);
       if (p.cpu > 0) pods = std::min(pods, std::max<int64_t>(0, s.cpu) / p.cpu);
       if (p.memory > 0) pods = std::min(pods, std::max<int64_t>(0, s.memory) / p.memory);
       if (p.rdma > 0) pods = std::min(pods, std::max<int64_t>(0, s.rdma) / p.rdma);
-      if (pods == 0) slivers = total;
-      unusable = saturatingAdd(std::max<int64_t>(0, saturatingSub(total, saturatingMul(pods, p.milli))),
-                               slivers);
+      unusable = std::max<int64_t>(0, saturatingSub(total, saturatingMul(pods, p.milli)));
     } else if (host && s.whole >= p.gpus) {
       unusable = partial;  // whole GPUs: the partly used ones
     }

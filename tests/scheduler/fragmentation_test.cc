@@ -21,16 +21,11 @@ TEST_CASE("fragmentation counts the free GPU capacity each shape cannot use, by 
   // Two 2-GPU pods for every half GPU: 3900 thousandths free in all.
   const Classes classes{{PodShape{8000, 16 * kGi, 2, 0}, 2}, {PodShape{4000, 8 * kGi, 0, 500}, 1}};
   // 2 GPUs fit: the shared ones' 900 are unusable to them. Halves: 3 * 2 + 0 + 1 = 7 fit the
-  // GPUs, but 20 cores hold 5: 3900 - 2500 = 1400 left, plus the 300 of the GPU with less than a
-  // half free, which no half can use whatever else comes.
-  CHECK(fragmentation(s, classes) == 2 * 900 + 1 * (1400 + 300));
+  // GPUs, but 20 cores hold 5: 3900 - 2500 = 1400.
+  CHECK(fragmentation(s, classes) == 2 * 900 + 1 * 1400);
   // Short of cores for a 2-GPU pod: all 3900 is unusable to it; 5 cores hold one half.
   s.cpu = 5000;
-  CHECK(fragmentation(s, classes) == 2 * 3900 + 1 * (3900 - 500 + 300));
-  // Short of cores for a half too: all of it, for both measures.
-  s.cpu = 3000;
-  CHECK(fragmentation(s, classes) == 2 * 3900 + 1 * (3900 + 3900));
-  s.cpu = 5000;
+  CHECK(fragmentation(s, classes) == 2 * 3900 + 1 * (3900 - 500));
   // A shape needing a NIC the node lacks cannot use anything there.
   const Classes nic{{PodShape{0, 0, 1, 0, 1}, 1}};
   CHECK(fragmentation(s, nic) == 3900);
