@@ -309,27 +309,37 @@ rules:
 """
 
 
+def audit_events(path, start=0, end=None, must_contain=None):
+    """The events of kube-apiserver's JSON audit log (one object per line) from byte `start` to
+    `end` (default: its end); a last line still being written is left out, and with `must_contain`
+    only lines holding those bytes are parsed."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        while end is None or f.tell() < end:
+            line = f.readline()
+            if not line.endswith(b"\n"):
+                return
+            if must_contain and must_contain not in line:
+                continue
+            try:
+                yield json.loads(line)
+            except ValueError:
+                continue
+
+
 def audit_counts(path, agent_prefix, start=0):
     """Completed requests in kube-apiserver's JSON audit log from byte `start` on, of the user
     agents starting with `agent_prefix`: {(verb, resource[/subresource]): count}. A last line still
     being written is left out."""
     counts = collections.Counter()
-    with open(path, "rb") as f:
-        f.seek(start)
-        for line in f:
-            if not line.endswith(b"\n"):
-                break
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if not ev.get("userAgent", "").startswith(agent_prefix):
-                continue
-            if ev.get("stage") not in ("ResponseComplete", "Panic"):
-                continue
-            ref = ev.get("objectRef") or {}
-            res = ref.get("resource", "") + ("/" + ref["subresource"] if ref.get("subresource") else "")
-            counts[(ev.get("verb", "?"), res or ev.get("requestURI", "?").split("?")[0])] += 1
+    for ev in audit_events(path, start):
+        if not ev.get("userAgent", "").startswith(agent_prefix):
+            continue
+        if ev.get("stage") not in ("ResponseComplete", "Panic"):
+            continue
+        ref = ev.get("objectRef") or {}
+        res = ref.get("resource", "") + ("/" + ref["subresource"] if ref.get("subresource") else "")
+        counts[(ev.get("verb", "?"), res or ev.get("requestURI", "?").split("?")[0])] += 1
     return counts
 
 
@@ -337,28 +347,17 @@ def audit_bind_times(path, start, end):
     """When kube-apiserver answered each successful Binding create (stageTimestamp, microseconds)
     between two offsets of its audit log: seconds since the epoch, sorted."""
     times = []
-    with open(path, "rb") as f:
-        f.seek(start)
-        while f.tell() < end:
-            line = f.readline()
-            if not line.endswith(b"\n"):
-                break
-            if b'"binding"' not in line:
-                continue
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            ref = ev.get("objectRef") or {}
-            if (ev.get("verb") != "create" or ref.get("subresource") != "binding"
-                    or ev.get("stage") != "ResponseComplete"
-                    or (ev.get("responseStatus") or {}).get("code") != 201):
-                continue
-            stamp = ev.get("stageTimestamp", "").replace("Z", "+00:00")
-            try:
-                times.append(datetime.datetime.fromisoformat(stamp).timestamp())
-            except ValueError:
-                continue
+    for ev in audit_events(path, start, end, must_contain=b'"binding"'):
+        ref = ev.get("objectRef") or {}
+        if (ev.get("verb") != "create" or ref.get("subresource") != "binding"
+                or ev.get("stage") != "ResponseComplete"
+                or (ev.get("responseStatus") or {}).get("code") != 201):
+            continue
+        try:
+            times.append(datetime.datetime.fromisoformat(
+                ev.get("stageTimestamp", "").replace("Z", "+00:00")).timestamp())
+        except ValueError:
+            continue
     return sorted(times)
 
 
