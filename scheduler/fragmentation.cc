@@ -29,6 +29,11 @@ const std::vector<WorkloadProfile::Class>& WorkloadProfile::classes() const {
   const size_t keep = std::min(top_.size(), kMaxClasses);
   std::partial_sort(top_.begin(), top_.begin() + static_cast<std::ptrdiff_t>(keep), top_.end(), order);
   top_.resize(keep);
+  auto prior = std::find_if(top_.begin(), top_.end(), [](const Class& c) { return c.shape == kPrior; });
+  if (prior != top_.end())
+    ++prior->weight;
+  else
+    top_.push_back(Class{kPrior, 1});
   changes_ = 0;
   counted_ = true;
   return top_;
@@ -63,13 +68,20 @@ int64_t fragmentation(const NodeSlack& s, const std::vector<WorkloadProfile::Cla
     int64_t unusable = total;
     if (p.milli > 0) {
       // Fractions fill a GPU several at a time: what as many of them as the node's GPUs, CPU and
-      // memory take leaves.
+      // memory take leaves, plus (FGD's measure) the GPUs with less than one pod's share free,
+      // which no pod of the shape can use whatever else comes: all of it where none fits.
       int64_t pods = saturatingMul(s.whole, 1000 / p.milli);
-      for (int64_t f : s.shared) pods = saturatingAdd(pods, f / p.milli);
+      int64_t slivers = 0;
+      for (int64_t f : s.shared) {
+        pods = saturatingAdd(pods, f / p.milli);
+        if (f < p.milli) slivers += f;
+      }
       if (p.cpu > 0) pods = std::min(pods, std::max<int64_t>(0, s.cpu) / p.cpu);
       if (p.memory > 0) pods = std::min(pods, std::max<int64_t>(0, s.memory) / p.memory);
       if (p.rdma > 0) pods = std::min(pods, std::max<int64_t>(0, s.rdma) / p.rdma);
-      unusable = std::max<int64_t>(0, saturatingSub(total, saturatingMul(pods, p.milli)));
+      if (pods == 0) slivers = total;
+      unusable = saturatingAdd(std::max<int64_t>(0, saturatingSub(total, saturatingMul(pods, p.milli))),
+                               slivers);
     } else if (host && s.whole >= p.gpus) {
       unusable = partial;  // whole GPUs: the partly used ones
     }

@@ -20,9 +20,10 @@ std::string placeLone(ClusterCache& cache, testing::PodBuilder b) {
   r.members.push_back(b.info());
   PlacementResult result = place(r, cache);
   if (const Unschedulable* u = std::get_if<Unschedulable>(&result)) return "unschedulable: " + u->message;
-  const std::string at = std::get<GangPlacement>(result).assignments[0].node;
-  REQUIRE(cache.assume(*r.members[0], at).ok());
-  return at;
+  // Accounted on the GPU placement chose, as the scheduler does.
+  const Assignment& a = std::get<GangPlacement>(result).assignments[0];
+  REQUIRE(cache.assume(*r.members[0], a.node, a.gpu_index).ok());
+  return a.node;
 }
 
 const NodeInfo& nodeNamed(const ClusterCache& cache, const std::string& name) {
@@ -83,6 +84,21 @@ TEST_CASE("two fractional pods share one GPU and a third that does not fit gets 
   CHECK(nodeNamed(cache, "n").freeOf(cache.gpuResource()) == 1);
   CHECK(placeLone(cache, pod("whole2").gpus(1)) == "n");
   CHECK_FALSE(cache.sharedGpuOf("ml/whole2").has_value());
+}
+
+TEST_CASE("fractions arriving one by one on a node with little history pack its GPUs best-fit",
+          "[fraction]") {
+  // The cluster has seen only the pods placed here, so the learned shapes say little of what
+  // comes next: 0.5 + 0.3 + 0.6 + 0.2 + 0.4 fill the node's two GPUs only if each fraction takes
+  // the GPU it fills most (the end-to-end test places the same pods through the API server).
+  ClusterCache cache({});
+  cache.addNode(node("n").gpus(2));
+  for (const char* f : {"0.5", "0.3", "0.6", "0.2", "0.4"})
+    CHECK(placeLone(cache, pod(std::string("p") + f).gpuFraction(f)) == "n");
+  CHECK(sharesOf(nodeNamed(cache, "n")) == std::map<int32_t, int32_t>{{0, 1000}, {1, 1000}});
+  CHECK(cache.sharedGpuOf("ml/p0.5") == cache.sharedGpuOf("ml/p0.3"));
+  CHECK(cache.sharedGpuOf("ml/p0.5") == cache.sharedGpuOf("ml/p0.2"));
+  CHECK(cache.sharedGpuOf("ml/p0.6") == cache.sharedGpuOf("ml/p0.4"));
 }
 
 TEST_CASE("a fraction goes to the shared GPU it fills most before taking a GPU of its own",
