@@ -30,10 +30,12 @@ const std::vector<WorkloadProfile::Class>& WorkloadProfile::classes() const {
   std::partial_sort(top_.begin(), top_.begin() + static_cast<std::ptrdiff_t>(keep), top_.end(), order);
   top_.resize(keep);
   auto prior = std::find_if(top_.begin(), top_.end(), [](const Class& c) { return c.shape == kPrior; });
-  if (prior != top_.end())
+  if (prior != top_.end()) {
     ++prior->weight;
-  else
-    top_.push_back(Class{kPrior, 1});
+  } else {
+    auto seen = counts_.find(kPrior);  // among the shapes left out
+    top_.push_back(Class{kPrior, (seen == counts_.end() ? 0 : seen->second) + 1});
+  }
   changes_ = 0;
   counted_ = true;
   return top_;
