@@ -8,23 +8,13 @@
 #include "scheduler/cache.h"
 #include "scheduler/placement.h"
 #include "tests/scheduler/builders.h"
+#include "tests/scheduler/placing.h"
 
 namespace muster::scheduler {
 namespace {
 using testing::node;
 using testing::pod;
-
-std::string placeLone(ClusterCache& cache, testing::PodBuilder b) {
-  GangRequest r;
-  r.key = GangKey{"ml", "lone", true};
-  r.members.push_back(b.info());
-  PlacementResult result = place(r, cache);
-  if (const Unschedulable* u = std::get_if<Unschedulable>(&result)) return "unschedulable: " + u->message;
-  // Accounted on the GPU placement chose, as the scheduler does.
-  const Assignment& a = std::get<GangPlacement>(result).assignments[0];
-  REQUIRE(cache.assume(*r.members[0], a.node, a.gpu_index).ok());
-  return a.node;
-}
+using testing::placeLone;
 
 const NodeInfo& nodeNamed(const ClusterCache& cache, const std::string& name) {
   return cache.node(*cache.findNode(name));

@@ -5,11 +5,13 @@
 
 #include "scheduler/placement.h"
 #include "tests/scheduler/builders.h"
+#include "tests/scheduler/placing.h"
 
 namespace muster::scheduler {
 namespace {
 using testing::node;
 using testing::pod;
+using testing::placed;
 
 constexpr char kHost[] = "kubernetes.io/hostname";
 constexpr char kZoneKey[] = "topology.kubernetes.io/zone";
@@ -211,11 +213,6 @@ GangRequest gangOf(int n, const std::function<testing::PodBuilder(int)>& shape) 
   r.min_member = n;
   for (int i = 0; i < n; ++i) r.members.push_back(shape(i).info());
   return r;
-}
-
-GangPlacement placed(const PlacementResult& r) {
-  if (const Unschedulable* u = std::get_if<Unschedulable>(&r)) FAIL("unschedulable: " << u->message);
-  return std::get<GangPlacement>(r);
 }
 
 std::string refusedWith(const PlacementResult& r) {

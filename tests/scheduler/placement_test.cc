@@ -5,12 +5,15 @@
 #include <set>
 
 #include "tests/scheduler/builders.h"
+#include "tests/scheduler/placing.h"
 
 namespace muster::scheduler {
 namespace {
 using testing::addRacks;
 using testing::node;
 using testing::pod;
+using testing::placeLone;
+using testing::placed;
 
 const std::vector<std::string> kLevels{testing::kSpine, testing::kRack};
 constexpr int kSpineLevel = 0;
@@ -27,11 +30,6 @@ GangRequest gang(const std::string& name, int n, const std::function<testing::Po
 
 GangRequest fullNodeGang(const std::string& name, int n) {
   return gang(name, n, [&](int i) { return pod(name + "-w" + std::to_string(i)).gpus(8).gang(name, n); });
-}
-
-GangPlacement placed(const PlacementResult& r) {
-  if (const Unschedulable* u = std::get_if<Unschedulable>(&r)) FAIL("unschedulable: " << u->message);
-  return std::get<GangPlacement>(r);
 }
 
 Unschedulable refused(const PlacementResult& r) {
@@ -287,16 +285,6 @@ TEST_CASE("fractions of a GPU go where the GPUs keep room for the fractions that
   const GangPlacement p = placed(place(r, cache));
   CHECK(p.assignments[0].node == "a");
   CHECK(p.assignments[0].gpu_index == *cache.sharedGpuOf("ml/x"));
-}
-
-// Places a lone pod and accounts it, as the scheduler does; the node it went to.
-std::string placeLone(ClusterCache& cache, testing::PodBuilder b) {
-  GangRequest r;
-  r.key = GangKey{"ml", "lone", true};
-  r.members.push_back(b.info());
-  const std::string at = placed(place(r, cache)).assignments[0].node;
-  REQUIRE(cache.assume(*r.members[0], at).ok());
-  return at;
 }
 
 TEST_CASE("single pods pack without stranding GPUs behind exhausted CPU", "[placement]") {

@@ -9,11 +9,13 @@
 #include "absl/strings/str_join.h"
 #include "scheduler/placement.h"
 #include "tests/scheduler/builders.h"
+#include "tests/scheduler/placing.h"
 
 namespace muster::scheduler {
 namespace {
 using testing::node;
 using testing::pod;
+using testing::placed;
 
 constexpr char kHost[] = "kubernetes.io/hostname";
 constexpr char kZone[] = "topology.kubernetes.io/zone";
@@ -101,11 +103,6 @@ TEST_CASE("matchLabelKeys narrows the selector to the pod's own values", "[sprea
   CHECK(verdicts(rev2, cache).at("a1") == kReasonSpread);
   rev2.lastSpread().match_label_keys = {"rev"};
   CHECK(verdicts(rev2, cache).at("a1") == "ok");  // rev 1 is not counted
-}
-
-GangPlacement placed(const PlacementResult& r) {
-  if (const Unschedulable* u = std::get_if<Unschedulable>(&r)) FAIL("unschedulable: " << u->message);
-  return std::get<GangPlacement>(r);
 }
 
 TEST_CASE("ScheduleAnyway prefers the emptier domain over packing, and never refuses", "[spread]") {
