@@ -6,8 +6,11 @@
 # simulated nodes (which nodes, which racks), and the seed guide's mpi-sample-job run for real on
 # the real nodes: mpicc and mpirun in its pods, the ranks' output read back with kubectl logs, then
 # the seed's own troubleshooting commands, then the seed's GPU/RDMA example on the real nodes' fake
-# devices (this build's device plugin; muster-rdma-conf from this build's image). Leaves the cluster and muster-scheduler running and
-# prints how to use and stop them.
+# devices (this build's device plugin; muster-rdma-conf from this build's image). It checks its own
+# outcome (the gang bound whole, the six ranks' "Hello from MPI process" lines, the jobs Succeeded)
+# and exits non-zero when one fails, so CI runs it as a test (.ci/run). Leaves the cluster and
+# muster-scheduler running, writes DIR/env (KUBECONFIG, and PATH with kubectl and Muster's installed
+# commands: musterctl, sbatch, squeue, ...) for the README's tour, and prints how to stop them.
 #
 #   tests/demo.sh [--nodes N] [--real-nodes R]
 #     N: simulated nodes (default 32: 1 block, 1 spine, 4 racks of 8)
@@ -35,7 +38,9 @@ bash tests/install-deps.sh
 bash tests/cluster/build.sh >/dev/null
 build="${MUSTER_BUILD_DIR:-$root/build}"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j "$(nproc)" --target musterctl muster-scheduler muster-topology
+# muster_installed: every program `cmake --install` installs (CMakeLists.txt, one list), which the
+# image (tests/cluster/muster_image.sh) and the tour's commands below need.
+cmake --build "$build" -j "$(nproc)" --target muster_installed
 
 . tests/cluster/versions.sh
 dir="$MUSTER_CACHE/demo-cluster"
@@ -46,6 +51,15 @@ real_args=()
 kubeconfig=$(bash tests/cluster/up.sh --dir "$dir" --nodes "$nodes" "${real_args[@]}" | tail -n1)
 
 kubectl=("$MUSTER_BIN_DIR/kubectl" --kubeconfig "$kubeconfig")
+fail() { echo "demo.sh: FAIL: $*" >&2; exit 1; }
+# Muster's commands as a user gets them (cmake --install: muster-slurm's sbatch, squeue, ... links).
+cmake --install "$build" --prefix "$dir/muster" >/dev/null
+cat >> "$dir/env" <<ENV
+# Muster's installed commands (tests/demo.sh) and the Slurm partitions of the demo's muster-scheduler
+export PATH="$dir/muster/bin:\$PATH"
+export MUSTER_SLURM_CONFIG=file:$dir/muster.yaml
+export MUSTER_NAMESPACE=default
+ENV
 "${kubectl[@]}" apply -f manifests/crds/ >/dev/null
 
 cat > "$dir/muster.yaml" <<YAML
@@ -53,6 +67,19 @@ topologyLevels: [muster.dev/block, muster.dev/spine, muster.dev/rack]
 metricsBindAddress: 127.0.0.1:10259
 leaderElection:
   enabled: false
+# The tour's Slurm jobs (README): one partition over the simulated nodes, each job in one rack.
+slurm:
+  clusterName: demo
+  jobIds: {namespace: default, name: muster-slurm-job-ids}
+  partitions:
+  - name: gpu
+    nodeSelector: {type: kwok}
+    topologyRequired: muster.dev/rack
+    maxTime: "1-00:00:00"
+    template:
+      spec:
+        tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]
+        containers: [{name: main, image: busybox}]
 YAML
 log="$dir/logs/muster-scheduler.log"
 # The log exists before the first grep looks (the background process opens it only when it runs).
@@ -86,11 +113,15 @@ pods = [{"apiVersion": "v1", "kind": "Pod",
 print(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))
 PY
 "${kubectl[@]}" create -f "$dir/demo-gang.json" >/dev/null
+bound_train() {
+  "${kubectl[@]}" get pods -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}' |
+    awk '$1 ~ /^train-/ && $2 != ""' | wc -l
+}
 for _ in $(seq 1 300); do
-  bound=$("${kubectl[@]}" get pods -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true)
-  [ "$bound" -ge 12 ] && break
+  [ "$(bound_train)" -ge 12 ] && break
   sleep 0.1
 done
+[ "$(bound_train)" = 12 ] || fail "the gang train was not bound whole: $(bound_train) of 12 pods bound"
 "$build/proto/musterctl" --kubeconfig "$kubeconfig" pods -n default
 echo
 grep -E '"Gang (placed|bound)"' "$log" | tail -n 1 | sed 's/^.*] /muster-scheduler: /'
@@ -117,14 +148,16 @@ if [ "$real_nodes" -gt 0 ]; then
   echo "The pods run on real nodes (kubelet + containerd): mpicc and mpirun run in them."
   for _ in $(seq 1 600); do case "$(phase)" in Succeeded|Failed) break ;; esac; sleep 0.2; done
   echo "\$ kubectl logs \${jobset_name}-0   # rank 0's pod, the launcher"
-  "${kubectl[@]}" logs "${jobset_name}-0" -c main
+  "${kubectl[@]}" logs "${jobset_name}-0" -c main | tee "$dir/mpi-sample-job.log"
+  hellos=$(grep -c "Hello from MPI process" "$dir/mpi-sample-job.log" || true)
+  [ "$hellos" = 6 ] || fail "mpi-sample-job's launcher log has $hellos \"Hello from MPI process\" lines, not 6"
 else
   echo "kwok simulates the containers; tell it the launcher's main exits 0 (a real cluster runs mpirun):"
   "${kubectl[@]}" annotate pod "${jobset_name}-0" muster.dev/sim-succeed-after=1s >/dev/null
   for _ in $(seq 1 300); do [ "$(phase)" = Succeeded ] && break; sleep 0.2; done
 fi
 "${kubectl[@]}" get paralleljobs mpi-sample-job
-[ "$(phase)" = Succeeded ] || { echo "mpi-sample-job did not succeed" >&2; exit 1; }
+[ "$(phase)" = Succeeded ] || fail "mpi-sample-job did not succeed: phase $(phase)"
 if [ "$real_nodes" -gt 0 ]; then
   echo
   echo "== The seed guide's GPU/RDMA ParallelJob (tests/manifests/testdata/seed-3-gpu-rdma.yaml) on the real nodes,"
@@ -139,13 +172,14 @@ if [ "$real_nodes" -gt 0 ]; then
   echo "\$ kubectl logs ${gpu_group}-0"
   "${kubectl[@]}" logs "${gpu_group}-0" -c main
   "${kubectl[@]}" get paralleljobs sample-job
-  [ "$(gpu_phase)" = Succeeded ] || { echo "sample-job did not succeed" >&2; exit 1; }
+  [ "$(gpu_phase)" = Succeeded ] || fail "sample-job did not succeed: phase $(gpu_phase)"
 fi
 echo
-echo "The cluster and muster-scheduler keep running (metrics: http://127.0.0.1:10259/metrics). Try:"
-echo "  export KUBECONFIG=$kubeconfig PATH=$MUSTER_BIN_DIR:\$PATH"
+echo "demo.sh: passed: the gang bound whole, the seed's jobs Succeeded"
+echo "The cluster and muster-scheduler keep running (metrics: http://127.0.0.1:10259/metrics)."
+echo "The README's tour goes on from here; its first line sets KUBECONFIG and PATH (kubectl, musterctl,"
+echo "sbatch, squeue, ...):"
+echo "  . $dir/env"
 echo "  kubectl get pods -o wide; kubectl get events --field-selector reason=Scheduled"
-echo "  kubectl describe paralleljobs mpi-sample-job"
-echo "  kubectl get nodes -L muster.dev/rack,muster.dev/spine"
-echo "Stop both with:"
+echo "Stop the cluster and muster-scheduler with:"
 echo "  bash tests/cluster/down.sh --dir $dir"
