@@ -82,29 +82,55 @@ int64_t decimalMagnitude(std::string_view t) {
   return magnitude;
 }
 
-// RapidJSON's SAX handler for a Document, refusing to nest deeper than kMaxJsonDepth. With the
-// iterative parser (kParseIterativeFlag) parsing itself never recurses; the depth bound protects
-// what recurses later (encoding, copying, decoders).
+// Parser flags: iterative (it never recurses, however deep the text), numbers as their text (read
+// by LimitedHandler::RawNumber).
+constexpr unsigned kParseFlags =
+    rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag;
+
+// The limit a value broke.
+enum class Broken { kNone, kDepth, kNumber, kBytes };
+
+struct HandlerOptions {
+  int max_depth = kMaxJsonDepth;
+  size_t max_bytes = std::numeric_limits<size_t>::max();  // read from the stream
+  // A value that breaks a limit is read to its end without being kept (so what follows it can
+  // still be parsed) instead of ending the parse.
+  bool read_past = false;
+  // Where to note metadata.namespace and metadata.name of the root object as they pass (to name
+  // a value that could not be kept); not noted when null.
+  std::string* namespace_out = nullptr;
+  std::string* name_out = nullptr;
+};
+
+// RapidJSON's SAX handler for a Document, refusing to nest deeper than options.max_depth. With
+// the iterative parser (kParseIterativeFlag) parsing itself never recurses; the depth bound
+// protects what recurses later (encoding, copying, decoders).
 //
 // Numbers arrive as their text (kParseNumbersAsStringsFlag) and are read here: integers exactly,
 // the rest to the nearest double (std::from_chars), so that a number Muster writes back (RapidJSON
 // writes the shortest digits that read back to the same double) is read back unchanged. RapidJSON
 // 1.1's own reading is only nearly right past 17 digits (a decode-encode of a pod template changed
 // a user's number), and its precise path has undefined behaviour (diyfp.h, on "0e40").
-class DepthLimitedHandler {
+//
+// Each event either goes into the document or, once a limit is broken, ends the parse (returns
+// false) or is read past (options.read_past: returns true and keeps nothing).
+class LimitedHandler {
  public:
-  explicit DepthLimitedHandler(rapidjson::Document& doc) : doc_(doc) {}
-  bool tooDeep() const { return too_deep_; }
-  bool tooBig() const { return too_big_; }
+  LimitedHandler(rapidjson::Document& doc, const rapidjson::MemoryStream& stream,
+                 const HandlerOptions& options)
+      : doc_(doc), stream_(stream), options_(options) {}
+  Broken broken() const { return broken_; }
+  size_t brokenAt() const { return broken_at_; }  // the stream's position then
 
-  bool Null() { return doc_.Null(); }
-  bool Bool(bool b) { return doc_.Bool(b); }
-  bool Int(int i) { return doc_.Int(i); }
-  bool Uint(unsigned i) { return doc_.Uint(i); }
-  bool Int64(int64_t i) { return doc_.Int64(i); }
-  bool Uint64(uint64_t i) { return doc_.Uint64(i); }
-  bool Double(double d) { return doc_.Double(d); }
+  bool Null() { return keep() ? doc_.Null() : options_.read_past; }
+  bool Bool(bool b) { return keep() ? doc_.Bool(b) : options_.read_past; }
+  bool Int(int i) { return keep() ? doc_.Int(i) : options_.read_past; }
+  bool Uint(unsigned i) { return keep() ? doc_.Uint(i) : options_.read_past; }
+  bool Int64(int64_t i) { return keep() ? doc_.Int64(i) : options_.read_past; }
+  bool Uint64(uint64_t i) { return keep() ? doc_.Uint64(i) : options_.read_past; }
+  bool Double(double d) { return keep() ? doc_.Double(d) : options_.read_past; }
   bool RawNumber(const char* s, rapidjson::SizeType n, bool /*copy*/) {
+    if (!keep()) return options_.read_past;
     const std::string_view text(s, n);
     const char* end = s + n;
     if (text.find_first_of(".eE") == std::string_view::npos) {
@@ -126,41 +152,173 @@ class DepthLimitedHandler {
     auto [p, ec] = std::from_chars(s, end, d);
     if (ec == std::errc::result_out_of_range) {
       // Past the largest double, or closer to zero than the smallest (which reads as zero).
-      if (decimalMagnitude(text) > 0) {
-        too_big_ = true;
-        return false;
-      }
+      if (decimalMagnitude(text) > 0) return breakLimit(Broken::kNumber);
       d = text[0] == '-' ? -0.0 : 0.0;
     } else if (ec != std::errc() || p != end) {
-      too_big_ = true;  // not reached: RapidJSON has checked the grammar
-      return false;
+      return breakLimit(Broken::kNumber);  // not reached: RapidJSON has checked the grammar
     }
     return doc_.Double(d);
   }
-  bool String(const char* s, rapidjson::SizeType n, bool copy) { return doc_.String(s, n, copy); }
-  bool Key(const char* s, rapidjson::SizeType n, bool copy) { return doc_.Key(s, n, copy); }
-  bool StartObject() { return enter() && doc_.StartObject(); }
-  bool EndObject(rapidjson::SizeType members) {
-    --depth_;
-    return doc_.EndObject(members);
+  bool String(const char* s, rapidjson::SizeType n, bool copy) {
+    if (capture_ != nullptr && depth_ == 2 && in_metadata_) {
+      capture_->assign(s, n);
+      capture_ = nullptr;
+    }
+    return keep() ? doc_.String(s, n, copy) : options_.read_past;
   }
-  bool StartArray() { return enter() && doc_.StartArray(); }
+  bool Key(const char* s, rapidjson::SizeType n, bool copy) {
+    if (options_.name_out != nullptr) noteKey(std::string_view(s, n));
+    return keep() ? doc_.Key(s, n, copy) : options_.read_past;
+  }
+  bool StartObject() {
+    ++depth_;
+    if (depth_ == 2) in_metadata_ = metadata_next_;
+    if (depth_ > options_.max_depth && broken_ == Broken::kNone) return breakLimit(Broken::kDepth);
+    return keep() ? doc_.StartObject() : options_.read_past;
+  }
+  bool EndObject(rapidjson::SizeType members) {
+    if (depth_-- == 2) in_metadata_ = false;
+    return keep() ? doc_.EndObject(members) : options_.read_past;
+  }
+  bool StartArray() {
+    ++depth_;
+    if (depth_ > options_.max_depth && broken_ == Broken::kNone) return breakLimit(Broken::kDepth);
+    return keep() ? doc_.StartArray() : options_.read_past;
+  }
   bool EndArray(rapidjson::SizeType elements) {
     --depth_;
-    return doc_.EndArray(elements);
+    return keep() ? doc_.EndArray(elements) : options_.read_past;
   }
 
  private:
-  bool enter() {
-    if (++depth_ <= kMaxJsonDepth) return true;
-    too_deep_ = true;
+  // Whether this event goes into the document: not once a limit is broken, the byte limit
+  // included.
+  bool keep() {
+    if (broken_ != Broken::kNone) return false;
+    if (stream_.Tell() <= options_.max_bytes) return true;
+    breakLimit(Broken::kBytes);
     return false;
   }
+  bool breakLimit(Broken limit) {
+    broken_ = limit;
+    broken_at_ = stream_.Tell();
+    return options_.read_past;
+  }
+  // A member name: of the root object ("metadata"?), or of its metadata ("name", "namespace").
+  void noteKey(std::string_view key) {
+    if (depth_ == 1) {
+      metadata_next_ = key == "metadata";
+    } else if (depth_ == 2 && in_metadata_) {
+      capture_ = key == "name" ? options_.name_out
+                 : key == "namespace" ? options_.namespace_out
+                                      : nullptr;
+    }
+  }
+
   rapidjson::Document& doc_;
+  const rapidjson::MemoryStream& stream_;
+  const HandlerOptions& options_;
   int depth_ = 0;
-  bool too_deep_ = false;
-  bool too_big_ = false;
+  Broken broken_ = Broken::kNone;
+  size_t broken_at_ = 0;
+  bool metadata_next_ = false;  // the root's member being read is "metadata"
+  bool in_metadata_ = false;    // inside the root's metadata object
+  std::string* capture_ = nullptr;  // where the metadata string being read goes
 };
+
+// What parsing one value into a document found.
+struct Parsed {
+  rapidjson::ParseResult result;  // the grammar's verdict (a broken limit read past is no error)
+  size_t length = 0;              // bytes read
+  Broken broken = Broken::kNone;
+  size_t broken_at = 0;
+};
+
+// Parses `text` into `doc`: the whole of it, or with kStopWhenDone only the value at its start
+// (whatever follows is left alone). `doc` is null unless the parse succeeded within the limits.
+template <bool kStopWhenDone>
+Parsed parseInto(std::string_view text, rapidjson::Document& doc, const HandlerOptions& options) {
+  Parsed out;
+  // Document::Populate runs the parser into the document's own value stack and takes the root
+  // value from it when the generator succeeds.
+  auto generate = [&](rapidjson::Document& d) {
+    rapidjson::MemoryStream stream(text.data(), text.size());
+    LimitedHandler handler(d, stream, options);
+    rapidjson::Reader reader;
+    if constexpr (kStopWhenDone) {
+      out.result = reader.Parse<kParseFlags | rapidjson::kParseStopWhenDoneFlag>(stream, handler);
+    } else {
+      // Skips a UTF-8 byte order mark, as the document's first bytes only.
+      rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> input(stream);
+      out.result = reader.Parse<kParseFlags>(input, handler);
+    }
+    out.length = stream.Tell();
+    out.broken = handler.broken();
+    out.broken_at = handler.brokenAt();
+    return !out.result.IsError() && out.broken == Broken::kNone;
+  };
+  doc.Populate(generate);
+  return out;
+}
+
+absl::Status syntaxError(size_t offset, rapidjson::ParseErrorCode code) {
+  return absl::InvalidArgumentError(strCat("invalid JSON at offset ", std::to_string(offset), ": ",
+                                           rapidjson::GetParseError_En(code)));
+}
+
+// The error for a broken limit; `base` is where the parsed text starts in the whole.
+absl::Status limitError(const Parsed& parsed, size_t base, const HandlerOptions& options) {
+  const std::string at = strCat("invalid JSON at offset ", std::to_string(base + parsed.broken_at));
+  switch (parsed.broken) {
+    case Broken::kDepth:
+      return absl::InvalidArgumentError(strCat(at, ": nested deeper than ",
+                                               std::to_string(options.max_depth), " levels"));
+    case Broken::kNumber:
+      return absl::InvalidArgumentError(
+          strCat(at, ": ", rapidjson::GetParseError_En(rapidjson::kParseErrorNumberTooBig)));
+    case Broken::kBytes:
+      return absl::InvalidArgumentError(strCat("JSON object of ", std::to_string(parsed.length),
+                                               " bytes is larger than the ",
+                                               std::to_string(options.max_bytes),
+                                               " Muster accepts"));
+    case Broken::kNone:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+size_t skipSpace(std::string_view text, size_t pos) {
+  while (pos < text.size() &&
+         (text[pos] == ' ' || text[pos] == '\n' || text[pos] == '\r' || text[pos] == '\t')) {
+    ++pos;
+  }
+  return pos;
+}
+
+// Reads the JSON value at text[*pos] through `handler` and moves *pos past it.
+template <class Handler>
+absl::Status readValue(std::string_view text, size_t* pos, Handler& handler) {
+  rapidjson::MemoryStream stream(text.data() + *pos, text.size() - *pos);
+  rapidjson::Reader reader;
+  rapidjson::ParseResult result =
+      reader.Parse<kParseFlags | rapidjson::kParseStopWhenDoneFlag>(stream, handler);
+  if (result.IsError()) return syntaxError(*pos + result.Offset(), result.Code());
+  *pos += stream.Tell();
+  return absl::OkStatus();
+}
+
+// A member name (a string; the caller has seen its opening quote).
+struct NameHandler : rapidjson::BaseReaderHandler<rapidjson::UTF8<>, NameHandler> {
+  std::string* out;
+  explicit NameHandler(std::string* o) : out(o) {}
+  bool String(const char* s, rapidjson::SizeType n, bool /*copy*/) {
+    out->assign(s, n);
+    return true;
+  }
+};
+
+// Checks the grammar of a value nobody reads, and keeps nothing (the parser does not recurse).
+struct SkipHandler : rapidjson::BaseReaderHandler<rapidjson::UTF8<>, SkipHandler> {};
 
 }  // namespace
 
@@ -171,40 +329,114 @@ absl::StatusOr<rapidjson::Document> parseJson(std::string_view text, size_t max_
                                              std::to_string(max_bytes), " Muster accepts"));
   }
   rapidjson::Document doc;
-  rapidjson::ParseResult result;
-  bool too_deep = false;
-  bool too_big = false;
-  // Document::Populate runs the parser into the document's own value stack and takes the root
-  // value from it when the generator succeeds.
-  auto generate = [&](rapidjson::Document& d) {
-    DepthLimitedHandler handler(d);
-    rapidjson::MemoryStream stream(text.data(), text.size());
-    rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> input(stream);
-    rapidjson::Reader reader;
-    result = reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag>(
-        input, handler);
-    too_deep = handler.tooDeep();
-    too_big = handler.tooBig();
-    return !result.IsError();
-  };
-  doc.Populate(generate);
-  if (too_deep) {
+  const HandlerOptions options;
+  const Parsed parsed = parseInto<false>(text, doc, options);
+  // The parse ended at the broken limit: the parser's offset is where.
+  if (parsed.broken == Broken::kDepth) {
     return absl::InvalidArgumentError(strCat("invalid JSON at offset ",
-                                             std::to_string(result.Offset()),
+                                             std::to_string(parsed.result.Offset()),
                                              ": nested deeper than ", std::to_string(kMaxJsonDepth),
                                              " levels"));
   }
-  if (too_big) {
-    return absl::InvalidArgumentError(
-        strCat("invalid JSON at offset ", std::to_string(result.Offset()), ": ",
-               rapidjson::GetParseError_En(rapidjson::kParseErrorNumberTooBig)));
+  if (parsed.broken == Broken::kNumber) {
+    return syntaxError(parsed.result.Offset(), rapidjson::kParseErrorNumberTooBig);
   }
-  if (result.IsError()) {
-    return absl::InvalidArgumentError(strCat("invalid JSON at offset ",
-                                             std::to_string(result.Offset()), ": ",
-                                             rapidjson::GetParseError_En(result.Code())));
-  }
+  if (parsed.result.IsError()) return syntaxError(parsed.result.Offset(), parsed.result.Code());
   return doc;
+}
+
+absl::StatusOr<ListPageMeta> parseListPage(std::string_view text, size_t max_item_bytes,
+                                           int max_item_depth,
+                                           const std::function<void(ListPageItem&)>& on_item) {
+  ListPageMeta meta;
+  size_t pos = 0;
+  // A UTF-8 byte order mark, skipped as parseJson's stream does (byte by byte).
+  for (unsigned char bom : {0xEF, 0xBB, 0xBF}) {
+    if (pos < text.size() && static_cast<unsigned char>(text[pos]) == bom) ++pos;
+  }
+  pos = skipSpace(text, pos);
+  if (pos == text.size() || text[pos] != '{') return absl::InvalidArgumentError("expected object");
+  pos = skipSpace(text, pos + 1);
+  bool empty = pos < text.size() && text[pos] == '}';
+  ListPageItem item;  // reused: its strings keep their buffers
+  HandlerOptions item_options;
+  item_options.max_depth = max_item_depth;
+  item_options.max_bytes = max_item_bytes;
+  item_options.read_past = true;
+  item_options.namespace_out = &item.namespace_;
+  item_options.name_out = &item.name;
+  std::string name;
+  while (!empty) {
+    if (pos == text.size() || text[pos] != '"') {
+      return syntaxError(pos, rapidjson::kParseErrorObjectMissName);
+    }
+    NameHandler name_handler(&name);
+    MUSTER_RETURN_IF_ERROR(readValue(text, &pos, name_handler));
+    pos = skipSpace(text, pos);
+    if (pos == text.size() || text[pos] != ':') {
+      return syntaxError(pos, rapidjson::kParseErrorObjectMissColon);
+    }
+    pos = skipSpace(text, pos + 1);
+    if (name == "items" && pos < text.size() && text[pos] == '[') {
+      pos = skipSpace(text, pos + 1);
+      const bool no_items = pos < text.size() && text[pos] == ']';
+      for (size_t index = 0; !no_items; ++index) {
+        item.index = index;
+        item.namespace_.clear();
+        item.name.clear();
+        rapidjson::Document doc;
+        const Parsed parsed = parseInto<true>(text.substr(pos), doc, item_options);
+        if (parsed.result.IsError()) {
+          return syntaxError(pos + parsed.result.Offset(), parsed.result.Code());
+        }
+        if (parsed.broken != Broken::kNone) {
+          item.object = limitError(parsed, pos, item_options);
+        } else if (!doc.IsObject()) {
+          item.object = absl::InvalidArgumentError(
+              strCat("items[", std::to_string(index), "]: expected object"));
+        } else {
+          item.object = std::move(doc);
+        }
+        on_item(item);
+        pos = skipSpace(text, pos + parsed.length);
+        if (pos < text.size() && text[pos] == ']') break;
+        if (pos == text.size() || text[pos] != ',') {
+          return syntaxError(pos, rapidjson::kParseErrorArrayMissCommaOrSquareBracket);
+        }
+        pos = skipSpace(text, pos + 1);
+      }
+      ++pos;  // past ']'
+    } else if (name == "items" && text.substr(pos, 4) != "null") {
+      return absl::InvalidArgumentError("items: expected array");
+    } else if (name == "metadata") {
+      rapidjson::Document doc;
+      const HandlerOptions options;
+      const Parsed parsed = parseInto<true>(text.substr(pos), doc, options);
+      if (parsed.result.IsError()) {
+        return syntaxError(pos + parsed.result.Offset(), parsed.result.Code());
+      }
+      if (parsed.broken != Broken::kNone) return limitError(parsed, pos, options);
+      pos += parsed.length;
+      if (const rapidjson::Value* rv = findField(doc, "resourceVersion"); rv && rv->IsString()) {
+        meta.resource_version.assign(rv->GetString(), rv->GetStringLength());
+      }
+      if (const rapidjson::Value* cont = findField(doc, "continue"); cont && cont->IsString()) {
+        meta.continue_token.assign(cont->GetString(), cont->GetStringLength());
+      }
+    } else {
+      SkipHandler skip;
+      MUSTER_RETURN_IF_ERROR(readValue(text, &pos, skip));
+    }
+    pos = skipSpace(text, pos);
+    if (pos < text.size() && text[pos] == '}') break;
+    if (pos == text.size() || text[pos] != ',') {
+      return syntaxError(pos, rapidjson::kParseErrorObjectMissCommaOrCurlyBracket);
+    }
+    pos = skipSpace(text, pos + 1);
+  }
+  pos = skipSpace(text, pos + 1);  // past '}'
+  if (pos != text.size()) return syntaxError(pos, rapidjson::kParseErrorDocumentRootNotSingular);
+  return meta;
 }
 
 absl::Status checkSize(const JsonPath& path, size_t count, size_t limit, std::string_view what) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -23,8 +24,9 @@ namespace muster::proto {
 // sit well above anything a Kubernetes API server sends and bound the stack and memory a hostile
 // or broken server (or anything in between) can make Muster spend.
 //
-// A whole document: a list page. The reflector asks for 500 items a page; real pods and nodes
-// are 5-100 KiB of JSON, so pages are 2-50 MiB; 256 MiB leaves room for 500 objects of 512 KiB.
+// A whole document (parseJson's default). A list page is not one: parseListPage parses it item by
+// item, each item bounded like one watch event, and only the transport bounds the page
+// (ClientOptions::max_response_bytes, of the same size: 500 objects of 512 KiB).
 inline constexpr size_t kMaxJsonDocumentBytes = size_t{256} << 20;
 // Nesting: the deepest Kubernetes object Muster reads (a Pod with node affinity, or a
 // ParallelJob's pod template) nests about 15 levels. The parser does not recurse (RapidJSON's
@@ -44,6 +46,36 @@ inline constexpr size_t kMaxJsonElements = 65536;
 // 12: Missing a colon after a name of object member."
 absl::StatusOr<rapidjson::Document> parseJson(std::string_view text,
                                               size_t max_bytes = kMaxJsonDocumentBytes);
+
+// One item of a list page, as parseListPage hands it over.
+struct ListPageItem {
+  size_t index = 0;  // its place in the page's items
+  // metadata.namespace and metadata.name as far as the parser read them (empty when absent): they
+  // name an item that could not be decoded.
+  std::string namespace_;
+  std::string name;
+  // The item as a document of its own; or why it could not be decoded (InvalidArgument: nested
+  // too deep, too large, a number out of range, not an object).
+  absl::StatusOr<rapidjson::Document> object;
+};
+
+// What a list page says about itself.
+struct ListPageMeta {
+  std::string resource_version;  // metadata.resourceVersion
+  std::string continue_token;    // metadata.continue
+};
+
+// Parses one page of a Kubernetes list ({"metadata":{...},"items":[...]}) item by item, in place:
+// each item is parsed as a document of its own, of at most `max_item_bytes` bytes nested at most
+// `max_item_depth` deep, and handed to `on_item` (with the same ListPageItem, reused) as soon as it
+// is complete. So the limits count per object, never per page, and the page is never held as one
+// document. An item that breaks a limit, or is not an object, is read past and handed over with
+// its error; the page goes on. The page itself must be JSON, an object whose items are an array
+// (or null, or absent): anything else is an InvalidArgument error like parseJson's, returned after
+// on_item has seen the items before the fault.
+absl::StatusOr<ListPageMeta> parseListPage(std::string_view text, size_t max_item_bytes,
+                                           int max_item_depth,
+                                           const std::function<void(ListPageItem&)>& on_item);
 
 // The path of a value inside a document, rendered only when an error needs it:
 // "spec.containers[0].resources.requests.cpu". A child refers to its parent, so a JsonPath must

@@ -5,7 +5,10 @@
 #include <string>
 #include <utility>
 
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "proto/informer.h"
 #include "proto/json.h"
 #include "proto/log.h"
 #include "proto/metrics.h"
@@ -26,6 +29,17 @@ metrics::Family<metrics::Counter>& watchErrorsMetric() {
       "muster_informer_watch_errors_total", "Watches that ended in an error.", {"resource"});
   return f;
 }
+
+// A list item gets the limits of a watch event's object: an event is {"type":..,"object":{..}},
+// so its object nests one level less than the event may (kMaxJsonDepth), and the event's whole line
+// is at most kMaxWatchEventBytes. An object that can be watched can be listed.
+constexpr int kMaxListItemDepth = kMaxJsonDepth - 1;
+constexpr size_t kMaxListItemBytes = kMaxWatchEventBytes;
+
+// client-go's page size, from which pages are halved when ReflectorOptions::page_size asks for
+// the server's default (no limit) and that answer is too large.
+constexpr int64_t kDefaultPageSize = 500;
+
 }  // namespace
 namespace {
 
@@ -55,8 +69,17 @@ class ClientListerWatcher final : public ListerWatcher {
 
   asio::awaitable<absl::StatusOr<std::string>> listPage(int64_t limit,
                                                         std::string continue_token) override {
-    co_return co_await client_->list(resource_, options_.namespace_, options_.label_selector,
-                                     options_.field_selector, limit, continue_token);
+    absl::StatusOr<std::string> page =
+        co_await client_->list(resource_, options_.namespace_, options_.label_selector,
+                               options_.field_selector, limit, continue_token);
+    // The client refuses a response longer than ClientOptions::max_response_bytes as Unavailable
+    // ("...: the response is larger than the N bytes Muster accepts", proto/client.cc); the seam
+    // says ResourceExhausted, so the reflector asks for fewer items.
+    if (!page.ok() && absl::IsUnavailable(page.status()) &&
+        absl::StrContains(page.status().message(), "the response is larger than the ")) {
+      co_return absl::ResourceExhaustedError(page.status().message());
+    }
+    co_return page;
   }
 
   asio::awaitable<absl::Status> watch(
@@ -132,6 +155,7 @@ ReflectorStats Reflector::stats() const {
   s.events = events_.load();
   s.bookmarks = bookmarks_.load();
   s.bad_events = bad_events_.load();
+  s.skipped_items = skipped_items_.load();
   return s;
 }
 
@@ -160,8 +184,11 @@ asio::awaitable<absl::Status> Reflector::listAll() {
   state_ = State::kInitPage;
   sink_->beginList();
   std::string continue_token;
+  // Halved, for the rest of this list, while a page is larger than the transport accepts: a
+  // larger try costs a response read up to that limit again.
+  int64_t limit = options_.page_size;
   for (;;) {
-    auto page = co_await lw_->listPage(options_.page_size, continue_token);
+    auto page = co_await lw_->listPage(limit, continue_token);
     if (!page.ok()) {
       if (isGone(page.status()) && !continue_token.empty()) {
         // The continue token expired between pages: start over with a fresh consistent list.
@@ -171,34 +198,54 @@ asio::awaitable<absl::Status> Reflector::listAll() {
         sink_->beginList();
         continue;
       }
+      if (absl::IsResourceExhausted(page.status())) {
+        if (limit == 1) {
+          // Nothing can skip this object: its page, and so the continue token past it, never
+          // arrives. (The API server stores no object this large.)
+          co_return absl::ResourceExhaustedError(absl::StrCat(
+              options_.name, ": ",
+              continue_token.empty()
+                  ? std::string("the first object")
+                  : absl::StrCat("the object after continue token \"", continue_token, "\""),
+              " alone is larger than the transport accepts: ", page.status().message()));
+        }
+        limit = std::max<int64_t>(1, (limit > 0 ? limit : kDefaultPageSize) / 2);
+        MUSTER_LOG_WARNING("List page larger than the transport accepts, asking for fewer items",
+                           "reflector", options_.name, "limit", limit, "continue",
+                           continue_token);
+        continue;
+      }
       co_return page.status();
     }
-    // Bounded in size and depth (proto/json.h).
-    absl::StatusOr<rapidjson::Document> parsed = parseJson(*page);
-    if (!parsed.ok() || !parsed->IsObject()) {
-      co_return absl::InternalError(absl::StrCat(
-          options_.name, ": list response is not a JSON object: ",
-          parsed.ok() ? "wrong type" : parsed.status().message()));
+    // Item by item: each is bounded like a watch event's object, and one that cannot be read is
+    // left out of the list (the sink treats it as deleted) instead of failing it.
+    absl::StatusOr<ListPageMeta> meta = parseListPage(
+        *page, kMaxListItemBytes, kMaxListItemDepth, [&](ListPageItem& item) {
+          if (item.object.ok()) {
+            sink_->listItem(*item.object);
+            return;
+          }
+          skipped_items_.fetch_add(1);
+          undecodableObjects(options_.name).inc();
+          MUSTER_LOG_ERROR("Skipping list item that cannot be read", "reflector", options_.name,
+                           "object",
+                           item.name.empty() ? std::string() : objectKey(item.namespace_, item.name),
+                           "index", item.index, "continue", continue_token, "error",
+                           sv(item.object.status().message()));
+        });
+    if (!meta.ok()) {
+      co_return absl::InternalError(absl::StrCat(options_.name, ": list response is not a list: ",
+                                                 meta.status().message()));
     }
-    const rapidjson::Document& doc = *parsed;
-    const rapidjson::Value* meta = objectMember(doc, "metadata");
-    auto items = doc.FindMember("items");
-    if (items != doc.MemberEnd() && !items->value.IsNull()) {
-      if (!items->value.IsArray())
-        co_return absl::InternalError(absl::StrCat(options_.name, ": list items is not an array"));
-      for (const auto& item : items->value.GetArray()) sink_->listItem(item);
-    }
-    std::string_view next = meta ? stringMember(*meta, "continue") : std::string_view{};
-    if (next.empty()) {
-      std::string rv(meta ? stringMember(*meta, "resourceVersion") : std::string_view{});
-      last_rv_ = rv;
+    if (meta->continue_token.empty()) {
+      last_rv_ = std::move(meta->resource_version);
       sink_->endList(last_rv_);
       lists_.fetch_add(1);
       state_ = State::kInitListed;
       MUSTER_LOG_INFO(2, "Listed", "reflector", options_.name, "resourceVersion", last_rv_);
       co_return absl::OkStatus();
     }
-    continue_token.assign(next);
+    continue_token = std::move(meta->continue_token);
     if (stopping_.load()) co_return absl::CancelledError("reflector stopped");
   }
 }

@@ -22,7 +22,9 @@ namespace muster::proto {
 class ListerWatcher {
  public:
   virtual ~ListerWatcher() = default;
-  // One page of a consistent list. `continue_token` empty for the first page.
+  // One page of a consistent list, at most `limit` items. `continue_token` empty for the first
+  // page. A page larger than the transport accepts is a ResourceExhausted error: the reflector
+  // asks again for fewer items.
   virtual asio::awaitable<absl::StatusOr<std::string>> listPage(int64_t limit,
                                                                 std::string continue_token) = 0;
   // A watch from `resource_version` with bookmarks requested; `on_line` gets each event's JSON.
@@ -57,6 +59,8 @@ class ReflectorSink {
   virtual ~ReflectorSink() = default;
   // A (re)list starts: drop anything pending from an earlier, abandoned list.
   virtual void beginList() = 0;
+  // A listed object. One the reflector cannot read (nested too deep, too large) is not passed:
+  // it is missing from the list, so endList deletes a cached copy; it is logged and counted.
   virtual void listItem(const rapidjson::Value& object) = 0;
   // The list is complete at `resource_version`: replace the cache with the listed items at once,
   // emitting deletes for objects that are gone.
@@ -81,10 +85,18 @@ struct ReflectorStats {
   uint64_t events = 0;         // ADDED/MODIFIED/DELETED delivered
   uint64_t bookmarks = 0;
   uint64_t bad_events = 0;     // undecodable lines, skipped and logged
+  // List items that could not be read (nested too deep, too large, not an object), skipped and
+  // logged with their namespace/name (or their place in the page).
+  uint64_t skipped_items = 0;
 };
 
 // client-go's reflector protocol, as an explicit state machine:
 //   Empty -> InitPage (listing, page by page) -> InitListed (cache replaced) -> Watching
+// List pages are read item by item, each item within a watch event's limits, so an object that
+// can be watched can be listed; an item that cannot be read is skipped (and logged with its
+// namespace/name, or its place in the page, and counted in
+// muster_informer_undecodable_objects_total) instead of failing the list. A page larger than the
+// transport accepts is asked for again with half the items, down to one.
 // Watching resumes from the last seen resourceVersion after a server timeout or a dropped
 // connection (with backoff for errors); a 410 Gone, as an HTTP status or as an ERROR event,
 // goes back to Empty and relists. All methods of this class run on the executor passed to run().
@@ -121,7 +133,7 @@ class Reflector {
   std::mt19937_64 rng_;
   // Stats are written on the reflector's executor and read from anywhere.
   std::atomic<uint64_t> lists_{0}, relists_gone_{0}, watches_{0}, watch_errors_{0}, events_{0},
-      bookmarks_{0}, bad_events_{0};
+      bookmarks_{0}, bad_events_{0}, skipped_items_{0};
 };
 
 }  // namespace muster::proto

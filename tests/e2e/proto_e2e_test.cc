@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/informer.h"
+#include "proto/json.h"
 #include "proto/leader_election.h"
 #include "proto/metrics.h"
 #include "proto/kubeconfig.h"
@@ -400,6 +401,144 @@ TEST_CASE("API errors come back as statuses a caller can act on") {
   auto stale_result = stale.get_future().get();
   CHECK(proto::isConflict(stale_result.status()));
   deletePod(*client, run);
+}
+
+// --- list pages the reflector reads item by item ----------------------------------------------
+
+namespace {
+
+// A ParallelJob whose launcher's pod spec carries a schemaless field nested `levels` objects deep
+// (0: none).
+std::string nestedParallelJob(const std::string& name, const std::string& run, int levels) {
+  std::string nested;
+  for (int i = 1; i < levels; ++i) nested += R"({"a":)";
+  nested += "{}" + std::string(levels > 0 ? levels - 1 : 0, '}');
+  return absl::StrCat(
+      R"({"apiVersion":"preferred.jp/v1alpha1","kind":"ParallelJob","metadata":{"name":")", name,
+      R"(","labels":{"e2e-run":")", run,
+      R"("}},"spec":{"runtimeRef":{"name":"mpi-openmpi"},"numPods":1,"launcher":{"spec":{)",
+      levels > 0 ? absl::StrCat(R"("nested":)", nested, ",") : "",
+      R"("containers":[{"name":"main","image":"busybox"}]}}}})");
+}
+
+// How deep a JSON text nests, brackets inside strings (managedFields' keys) aside.
+int depthOf(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+void applyParallelJobCrd() {
+  auto applied = TestCluster::get().kubectl(
+      {"apply", "-f", std::string(MUSTER_SOURCE_DIR) + "/manifests/crds/paralleljobs.preferred.jp.yaml"});
+  REQUIRE(applied.ok());
+  REQUIRE(TestCluster::get()
+              .kubectl({"wait", "--for", "condition=established", "--timeout=60s",
+                        "crd/paralleljobs.preferred.jp"})
+              .ok());
+}
+
+// Creates the ParallelJob and returns it as the API server serves it.
+std::string createParallelJob(proto::Client& client, const std::string& body) {
+  proto::Request create;
+  create.verb = proto::Verb::kPost;
+  create.path = proto::resources::kParallelJobs.collectionPath("default");
+  create.body = body;
+  auto created = client.callSync(create);
+  REQUIRE(created.ok());
+  return *created;
+}
+
+std::unique_ptr<Informer<proto::ParallelJob>> parallelJobInformer(
+    std::shared_ptr<proto::Client> client, const std::string& run,
+    proto::asio::any_io_executor ex) {
+  proto::ListWatchOptions lw;
+  lw.namespace_ = "default";
+  lw.label_selector = "e2e-run=" + run;
+  proto::ReflectorOptions options;
+  options.name = "paralleljobs";
+  options.initial_backoff = std::chrono::milliseconds(200);
+  options.max_backoff = std::chrono::milliseconds(2000);
+  return std::make_unique<Informer<proto::ParallelJob>>(
+      proto::makeClientListerWatcher(std::move(client), proto::resources::kParallelJobs, lw), ex,
+      options);
+}
+
+std::set<std::string> cachedNames(const Informer<proto::ParallelJob>& inf) {
+  std::set<std::string> names;
+  for (const auto& j : inf.list()) names.insert(j->meta.name);
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("ParallelJobs nested as deep as a watch allows are listed, one nested deeper is skipped, and pages too large for the client are asked for again smaller") {
+  applyParallelJobCrd();
+  IoThread io;
+  auto client = makeClient(io.executor(), adminConfig());
+  const std::string run = uniqueName("nested");
+  // The API server adds managedFields, which nest deeper than the fields they describe: measure
+  // how deep a job comes back, then make one exactly as deep as a watch event's object may be.
+  const int probe_depth = depthOf(createParallelJob(*client, nestedParallelJob(run + "-probe", run, 60)));
+  const int levels = 60 + (proto::kMaxJsonDepth - 1) - probe_depth;
+  REQUIRE(depthOf(createParallelJob(*client, nestedParallelJob(run + "-deep", run, levels))) ==
+          proto::kMaxJsonDepth - 1);
+  createParallelJob(*client, nestedParallelJob(run + "-poisoned", run, levels + 20));
+  for (int i = 0; i < 3; ++i) createParallelJob(*client, nestedParallelJob(absl::StrCat(run, "-", i), run, 0));
+  const std::set<std::string> readable = {run + "-probe", run + "-deep", run + "-0", run + "-1",
+                                          run + "-2"};
+
+  auto inf = parallelJobInformer(client, run, io.executor());
+  inf->start();
+  REQUIRE(inf->waitForSync(std::chrono::seconds(30)));
+  CHECK(io.call([&] { return cachedNames(*inf); }) == readable);
+  CHECK(io.call([&] { return inf->stats(); }).skipped_items == 1);
+  inf->stop();
+
+  // The same list through a client that reads at most one job's page: asked for again in
+  // smaller pages, it arrives whole.
+  size_t largest_page = 0, pages = 0;
+  std::string cont;
+  do {
+    proto::Request list;
+    list.path = proto::resources::kParallelJobs.collectionPath("default");
+    list.query = {{"labelSelector", "e2e-run=" + run}, {"limit", "1"}};
+    if (!cont.empty()) list.query.emplace_back("continue", cont);
+    auto page = client->callSync(list);
+    REQUIRE(page.ok());
+    largest_page = std::max(largest_page, page->size());
+    auto meta = proto::parseListPage(*page, proto::kMaxWatchEventBytes, proto::kMaxJsonDepth - 1,
+                                     [](proto::ListPageItem&) {});
+    REQUIRE(meta.ok());
+    cont = meta->continue_token;
+    ++pages;
+  } while (!cont.empty());
+  REQUIRE(pages == 6);
+  proto::ClientOptions small;
+  small.max_response_bytes = largest_page;
+  auto limited = proto::Client::create(io.executor(), adminConfig(), small);
+  REQUIRE(limited.ok());
+  auto paged = parallelJobInformer(*limited, run, io.executor());
+  paged->start();
+  REQUIRE(paged->waitForSync(std::chrono::seconds(30)));
+  CHECK(io.call([&] { return cachedNames(*paged); }) == readable);
+  CHECK(io.call([&] { return paged->stats(); }).skipped_items == 1);
+  paged->stop();
+
+  REQUIRE(TestCluster::get().kubectl({"delete", "paralleljobs", "-n", "default", "-l", "e2e-run=" + run}).ok());
 }
 
 }  // namespace muster::e2e

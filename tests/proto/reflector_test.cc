@@ -2,11 +2,18 @@
 // The same behaviour is exercised against a real kube-apiserver in tests/e2e.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <deque>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "proto/informer.h"
+#include "proto/json.h"
 
 namespace muster::proto {
 namespace {
@@ -52,6 +59,65 @@ std::string listPage(const std::vector<std::string>& items, const std::string& r
   return out + "]}";
 }
 
+// A widget with a schemaless field nested `levels` objects deep under spec.launcher.spec (as a
+// ParallelJob's pod template may be): the object itself nests 3 + levels deep.
+std::string deepWidget(const std::string& name, const std::string& rv, int levels) {
+  std::string nested;
+  for (int i = 1; i < levels; ++i) nested += R"({"a":)";
+  nested += "{}" + std::string(levels - 1, '}');
+  return R"({"metadata":{"namespace":"ns","name":")" + name + R"(","resourceVersion":")" + rv +
+         R"("},"spec":{"launcher":{"spec":)" + nested + "}}}";
+}
+
+// How deep a JSON text nests (the test's texts have no brackets inside strings).
+int depthOf(std::string_view text) {
+  int depth = 0, deepest = 0;
+  for (char c : text) {
+    if (c == '{' || c == '[') deepest = std::max(deepest, ++depth);
+    if (c == '}' || c == ']') --depth;
+  }
+  return deepest;
+}
+
+// What is written to stderr (the structured log) while it lives; written through to stderr again
+// when read, so a failing test still shows it.
+class StderrCapture {
+ public:
+  StderrCapture() : file_(std::tmpfile()), saved_(dup(2)) {
+    std::fflush(stderr);
+    dup2(fileno(file_), 2);
+  }
+  ~StderrCapture() {
+    if (saved_ >= 0) lines("");  // written through, e.g. when the test failed before reading
+    std::fclose(file_);
+  }
+  // The lines logged so far that contain `needle`.
+  std::vector<std::string> lines(std::string_view needle) {
+    restore();
+    std::string text;
+    std::rewind(file_);
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, file_)) > 0;) text.append(buf, n);
+    std::fwrite(text.data(), 1, text.size(), stderr);
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      if (line.find(needle) != std::string::npos) out.push_back(line);
+    return out;
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    dup2(saved_, 2);
+    close(saved_);
+    saved_ = -1;
+  }
+  std::FILE* file_;
+  int saved_;
+};
+
 // What one watch call does: deliver `lines` (each may be split by the transport, which the
 // client reassembles before us), then end with `result`.
 struct WatchScript {
@@ -80,7 +146,7 @@ class FakeListerWatcher final : public ListerWatcher {
     s_->continue_tokens.push_back(cont);
     if (s_->lists.empty()) co_return absl::UnavailableError("no list scripted");
     auto& pages = s_->lists.front();
-    absl::StatusOr<std::string> page = pages.front();
+    absl::StatusOr<std::string> page = std::move(pages.front());
     pages.erase(pages.begin());
     if (pages.empty()) s_->lists.pop_front();
     ++s_->list_calls;
@@ -116,6 +182,44 @@ class FakeListerWatcher final : public ListerWatcher {
 
  private:
   Script* s_;
+};
+
+// A collection served as the API server pages a list: at most `limit` items a page, the continue
+// token the index of the next item. A page whose text would be longer than `max_page_bytes` is
+// refused as the client refuses a response over its limit (ClientOptions::max_response_bytes).
+struct PagedCollection {
+  std::vector<std::string> items;
+  size_t max_page_bytes = SIZE_MAX;
+  std::vector<int64_t> limits;  // the limit of each request, in order
+};
+
+class PagedListerWatcher final : public ListerWatcher {
+ public:
+  explicit PagedListerWatcher(PagedCollection* c) : c_(c) {}
+  asio::awaitable<absl::StatusOr<std::string>> listPage(int64_t limit, std::string cont) override {
+    c_->limits.push_back(limit);
+    const size_t begin = cont.empty() ? 0 : std::stoul(cont);
+    const size_t end = limit > 0 ? std::min(c_->items.size(), begin + limit) : c_->items.size();
+    const std::vector<std::string> items(c_->items.begin() + begin, c_->items.begin() + end);
+    std::string page =
+        proto::listPage(items, "100", end < c_->items.size() ? std::to_string(end) : "");
+    if (page.size() > c_->max_page_bytes) {
+      co_return absl::ResourceExhaustedError(absl::StrCat("the response is larger than the ",
+                                                          c_->max_page_bytes, " bytes accepted"));
+    }
+    co_return page;
+  }
+  asio::awaitable<absl::Status> watch(std::string, int,
+                                      std::function<absl::Status(std::string_view)>) override {
+    asio::steady_timer idle(co_await asio::this_coro::executor, std::chrono::hours(1));
+    boost::system::error_code ec;
+    co_await idle.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_return absl::OkStatus();
+  }
+  void cancel() override {}
+
+ private:
+  PagedCollection* c_;
 };
 
 struct Recorder {
@@ -372,7 +476,9 @@ TEST_CASE("a watch event nested too deep is skipped like any undecodable one", "
   inf.stop();
 }
 
-TEST_CASE("a list page nested too deep fails the list, which is retried", "[limits]") {
+TEST_CASE("a list page cut off a million levels deep fails the list, which is retried", "[limits]") {
+  // The parser does not recurse, so the depth costs no stack; the page is not JSON, so there is
+  // no list to deliver.
   asio::io_context io;  // outlives the script's timer
   Script s;
   s.lists.push_back({std::string(R"({"items":)") + std::string(1000000, '[')});
@@ -382,6 +488,156 @@ TEST_CASE("a list page nested too deep fails the list, which is retried", "[limi
   runUntil(io, [&] { return inf.hasSynced(); });
   CHECK(s.list_calls == 2);
   CHECK(inf.size() == 1);
+  inf.stop();
+}
+
+TEST_CASE("an object that decodes in a watch event decodes in a list page too", "[limits]") {
+  // 124 levels under spec.launcher.spec: the object nests 127 deep, its watch event 128 (the
+  // limit), the list page around it 129.
+  const std::string deep = deepWidget("deep", "2", 124);
+  REQUIRE(depthOf(deep) == kMaxJsonDepth - 1);
+  REQUIRE(parseJson(event("ADDED", deep)).ok());
+  const std::string page = listPage({widget("a", "1"), deep, widget("c", "3")}, "5");
+  REQUIRE_FALSE(parseJson(page).ok());  // the page as one document is beyond the limit
+
+  asio::io_context io;  // outlives the script's timer
+  Script s;
+  s.lists.push_back({page});
+  s.watches.push_back({{event("ADDED", deepWidget("watched", "6", 124))}});
+  Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
+  Recorder rec;
+  inf.addHandlers(rec.handlers());
+  inf.start();
+  runUntil(io, [&] { return s.watch_rvs.size() >= 2; });
+  // A list's adds come in key order.
+  CHECK(rec.log == std::vector<std::string>{"add a@1", "add c@3", "add deep@2", "add watched@6"});
+  CHECK(inf.stats().lists == 1);
+  CHECK(inf.stats().skipped_items == 0);
+  CHECK(inf.stats().bad_events == 0);
+  inf.stop();
+}
+
+TEST_CASE("a list item that cannot be read is skipped, counted and named, and the rest is delivered",
+          "[limits]") {
+  const std::string poisoned = deepWidget("poisoned", "2", 300);
+  // Nameless and deeper still: named by its place in its page.
+  const std::string nameless = R"({"spec":)" + std::string(1000, '[') + std::string(1000, ']') + "}";
+  asio::io_context io;  // outlives the script's timer
+  Script s;
+  s.lists.push_back({listPage({widget("a", "1"), poisoned, widget("b", "3")}, "", "tok1"),
+                     listPage({widget("c", "4"), nameless, "42", widget("d", "5")}, "9")});
+  // The poisoned object is fixed: to the cache it is new, whatever the event's type says.
+  s.watches.push_back({{event("MODIFIED", widget("poisoned", "10"))}});
+  metrics::Counter& undecodable = undecodableObjects("widgets");
+  const double undecodable_before = undecodable.value();
+  ReflectorOptions options = fastOptions();
+  options.name = "widgets";
+  Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), options);
+  Recorder rec;
+  inf.addHandlers(rec.handlers());
+  StderrCapture log;
+  inf.start();
+  runUntil(io, [&] { return s.watch_rvs.size() >= 2; });
+
+  CHECK(rec.log == std::vector<std::string>{"add a@1", "add b@3", "add c@4", "add d@5",
+                                            "add poisoned@10"});
+  CHECK(s.watch_rvs[0] == "9");
+  CHECK(inf.stats().lists == 1);
+  CHECK(inf.stats().skipped_items == 3);
+  CHECK(undecodable.value() - undecodable_before == 3);
+  const std::vector<std::string> skipped = log.lines("Skipping list item");
+  REQUIRE(skipped.size() == 3);
+  CHECK(absl::StrContains(skipped[0], R"(object="ns/poisoned")"));
+  CHECK(absl::StrContains(skipped[0], "nested deeper than"));
+  CHECK(absl::StrContains(skipped[1], R"(object="")"));
+  CHECK(absl::StrContains(skipped[1], R"(index=1)"));
+  CHECK(absl::StrContains(skipped[1], R"(continue="tok1")"));
+  CHECK(absl::StrContains(skipped[2], R"(index=2)"));
+  CHECK(absl::StrContains(skipped[2], "expected object"));
+  inf.stop();
+}
+
+TEST_CASE("an object cached before is deleted at a relist that cannot read it", "[limits]") {
+  // The informer's rule for objects that do not decode: a stale copy would be acted on as if it
+  // were current.
+  asio::io_context io;  // outlives the script's timer
+  Script s;
+  s.lists.push_back({listPage({widget("a", "1"), widget("b", "2")}, "2")});
+  s.watches.push_back(
+      {{event("ERROR", R"({"kind":"Status","code":410,"reason":"Expired","message":"too old"})")}});
+  s.lists.push_back({listPage({widget("a", "1"), deepWidget("b", "7", 300)}, "8")});
+  Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
+  Recorder rec;
+  inf.addHandlers(rec.handlers());
+  inf.start();
+  runUntil(io, [&] { return s.watch_rvs.size() >= 2; });
+  CHECK(rec.log == std::vector<std::string>{"add a@1", "add b@2", "delete b"});
+  CHECK(s.watch_rvs[1] == "8");
+  CHECK(inf.stats().skipped_items == 1);
+  inf.stop();
+}
+
+TEST_CASE("a page larger than the transport accepts is asked for again with fewer items",
+          "[limits]") {
+  asio::io_context io;
+  PagedCollection c;
+  for (int i = 0; i < 9; ++i) c.items.push_back(widget(absl::StrCat("w", i), std::to_string(i + 1)));
+  // Room for three widgets a page, not four.
+  c.max_page_bytes = listPage({c.items[0], c.items[1], c.items[2]}, "100", "9").size();
+  ReflectorOptions options = fastOptions();
+  options.page_size = 8;
+  Informer<Widget> inf(std::make_unique<PagedListerWatcher>(&c), io.get_executor(), options);
+  inf.start();
+  runUntil(io, [&] { return inf.hasSynced(); });
+  CHECK(inf.size() == 9);
+  // Halved until a page fits, then kept for the rest of the list: every larger try costs a
+  // response read up to the transport's limit.
+  CHECK(c.limits == std::vector<int64_t>{8, 4, 2, 2, 2, 2, 2});
+  CHECK(inf.stats().skipped_items == 0);
+  inf.stop();
+}
+
+TEST_CASE("a single object larger than the transport accepts is reported, and fails the list",
+          "[limits]") {
+  // Nothing can skip it: its page never arrives. Kubernetes stores no object this large.
+  asio::io_context io;
+  PagedCollection c;
+  c.items = {widget("a", "1"), widget("b", "2", std::string(200, 'x'))};
+  c.max_page_bytes = listPage({c.items[0]}, "100", "1").size();
+  Informer<Widget> inf(std::make_unique<PagedListerWatcher>(&c), io.get_executor(), fastOptions());
+  inf.start();
+  runUntil(io, [&] { return c.limits.size() >= 8; });
+  CHECK_FALSE(inf.hasSynced());
+  CHECK(c.limits[0] == 2);
+  CHECK(std::count(c.limits.begin(), c.limits.end(), 1) >= 3);
+  inf.stop();
+}
+
+TEST_CASE("a page longer than any one JSON document Muster accepts is delivered whole",
+          "[limits]") {
+  // Each object is under the limit of one watch event; together they are over the limit of one
+  // document (kMaxJsonDocumentBytes). Only the transport bounds a page (ClientOptions).
+  const size_t field = kMaxWatchEventBytes - 1024;
+  const size_t count = kMaxJsonDocumentBytes / field + 1;
+  std::string page = R"({"kind":"List","metadata":{"resourceVersion":"50"},"items":[)";
+  page.reserve(count * (field + 200));
+  for (size_t i = 0; i < count; ++i) {
+    if (i > 0) page += ',';
+    page += widget(absl::StrCat("big", i), std::to_string(i + 1));
+    page.back() = ',';  // reopen the object for one more field
+    page.append(R"("blob":")").append(field, 'x').append(R"("})");
+  }
+  page += "]}";
+  REQUIRE(page.size() > kMaxJsonDocumentBytes);
+
+  asio::io_context io;  // outlives the script's timer
+  Script s;
+  s.lists.push_back({std::move(page)});
+  Informer<Widget> inf(std::make_unique<FakeListerWatcher>(&s), io.get_executor(), fastOptions());
+  inf.start();
+  runUntil(io, [&] { return inf.hasSynced(); });
+  CHECK(inf.size() == count);
+  CHECK(inf.stats().skipped_items == 0);
   inf.stop();
 }
 
