@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
 #include "jobengine/naming.h"
 
 namespace muster::jobengine {
@@ -119,6 +120,7 @@ bool sameStatus(const proto::ParallelJobStatus& a, const proto::ParallelJobStatu
       a.job_group_name != b.job_group_name ||
       a.message != b.message || a.start_time != b.start_time ||
       a.completion_time != b.completion_time || a.pods_ready.value_or(0) != b.pods_ready.value_or(0) ||
+      a.ready != b.ready ||
       a.pods != b.pods || a.conditions.size() != b.conditions.size() ||
       a.slurm.has_value() != b.slurm.has_value())
     return false;
@@ -154,6 +156,8 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
   auto finish = [&](std::string why) {
     plan.why = std::move(why);
     if (runtime != nullptr) runtime->decorateStatus(job, launcher_pod, now, obs.jobs, &desired);
+    // The READY column reads as a pod's does: "3/3" running, "0/3" once the job has ended.
+    if (desired.pods_ready) desired.ready = absl::StrCat(*desired.pods_ready, "/", spec.num_pods);
     if (!sameStatus(desired, job.status)) plan.status = desired;
     return plan;
   };

@@ -816,6 +816,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ParallelJob
     MUSTER_RETURN_IF_ERROR(readString(status, p, "startTime", &s.start_time));
     MUSTER_RETURN_IF_ERROR(readString(status, p, "completionTime", &s.completion_time));
     MUSTER_RETURN_IF_ERROR(readInt32(status, p, "podsReady", &s.pods_ready));
+    MUSTER_RETURN_IF_ERROR(readString(status, p, "ready", &s.ready));
     MUSTER_RETURN_IF_ERROR(readInt32(status, p, "pods", &s.pods));
     MUSTER_RETURN_IF_ERROR(
         withObject(status, p, "slurm", [&s](const rapidjson::Value& v, const JsonPath& q) {
@@ -1021,6 +1022,7 @@ std::string statusPatch(const ParallelJobStatus& status) {
   w.stringOrNullField("startTime", status.start_time);
   w.stringOrNullField("completionTime", status.completion_time);
   if (status.pods_ready) w.integerField("podsReady", *status.pods_ready);
+  if (!status.ready.empty()) w.stringField("ready", status.ready);
   if (status.pods) w.integerField("pods", *status.pods);
   if (status.slurm) {
     w.key("slurm").beginObject();

@@ -582,6 +582,7 @@ struct ParallelJobStatus {
   std::string completion_time;
   std::vector<ParallelJobCondition> conditions;
   std::optional<int32_t> pods_ready;  // status.podsReady; written only when set
+  std::string ready;  // status.ready, the READY column: "<podsReady>/<spec.numPods>"; written when set
   std::optional<int32_t> pods;        // status.pods: the job's pods that exist; written only when set
   std::optional<SlurmJobStatus> slurm;  // status.slurm; written only when set
 };

@@ -291,7 +291,7 @@ TEST_CASE("the seed's mpi-sample-job, applied verbatim, runs as one gang and suc
                  "jsonpath={.metadata.ownerReferences[0].uid}"}) == job.meta.uid);
   // kubectl get shows the pods that exist: all 3 while running.
   CHECK(kubectl({"get", "paralleljob", "-n", f.ns(), "mpi-sample-job", "-o",
-                 "jsonpath={.status.podsReady} {.status.pods}"}) == "3 3");
+                 "jsonpath={.status.podsReady} {.status.pods} {.status.ready}"}) == "3 3 3/3");
 
   // kwok: the launcher's containers complete with exit code 0 a second from now.
   kubectl({"annotate", "pod", "-n", f.ns(), "mpi-sample-job-0-0", "muster.dev/sim-succeed-after=1s"});
@@ -306,13 +306,14 @@ TEST_CASE("the seed's mpi-sample-job, applied verbatim, runs as one gang and suc
   REQUIRE(left.size() == 1);
   CHECK(left[0].meta.name == "mpi-sample-job-0-0");
   CHECK(left[0].status.phase == "Succeeded");
-  // After success only the launcher is left, and the PODS column says so (READY 0: it is done).
+  // After success only the launcher is left, and the PODS column says so; READY reads as a
+  // completed Pod's: 0 of the job's 3 pods are Ready.
   bool pods_column = waitFor([&] {
     auto out = TestCluster::get().kubectl({"get", "paralleljob", "-n", f.ns(), "mpi-sample-job",
                                            "--no-headers"});
     if (!out.ok()) return false;
     std::vector<std::string> cols = absl::StrSplit(*out, ' ', absl::SkipWhitespace());
-    return cols.size() >= 5 && cols[1] == "Succeeded" && cols[2] == "0" && cols[3] == "1";
+    return cols.size() >= 5 && cols[1] == "Succeeded" && cols[2] == "0/3" && cols[3] == "1";
   }, kTimeout, std::chrono::milliseconds(200));
   INFO(kubectl({"get", "paralleljob", "-n", f.ns(), "mpi-sample-job", "-o", "wide"}));
   CHECK(pods_column);

@@ -120,6 +120,7 @@ TEST_CASE("when every pod exists PodsCreated becomes True and Running only when 
   CHECK(plan.status->phase == "Pending");
   CHECK(plan.status->message == "attempt mpi-sample-job-0: 2 of 3 pods running");
   CHECK(plan.status->pods_ready == 2);
+  CHECK(plan.status->ready == "2/3");  // the READY column
 
   s.job = started(seedJob(), 0, true);
   s.pods = {pod(s.job, 0, 0).running(), pod(s.job, 0, 1).running(), pod(s.job, 0, 2).running()};
@@ -537,6 +538,7 @@ TEST_CASE("status.pods counts the job's pods that exist: after success it drops 
   CHECK(after.status->phase == "Succeeded");
   CHECK(after.status->pods == 1);
   CHECK(after.status->pods_ready == 0);
+  CHECK(after.status->ready == "0/3");  // READY as a completed Pod's
   // Written already: nothing to write.
   s.job.status = *after.status;
   CHECK_FALSE(s.run().status);

@@ -617,11 +617,13 @@ TEST_CASE("a ParallelJob status patch carries phase, restarts and conditions", "
   CHECK_FALSE(job.status.pods);
   // podsReady and pods (the READY and PODS columns) when set.
   status.pods_ready = 0;
+  status.ready = "0/3";
   status.pods = 1;
   const std::string patch = statusPatch(status);
-  CHECK(patch.find(R"("podsReady":0,"pods":1)") != std::string::npos);
+  CHECK(patch.find(R"("podsReady":0,"ready":"0/3","pods":1)") != std::string::npos);
   REQUIRE(decodeJson(patch, &job).ok());
   CHECK(job.status.pods_ready == 0);
+  CHECK(job.status.ready == "0/3");
   CHECK(job.status.pods == 1);
 }
 
