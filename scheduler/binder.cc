@@ -51,7 +51,7 @@ struct Binder::Batch {
   bool per_pod_events = true;
   std::optional<proto::ObjectReference> regarding;  // the gang's Event (else its first bound pod)
   std::vector<size_t> bound;                        // indices into pods, as they answered
-  std::string domain;                               // GangPlacement::describe()
+  std::string domain;  // GangPlacement::describe(), empty for one node or nodes of no common domain
   std::chrono::steady_clock::time_point sent;       // bind() called
   double first_bound_ms = -1;
 };
@@ -99,7 +99,8 @@ void Binder::bind(const GangAttempt& attempt, const GangPlacement& placement, Do
   batch->done = std::move(done);
   batch->per_pod_events = per_pod_events_ || attempt.key.single_pod;
   batch->regarding = std::move(regarding);
-  batch->domain = placement.describe();
+  // A gang on one node is named by its node alone ("to node n1"), not twice.
+  if (placement.level_key != kHostnameLevel) batch->domain = placement.describe();
   batch->sent = std::chrono::steady_clock::now();
   batch->remaining = placement.assignments.size();
   for (size_t i = 0; i < placement.assignments.size(); ++i) {
@@ -195,9 +196,11 @@ void Binder::answered(const std::shared_ptr<Batch>& batch, size_t index, absl::S
     std::vector<size_t> bound = batch->bound;
     std::sort(bound.begin(), bound.end());
     const size_t n = bound.size();
-    std::string message = absl::StrCat(
-        "Successfully assigned ", n, n == 1 ? " pod" : " pods", " of gang ", batch->gang.toString(),
-        " to ", batch->domain, ": ", n == 1 ? "node " : "nodes ", joinSome(distinctNodes(batch->nodes, bound)));
+    const std::vector<std::string> nodes = distinctNodes(batch->nodes, bound);
+    std::string message = absl::StrCat("Successfully assigned ", n, n == 1 ? " pod" : " pods",
+                                       " of gang ", batch->gang.toString(), " to ");
+    if (!batch->domain.empty()) absl::StrAppend(&message, batch->domain, ": ");
+    absl::StrAppend(&message, nodes.size() == 1 ? "node " : "nodes ", joinSome(nodes));
     if (!batch->result.failed.empty())
       absl::StrAppend(&message, " (", batch->result.failed.size(), " more failed to bind)");
     events_.event(batch->regarding ? *batch->regarding : podReference(batch->pods[bound.front()]),
