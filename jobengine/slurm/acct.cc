@@ -207,6 +207,43 @@ const std::vector<SacctField>& sacctFields() {
   return fields;
 }
 
+std::string_view sacctUsage() {
+  // Every option of kOptions in parseSacctArgs below.
+  return "Usage: sacct [OPTIONS]\n"
+         "Muster's sacct: the namespace's Slurm jobs the API server keeps (until\n"
+         "slurm.accountingRetention after they ended); by default the caller's jobs\n"
+         "eligible from midnight today (UTC) until now.\n"
+         "\n"
+         "  -A, --accounts=accounts     only these accounts\n"
+         "  -a, --allusers              every user's jobs\n"
+         "  -b, --brief                 JobID, State and ExitCode only\n"
+         "      --delimiter=chars       the delimiter of -p and -P (default |)\n"
+         "  -E, --endtime=time          the window's end (default now)\n"
+         "  -e, --helpformat            list the fields -o takes\n"
+         "  -j, --jobs=job_ids          only these jobs (A, A_t, A.step), from the epoch\n"
+         "                              on\n"
+         "      --name=names            only jobs with these names\n"
+         "  -n, --noheader              no header lines\n"
+         "  -o, --format=fields         the fields, Name%N for a width (or $SACCT_FORMAT)\n"
+         "  -P, --parsable2             the delimiter between fields, nothing cut\n"
+         "  -p, --parsable              the delimiter after every field, nothing cut\n"
+         "  -r, --partition=partitions  only these partitions\n"
+         "  -S, --starttime=time        the window's start (default midnight today, UTC)\n"
+         "  -s, --state=states          only jobs in these states during the window\n"
+         "  -u, --user=users, --uid=users\n"
+         "                              only these users' jobs\n"
+         "  -X, --allocations           no step lines (<id>.batch, <id>.<step>)\n"
+         "  -M, --clusters=names, -v, --verbose, --local\n"
+         "                              accepted; change nothing\n"
+         "  -h, --help, --usage         print this usage and exit\n"
+         "  -V, --version               print the version and exit\n"
+         "\n"
+         "Refused (\"not supported by Muster's sacct\"): -B/--batch-script,\n"
+         "  -c/--completion, -D/--duplicates, -K/--timelimit-max, -k/--timelimit-min,\n"
+         "  -L/--allclusters, -l/--long, -N/--nodelist, -q/--qos, -T/--truncate,\n"
+         "  -W/--wckeys, -x/--associations, --json, --units, --yaml\n";
+}
+
 absl::StatusOr<SacctOptions> parseSacctArgs(const std::vector<std::string>& args,
                                             const std::map<std::string, std::string>& env,
                                             absl::Time now) {

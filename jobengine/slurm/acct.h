@@ -68,6 +68,10 @@ struct SacctOptions {
 // Every field sacct -o takes here, with its default width, in sacct -e's order.
 const std::vector<SacctField>& sacctFields();
 
+// What `sacct --help` (and --usage) print: every option parseSacctArgs takes, those it refuses
+// too.
+std::string_view sacctUsage();
+
 // Parses sacct's command line; `now` reads -S/-E. InvalidArgument in Slurm's words for bad
 // options, fields, states or times.
 absl::StatusOr<SacctOptions> parseSacctArgs(const std::vector<std::string>& args,

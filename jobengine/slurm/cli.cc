@@ -151,6 +151,41 @@ bool mayI(ApiSession& session, std::string_view verb, std::string_view resource)
   return allowed != st->value.MemberEnd() && allowed->value.IsBool() && allowed->value.GetBool();
 }
 
+namespace {
+
+// Every global option parseInvocation below takes, and the commands cmd/main.cc runs.
+constexpr char kUsage[] =
+    "usage: muster-slurm [--kubeconfig PATH] [--context NAME] [-n|--namespace NS]\n"
+    "                    COMMAND [ARGS...]\n"
+    "       COMMAND [ARGS...]   (through a symlink named after the command)\n"
+    "\n"
+    "Muster's Slurm commands in one binary (COMMAND --help prints its options):\n"
+    "  sbatch    submit a batch script as a ParallelJob\n"
+    "  srun      run a job step inside a batch job\n"
+    "  squeue    the namespace's Slurm jobs\n"
+    "  scancel   cancel or signal jobs\n"
+    "  sinfo     the partitions over the cluster's nodes\n"
+    "  sacct     accounting of the jobs the API server keeps\n"
+    "  scontrol  show hostnames/hostlist/job/node/partition/config, hold, release,\n"
+    "            requeue, update\n"
+    "  install-tools DIR   copy this binary into DIR with a symlink for each command\n"
+    "  (batch-step and step-tasks are run by Muster inside a job's pods)\n"
+    "\n"
+    "  --kubeconfig PATH    the cluster (default: $KUBECONFIG, then the in-cluster\n"
+    "                       service account, then ~/.kube/config)\n"
+    "  --context NAME       the kubeconfig context (default: its current-context)\n"
+    "  -n, --namespace NS   the jobs' namespace (default: $MUSTER_NAMESPACE, else the\n"
+    "                       context's, else default)\n"
+    "  -h, --help           print this usage and exit\n"
+    "\n"
+    "Through a symlink only the environment says these. Muster's Slurm config (the\n"
+    "partitions): $MUSTER_SLURM_CONFIG, configmap:NS/NAME[:KEY] or file:PATH (default\n"
+    "configmap:muster-system/muster-scheduler, key config.yaml).\n";
+
+}  // namespace
+
+std::string_view musterSlurmUsage() { return kUsage; }
+
 absl::StatusOr<Invocation> parseInvocation(int argc, char** argv) {
   Invocation inv;
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -177,14 +212,19 @@ absl::StatusOr<Invocation> parseInvocation(int argc, char** argv) {
     if (value("--kubeconfig", &inv.global.kubeconfig) || value("--context", &inv.global.context) ||
         value("--namespace", &inv.global.namespace_) || value("-n", &inv.global.namespace_))
       continue;
+    if (a == "-h" || a == "--help") {
+      inv.help = true;
+      return inv;
+    }
     if (!a.empty() && a[0] == '-')
       return absl::InvalidArgumentError(strCat("muster-slurm: unknown option ", a));
     break;
   }
-  if (i >= args.size())
-    return absl::InvalidArgumentError(
-        "usage: muster-slurm [--kubeconfig F] [--context C] [--namespace NS] "
-        "sbatch|srun|scontrol ... (or call it through a symlink named after the command)");
+  if (i >= args.size()) {
+    std::string usage = kUsage;
+    usage.pop_back();  // the caller adds the newline
+    return absl::InvalidArgumentError(usage);
+  }
   inv.command = args[i];
   inv.args.assign(args.begin() + static_cast<long>(i) + 1, args.end());
   return inv;

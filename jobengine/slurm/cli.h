@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "absl/status/statusor.h"
@@ -104,12 +105,16 @@ std::string whoAmI(ApiSession& session, const std::map<std::string, std::string>
 bool mayI(ApiSession& session, std::string_view verb, std::string_view resource);
 
 // Splits "muster-slurm [global options] <command> ..." or "<command> ..." (argv[0] a symlink):
-// the command, its arguments, and the global options. InvalidArgument for a bad global option.
+// the command, its arguments, and the global options. InvalidArgument for a bad global option,
+// and with the usage for a missing command; `muster-slurm -h|--help` sets `help` instead.
 struct Invocation {
   std::string command;
   std::vector<std::string> args;
   GlobalOptions global;
+  bool help = false;
 };
+// What `muster-slurm --help` prints: the global options parseInvocation takes and the commands.
+std::string_view musterSlurmUsage();
 absl::StatusOr<Invocation> parseInvocation(int argc, char** argv);
 
 }  // namespace muster::jobengine::slurm

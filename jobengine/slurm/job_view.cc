@@ -219,6 +219,44 @@ int64_t runSeconds(const JobView& job, absl::Time now) {
   return std::max<int64_t>(0, absl::ToInt64Seconds(end - job.start_time));
 }
 
+namespace {
+
+// Every option parseSqueueArgs below takes or refuses.
+constexpr char kSqueueUsage[] =
+    "Usage: squeue [OPTIONS]\n"
+    "Muster's squeue: the Slurm jobs of the namespace (its ParallelJobs of runtime\n"
+    "slurm); by default those pending or running, sorted by partition, state and\n"
+    "job id.\n"
+    "\n"
+    "  -A, --account=accounts      only these accounts\n"
+    "  -h, --noheader              no header line\n"
+    "  -j, --jobs=job_ids          only these jobs (A, A_t, A_[1-3], A_*), in any\n"
+    "                              state\n"
+    "  -l, --long                  the long layout\n"
+    "      --me                    only the caller's jobs (the Kubernetes user)\n"
+    "  -n, --name=names            only jobs with these names\n"
+    "  -o, --format=format         the layout by %letters of squeue(1) (or\n"
+    "                              $SQUEUE_FORMAT)\n"
+    "  -O, --Format=fields         the layout by field names (or $SQUEUE_FORMAT2)\n"
+    "  -p, --partition=partitions  only these partitions\n"
+    "  -q, --qos=qos               only these QOS\n"
+    "  -r, --array                 one line per array task\n"
+    "  -t, --states=states         only jobs in these states (names or codes, or all)\n"
+    "  -u, --user=users            only these users' jobs\n"
+    "      --json                  Slurm's data_parser JSON, on one line\n"
+    "  -a, --all, -v, --verbose, --local, --federation, --sibling\n"
+    "                              accepted; change nothing\n"
+    "      --help, --usage         print this usage and exit\n"
+    "  -V, --version               print the version and exit\n"
+    "\n"
+    "Refused (\"not supported by Muster's squeue\"): -i/--iterate, -L/--licenses,\n"
+    "  -M/--clusters, -R/--reservation, -S/--sort, -s/--steps, --start,\n"
+    "  -w/--nodelist, --yaml\n";
+
+}  // namespace
+
+std::string_view squeueUsage() { return kSqueueUsage; }
+
 absl::StatusOr<SqueueOptions> parseSqueueArgs(const std::vector<std::string>& args,
                                               const std::map<std::string, std::string>& env) {
   SqueueOptions o;
@@ -336,14 +374,10 @@ absl::StatusOr<SqueueOptions> parseSqueueArgs(const std::vector<std::string>& ar
       continue;
     }
     // squeue takes no operands.
-    return absl::InvalidArgumentError(absl::StrCat(
-        "squeue: error: Unrecognized option: ", a, "\nUsage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]\n"
-        "              [-n name] [-o format] [--only-job-state] [-p partitions]\n"
-        "              [--qos qos] [--reservation reservation] [--sort fields] [--start]\n"
-        "              [--step step_id] [-t states] [-u user_name] [--usage]\n"
-        "              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]\n"
-        "              [--expand-patterns] [--json=data_parser] [--yaml=data_parser]\n"
-        "              [-ahjlrsv]"));
+    std::string_view usage = kSqueueUsage;
+    usage.remove_suffix(1);  // the status message has no final newline
+    return absl::InvalidArgumentError(
+        absl::StrCat("squeue: error: Unrecognized option: ", a, "\n", av(usage)));
   }
   if (!o.format && !o.long_format_spec) {
     if (auto it = env.find("SQUEUE_FORMAT"); it != env.end() && !it->second.empty()) o.format = it->second;

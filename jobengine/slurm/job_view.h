@@ -116,6 +116,10 @@ struct SqueueOptions {
 absl::StatusOr<SqueueOptions> parseSqueueArgs(const std::vector<std::string>& args,
                                               const std::map<std::string, std::string>& env);
 
+// What `squeue --help` (and --usage) print: every option parseSqueueArgs takes, those it refuses
+// too. Also what an operand gets, after its error line, as in Slurm.
+std::string_view squeueUsage();
+
 // Whether a job passes squeue's filters; `me` is the caller's user name (for --me).
 bool squeueSelects(const SqueueOptions& options, const JobView& job, const std::string& me);
 

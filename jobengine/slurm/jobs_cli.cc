@@ -125,20 +125,35 @@ int fail(std::ostream& err, const absl::Status& s) {
   return 1;
 }
 
-constexpr char kSqueueUsage[] =
-    "Usage: squeue [-A account] [-j jobid] [-n name] [-o format] [-O fields] [-p partitions]\n"
-    "              [-q qos] [-t states] [-u user_name] [--me] [-ahl]\n"
-    "Muster's squeue: the jobs of the namespace (README.md \"For Slurm users\").\n";
-
-constexpr char kSacctUsage[] =
-    "Usage: sacct [-j jobs] [-u users | -a] [-S start] [-E end] [-s states] [--name names]\n"
-    "             [-r partitions] [-A accounts] [-o fields] [-X] [-b] [-n] [-p | -P]\n"
-    "Muster's sacct: the jobs the API server keeps (README.md \"For Slurm users\").\n";
-
-constexpr char kSinfoUsage[] =
-    "Usage: sinfo [-hlNRs] [-n nodes] [-o format] [-p partition] [-t states]\n"
-    "Muster's sinfo: the partitions of Muster's config over the cluster's nodes "
-    "(README.md \"For Slurm users\").\n";
+// Every option scancelMain takes or refuses.
+constexpr char kScancelUsage[] =
+    "Usage: scancel [OPTIONS] [job_id[,job_id...]]\n"
+    "Muster's scancel: ends the namespace's Slurm jobs CANCELLED and deletes their\n"
+    "pods, or with -s signals a running job. Job ids: A, A_t, A_[1-3], A_*; the\n"
+    "options select jobs too.\n"
+    "\n"
+    "  -A, --account=accounts      only jobs of these accounts\n"
+    "  -b, --batch                 with -s: the signal to the batch shell alone\n"
+    "  -f, --full                  with -s: to the batch script and all its processes\n"
+    "  -i, --interactive           ask on the terminal before each job\n"
+    "      --me                    only the caller's jobs\n"
+    "  -n, --name=names, --jobname=names\n"
+    "                              only jobs with these names\n"
+    "  -p, --partition=partitions  only jobs of these partitions\n"
+    "  -Q, --quiet                 no error message for jobs already ended\n"
+    "  -q, --qos=qos               only jobs of these QOS\n"
+    "  -s, --signal=name|number    send the signal instead of cancelling (default: to\n"
+    "                              every srun step; KILL cancels)\n"
+    "  -t, --state=states          only jobs in these states (PENDING, RUNNING,\n"
+    "                              SUSPENDED)\n"
+    "  -u, --user=users            only these users' jobs\n"
+    "  -v, --verbose               name each job cancelled or signalled\n"
+    "  -H, --hurry                 accepted; changes nothing\n"
+    "      --help, --usage         print this usage and exit\n"
+    "  -V, --version               print the version and exit\n"
+    "\n"
+    "Refused (\"not supported by Muster's scancel yet\"): -M/--clusters,\n"
+    "  -R/--reservation, -w/--nodelist, --sibling, --wckey\n";
 
 // --help/--usage print `usage`, -V/--version the version line: the command's exit code then;
 // nullopt to go on.
@@ -156,7 +171,7 @@ int squeueMain(const std::vector<std::string>& args, const GlobalOptions& global
   auto options = parseSqueueArgs(args, env);
   if (!options.ok()) return fail(err, options.status());
   if (std::optional<int> done =
-          answerHelp(options->help || options->usage, options->version, kSqueueUsage, out))
+          answerHelp(options->help || options->usage, options->version, squeueUsage(), out))
     return *done;
   auto session = ApiSession::open(global, env);
   if (!session.ok()) return fail(err, session.status());
@@ -183,7 +198,7 @@ int sacctMain(const std::vector<std::string>& args, const GlobalOptions& global,
   auto options = parseSacctArgs(args, env, now);
   if (!options.ok()) return fail(err, options.status());
   if (std::optional<int> done =
-          answerHelp(options->help || options->usage, options->version, kSacctUsage, out))
+          answerHelp(options->help || options->usage, options->version, sacctUsage(), out))
     return *done;
   if (options->helpformat) {
     std::string line;
@@ -289,9 +304,7 @@ int scancelMain(const std::vector<std::string>& args, const GlobalOptions& globa
                            "scancel: error: ", a, " is not supported by Muster's scancel yet: it "
                            "cancels whole jobs (SIGTERM to every task, then SIGKILL)")));
     else if (a == "--help" || a == "--usage") {
-      out << "Usage: scancel [-n job_name] [-p partition] [-Q] [-q qos] [-t PENDING | RUNNING]\n"
-             "               [-s signal] [-b | -f] [-u user_name] [--me] [-v] [job_id[,job_id...]]\n"
-             "Muster's scancel (README.md \"For Slurm users\").\n";
+      out << kScancelUsage;
       return 0;
     } else if (a == "-V" || a == "--version") {
       out << kVersionLine;
@@ -387,7 +400,7 @@ int sinfoMain(const std::vector<std::string>& args, const GlobalOptions& global,
   auto options = parseSinfoArgs(args, env);
   if (!options.ok()) return fail(err, options.status());
   if (std::optional<int> done =
-          answerHelp(options->help || options->usage, options->version, kSinfoUsage, out))
+          answerHelp(options->help || options->usage, options->version, sinfoUsage(), out))
     return *done;
   auto session = ApiSession::open(global, env);
   if (!session.ok()) return fail(err, session.status());

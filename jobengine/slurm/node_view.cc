@@ -299,6 +299,32 @@ bool partitionHas(const Partition& partition, const NodeView& node) {
   return true;
 }
 
+std::string_view sinfoUsage() {
+  // Every option parseSinfoArgs below takes or refuses.
+  return "Usage: sinfo [OPTIONS]\n"
+         "Muster's sinfo: the partitions of Muster's config over the cluster's nodes (a\n"
+         "partition's nodes are those its node selector matches).\n"
+         "\n"
+         "  -h, --noheader              no header line\n"
+         "  -l, --long                  the long layout\n"
+         "  -N, --Node                  one line per node\n"
+         "  -n, --nodes=hosts           only these nodes (a hostlist)\n"
+         "  -o, --format=format         the layout by %letters of sinfo(1) (or\n"
+         "                              $SINFO_FORMAT)\n"
+         "  -p, --partition=partitions  only these partitions\n"
+         "  -R, --list-reasons          why nodes are drained or down, by whom, since when\n"
+         "  -s, --summarize             one line per partition, nodes counted by state\n"
+         "  -t, --states=states         only nodes in these states (idle, mix, alloc,\n"
+         "                              drain, drng, down)\n"
+         "  -a, --all, -e, --exact, -v, --verbose, --local, --federation\n"
+         "                              accepted; change nothing\n"
+         "      --help, --usage         print this usage and exit\n"
+         "  -V, --version               print the version and exit\n"
+         "\n"
+         "Refused (\"not supported by Muster's sinfo\"): -i/--iterate, -M/--clusters,\n"
+         "  -O/--Format, -S/--sort, -T/--reservation, --json, --yaml\n";
+}
+
 absl::StatusOr<SinfoOptions> parseSinfoArgs(const std::vector<std::string>& args,
                                             const std::map<std::string, std::string>& env) {
   SinfoOptions o;

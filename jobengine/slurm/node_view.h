@@ -82,6 +82,10 @@ struct SinfoOptions {
   std::vector<std::string> nodes;  // -n (hostlists expanded)
 };
 
+// What `sinfo --help` (and --usage) print: every option parseSinfoArgs takes, those it refuses
+// too.
+std::string_view sinfoUsage();
+
 absl::StatusOr<SinfoOptions> parseSinfoArgs(const std::vector<std::string>& args,
                                             const std::map<std::string, std::string>& env);
 

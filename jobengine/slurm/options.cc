@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "jobengine/slurm/time.h"
 #include "jobengine/slurm/util.h"
 
@@ -1448,6 +1449,227 @@ SrunOptions mergeSrunOptions(const SrunOptions& from_env, const SrunOptions& fro
     m.ntasks.reset();
   }
   return m;
+}
+
+
+// ---- usage ----
+
+namespace {
+
+// What --help says of an option, by its long name and program (srun reads some of sbatch's
+// options differently). An option of the table with no entry here is one Muster ignores with a
+// warning; an entry with an empty text one it reads but that changes nothing there (srun's
+// options for a job's resources: a step runs in the job's allocation as it is).
+struct OptionHelp {
+  std::string_view name;
+  unsigned programs;
+  std::string_view arg;  // the argument's name, shown as "=arg" or "[=arg]"; empty for a flag
+  std::string_view text;
+};
+
+constexpr std::array kHelp = {
+    OptionHelp{"account", kSbatch, "name", "the account, recorded (squeue %a, sacct)"},
+    OptionHelp{"account", kSrun, "name", ""},
+    OptionHelp{"array", kSbatch, "indexes", "a job array: 0-15%4, 1,3,5-9:2 (%N: N run at once)"},
+    OptionHelp{"begin", kSbatch, "time",
+               "hold the job until then (HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], now+N[units], ...)"},
+    OptionHelp{"chdir", kSbatch, "path", "the batch script's working directory (default: here)"},
+    OptionHelp{"chdir", kSrun, "path", "the tasks' working directory"},
+    OptionHelp{"comment", kSbatch, "text", "a comment, recorded"},
+    OptionHelp{"comment", kSrun, "text", ""},
+    OptionHelp{"constraint", kSbatch, "list",
+               "node labels the nodes need: a&b, a,b, a|b, key=value or key"},
+    OptionHelp{"constraint", kSrun, "list", ""},
+    OptionHelp{"cpu-bind", kSrun, "type", ""},
+    OptionHelp{"cpu_bind", kSrun, "type", ""},
+    OptionHelp{"cpus-per-task", kBoth, "ncpus", "CPUs per task"},
+    OptionHelp{"dependency", kSbatch, "list",
+               "after, afterany, afterok, afternotok, aftercorr:id[+min], singleton; ',' all, '?' "
+               "any"},
+    OptionHelp{"dependency", kSrun, "list", ""},
+    OptionHelp{"disable-status", kSrun, "", "Ctrl-C sends SIGINT to the tasks at once"},
+    OptionHelp{"error", kSbatch, "pattern", "the batch script's stderr (%j %x %u %N %A %a %%)"},
+    OptionHelp{"error", kSrun, "pattern", "the tasks' stderr: none, a task number, or a file (%t %n %N)"},
+    OptionHelp{"exact", kSrun, "", ""},
+    OptionHelp{"exclude", kSbatch, "hosts", "never these (Kubernetes) nodes"},
+    OptionHelp{"exclude", kSrun, "hosts", "not these nodes of the job"},
+    OptionHelp{"exclusive", kSbatch, "mode", "each node (pod) gets a Kubernetes node to itself"},
+    OptionHelp{"exclusive", kSrun, "mode", ""},
+    OptionHelp{"export", kBoth, "ALL|NONE|[ALL,]VAR[=value],...", "the environment passed on"},
+    OptionHelp{"external-launcher", kSrun, "", ""},
+    OptionHelp{"gpus", kSbatch, "[type:]n", "GPUs for the whole job (a type selects nodes by "
+                                            "muster.dev/gpu.model)"},
+    OptionHelp{"gpus", kSrun, "[type:]n", ""},
+    OptionHelp{"gpus-per-node", kSbatch, "[type:]n", "GPUs per node"},
+    OptionHelp{"gpus-per-node", kSrun, "[type:]n", ""},
+    OptionHelp{"gpus-per-task", kSbatch, "[type:]n", "GPUs per task"},
+    OptionHelp{"gpus-per-task", kSrun, "[type:]n", "GPUs per task (each task's CUDA_VISIBLE_DEVICES)"},
+    OptionHelp{"gres", kSbatch, "list", "generic resources: gpu[:type]:n"},
+    OptionHelp{"gres", kSrun, "list", ""},
+    OptionHelp{"help", kBoth, "", "print this usage and exit"},
+    OptionHelp{"hold", kSbatch, "", "submit the job held (scontrol release starts it)"},
+    OptionHelp{"input", kSbatch, "pattern", "the batch script's stdin"},
+    OptionHelp{"input", kSrun, "none", "the tasks' stdin: only none (they read /dev/null)"},
+    OptionHelp{"jobid", kSrun, "id", "the job to run in: only the one srun runs in (SLURM_JOB_ID)"},
+    OptionHelp{"job-name", kSbatch, "name", "the job's name"},
+    OptionHelp{"job-name", kSrun, "name", "the step's name (sacct)"},
+    OptionHelp{"kill-on-bad-exit", kSrun, "0|1", "end the step when a task exits non-zero"},
+    OptionHelp{"kill-on-invalid-dep", kSbatch, "yes|no",
+               "cancel the job when its dependency can never be met (default yes)"},
+    OptionHelp{"label", kSrun, "", "prefix each output line with its task number"},
+    OptionHelp{"mem", kSbatch, "size[units]", "memory per node (K, M, G, T; 0: all of a node's)"},
+    OptionHelp{"mem", kSrun, "size[units]", ""},
+    OptionHelp{"mem-per-cpu", kSbatch, "size[units]", "memory per CPU"},
+    OptionHelp{"mem-per-cpu", kSrun, "size[units]", ""},
+    OptionHelp{"mem-per-gpu", kSbatch, "size[units]", "memory per GPU"},
+    OptionHelp{"mem-per-gpu", kSrun, "size[units]", ""},
+    OptionHelp{"mpi", kSrun, "type", ""},
+    OptionHelp{"multi-prog", kSrun, "", "refused: Muster runs one program per step"},
+    OptionHelp{"no-requeue", kSbatch, "", "never run the job again after a node failure"},
+    OptionHelp{"nodelist", kSbatch, "hosts", "run on these (Kubernetes) nodes"},
+    OptionHelp{"nodelist", kSrun, "hosts", "the step's nodes include these"},
+    OptionHelp{"nodes", kSbatch, "N[-M]", "number of nodes (pods; N-M takes N)"},
+    OptionHelp{"nodes", kSrun, "N[-M]", "number of nodes of the step"},
+    OptionHelp{"ntasks", kBoth, "N", "number of tasks"},
+    OptionHelp{"ntasks-per-node", kBoth, "N", "tasks per node"},
+    OptionHelp{"open-mode", kSbatch, "append|truncate", "how the output and error files are opened"},
+    OptionHelp{"output", kSbatch, "pattern",
+               "the batch script's stdout (default slurm-%j.out, slurm-%A_%a.out for arrays)"},
+    OptionHelp{"output", kSrun, "pattern", "the tasks' stdout: none, a task number, or a file (%t %n %N)"},
+    OptionHelp{"overlap", kSrun, "", ""},
+    OptionHelp{"oversubscribe", kSbatch, "", "nodes may be shared (undoes --exclusive)"},
+    OptionHelp{"oversubscribe", kSrun, "", ""},
+    OptionHelp{"parsable", kSbatch, "", "print only the job id"},
+    OptionHelp{"partition", kSbatch, "partition", "the partition (default: the config's default)"},
+    OptionHelp{"partition", kSrun, "partition", ""},
+    OptionHelp{"preserve-env", kSrun, "", "the tasks keep the job's SLURM_NNODES and SLURM_NTASKS"},
+    OptionHelp{"qos", kSbatch, "qos", "the quality of service, recorded"},
+    OptionHelp{"qos", kSrun, "qos", ""},
+    OptionHelp{"quiet", kBoth, "", "no warnings"},
+    OptionHelp{"quit-on-interrupt", kSrun, "", "the first Ctrl-C ends the step"},
+    OptionHelp{"requeue", kSbatch, "expedite", "run the job again after a node failure (default)"},
+    OptionHelp{"tasks-per-node", kBoth, "N", "the same as --ntasks-per-node"},
+    OptionHelp{"time", kSbatch, "time",
+               "time limit (min, min:sec, h:min:sec, d-h[:min[:sec]], UNLIMITED; default: the "
+               "partition's DefaultTime, else its MaxTime)"},
+    OptionHelp{"time", kSrun, "time", ""},
+    OptionHelp{"unbuffered", kSrun, "", ""},
+    OptionHelp{"usage", kBoth, "", "print this usage and exit"},
+    OptionHelp{"verbose", kBoth, "", "more messages (repeatable)"},
+    OptionHelp{"version", kBoth, "", "print the version and exit"},
+    OptionHelp{"wait", kSbatch, "", "wait until the job (every task of an array) ended; its exit code"},
+    OptionHelp{"wait", kSrun, "seconds", "once a task ended, the others get this many seconds"},
+    OptionHelp{"whole", kSrun, "", ""},
+    OptionHelp{"wrap", kSbatch, "command", "the batch script is \"#!/bin/sh\" and this command"},
+};
+
+// Every entry of kHelp names an option its programs take (a renamed or removed option leaves no
+// text behind).
+constexpr bool everyHelpNamesAnOption() {
+  for (const OptionHelp& h : kHelp) {
+    bool found = false;
+    for (const Spec& s : kSpecs) found = found || ((s.programs & h.programs) == h.programs && s.name == h.name);
+    if (!found) return false;
+  }
+  return true;
+}
+static_assert(everyHelpNamesAnOption(), "an entry of kHelp names no option of kSpecs");
+
+const OptionHelp* findHelp(const Spec& spec, unsigned program) {
+  for (const OptionHelp& h : kHelp) {
+    if ((h.programs & program) && h.name == spec.name) return &h;
+  }
+  return nullptr;
+}
+
+// "-N, --nodes=N[-M]", "    --exclusive[=mode]", "    --bcast": how --help names an option.
+std::string optionSynopsis(const Spec& spec, std::string_view arg) {
+  std::string out = spec.short_name ? absl::StrCat("-", std::string(1, spec.short_name), ", ")
+                                    : std::string("    ");
+  absl::StrAppend(&out, "--", av(spec.name));
+  if (spec.arg == Arg::kRequired) absl::StrAppend(&out, "=", av(arg.empty() ? "value" : arg));
+  if (spec.arg == Arg::kOptional) absl::StrAppend(&out, "[=", av(arg.empty() ? "value" : arg), "]");
+  return out;
+}
+
+// Names separated by ", ", wrapped before 80 columns and indented by two spaces.
+std::string wrapNames(const std::vector<std::string>& names) {
+  std::string out, line = " ";
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string word = absl::StrCat(" ", names[i], i + 1 < names.size() ? "," : "");
+    if (line.size() + word.size() > 79) {
+      absl::StrAppend(&out, line, "\n");
+      line = " ";
+    }
+    line += word;
+  }
+  if (line.size() > 1) absl::StrAppend(&out, line, "\n");
+  return out;
+}
+
+std::string usageOf(unsigned program, std::string_view header) {
+  std::string described;
+  std::vector<std::string> no_effect, ignored, refused;
+  for (const Spec& spec : kSpecs) {
+    if (!(spec.programs & program)) continue;
+    std::string name = spec.short_name
+                           ? absl::StrCat("-", std::string(1, spec.short_name), "/--", av(spec.name))
+                           : absl::StrCat("--", av(spec.name));
+    const OptionHelp* help = findHelp(spec, program);
+    if (spec.id == Opt::kRefuse) {
+      refused.push_back(std::move(name));
+    } else if (help == nullptr) {
+      ignored.push_back(std::move(name));
+    } else if (help->text.empty()) {
+      no_effect.push_back(std::move(name));
+    } else {
+      // The synopsis, then the text from column 32 (on the next line when the synopsis reaches
+      // it), wrapped before column 80.
+      constexpr size_t kColumn = 32;
+      std::string line = absl::StrCat("  ", optionSynopsis(spec, help->arg));
+      if (line.size() + 1 > kColumn) {
+        absl::StrAppend(&described, line, "\n");
+        line.clear();
+      }
+      line.resize(kColumn, ' ');
+      bool first = true;
+      for (absl::string_view word : absl::StrSplit(av(help->text), ' ')) {
+        if (!first && line.size() + 1 + word.size() > 79) {
+          absl::StrAppend(&described, line, "\n");
+          line = std::string(kColumn, ' ');
+          first = true;
+        }
+        absl::StrAppend(&line, first ? "" : " ", word);
+        first = false;
+      }
+      absl::StrAppend(&described, line, "\n");
+    }
+  }
+  std::string out = absl::StrCat(av(header), "\n", described);
+  if (!no_effect.empty())
+    absl::StrAppend(&out, "\nRead, but without effect in the job's allocation:\n", wrapNames(no_effect));
+  if (!ignored.empty())
+    absl::StrAppend(&out, "\nAccepted and ignored, with a warning on stderr:\n", wrapNames(ignored));
+  if (!refused.empty())
+    absl::StrAppend(&out, "\nRefused (\"not supported by Muster\"):\n", wrapNames(refused));
+  return out;
+}
+
+}  // namespace
+
+std::string sbatchUsage() {
+  return usageOf(kSbatch,
+                 "Usage: sbatch [OPTIONS...] [script [args...]]\n"
+                 "Muster's sbatch submits the script (or --wrap, or standard input) as a\n"
+                 "ParallelJob of runtime slurm. Options also come from #SBATCH lines and SBATCH_*\n"
+                 "variables (command line over environment over script).\n");
+}
+
+std::string srunUsage() {
+  return usageOf(kSrun,
+                 "Usage: srun [OPTIONS...] executable [args...]\n"
+                 "Muster's srun runs a job step inside a batch job (SLURM_JOB_ID set): the tasks\n"
+                 "on the job's nodes, over its SSH. Options also come from SLURM_* variables.\n");
 }
 
 }  // namespace muster::jobengine::slurm

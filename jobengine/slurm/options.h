@@ -255,6 +255,12 @@ absl::StatusOr<SrunOptions> srunOptionsFromEnvironment(
 // others from the environment.
 SrunOptions mergeSrunOptions(const SrunOptions& from_env, const SrunOptions& from_command_line);
 
+// What `sbatch --help` and `srun --help` print, made from the option table the parsers read (in
+// options.cc): every option the program takes is named, with what it means in Muster, or in the
+// lists of options it reads without effect, ignores with a warning, or refuses.
+std::string sbatchUsage();
+std::string srunUsage();
+
 // --export's value (also SBATCH_EXPORT, SLURM_EXPORT_ENV). Entries are split at commas outside
 // quotes; an entry wholly wrapped in matching quotes loses them (env.c find_quote_token).
 ExportSpec parseExportSpec(std::string_view value);

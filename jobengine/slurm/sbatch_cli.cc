@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "jobengine/slurm/job_ids.h"
+#include "jobengine/slurm/options.h"
 #include "jobengine/ssh_attempt.h"
 #include "jobengine/slurm/script.h"
 #include "jobengine/slurm/submit.h"
@@ -23,10 +24,6 @@ namespace muster::jobengine::slurm {
 using proto::strCat;
 
 namespace {
-
-constexpr char kUsage[] =
-    "Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]\n"
-    "Muster's sbatch: the options of Slurm's sbatch(1) that README.md \"For Slurm users\" lists.\n";
 
 int fail(std::ostream& err, const absl::Status& status) {
   std::string m(status.message());
@@ -131,7 +128,7 @@ int sbatchMain(const std::vector<std::string>& args, const GlobalOptions& global
   auto cli = parseSbatchArgs(args);
   if (!cli.ok()) return fail(err, cli.status());
   if (cli->help || cli->usage) {
-    out << kUsage;
+    out << sbatchUsage();
     return 0;
   }
   if (cli->version) {

@@ -179,6 +179,31 @@ int show(const Io& io, const std::vector<std::string>& words) {
   return 1;
 }
 
+// What `scontrol --help` (and -h, --usage) print: the commands Muster's scontrol answers (the
+// job, node, partition and config ones in jobs_cli.cc, through cmd/main.cc) and every option
+// scontrolMain reads.
+constexpr char kScontrolUsage[] =
+    "Usage: scontrol [OPTIONS] COMMAND\n"
+    "Muster's scontrol answers:\n"
+    "  show hostnames [hostlist]         one host name per line (default\n"
+    "                                    $SLURM_NODELIST)\n"
+    "  show hostlist names|/file|-       the names as a compressed hostlist\n"
+    "  show hostlistsorted names|/file|- the same, sorted\n"
+    "  show job [job_ids]                the namespace's Slurm jobs\n"
+    "  show node [hostlist]              nodes, as Slurm's node records\n"
+    "  show partition [name]             the partitions of Muster's config\n"
+    "  show config                       the settings Muster's Slurm has\n"
+    "  hold|uhold|release job_ids        hold pending jobs, or release them\n"
+    "  requeue|requeuehold job_ids       run running or ended jobs again (and hold\n"
+    "                                    them)\n"
+    "  update JobId=job_ids TimeLimit=[+|-]time\n"
+    "  update NodeName=hostlist State=DRAIN|DOWN|RESUME|UNDRAIN|IDLE [Reason=text]\n"
+    "\n"
+    "  -a, --all, -d, --details, -F, --future, -o, --oneliner, -Q, --quiet,\n"
+    "  -v, --verbose                     accepted before the command; change nothing\n"
+    "  -h, --help, --usage               print this usage and exit\n"
+    "  -V, --version                     print the version and exit\n";
+
 }  // namespace
 
 int scontrolMain(const std::vector<std::string>& argv, const Env& environment, std::istream& in,
@@ -193,9 +218,7 @@ int scontrolMain(const std::vector<std::string>& argv, const Env& environment, s
     }
     if (a.size() < 2 || a[0] != '-') break;
     if (a == "-h" || a == "--help" || a == "--usage") {
-      out << "Usage: scontrol [<OPTION>] [<COMMAND>]\n"
-             "Muster's scontrol answers: show hostnames [list], show hostlist <names>, "
-             "show hostlistsorted <names>\n";
+      out << kScontrolUsage;
       return 0;
     }
     if (a == "-V" || a == "--version") {

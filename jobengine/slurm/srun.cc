@@ -768,12 +768,6 @@ class Srun {
   std::vector<PendingEnd> pending_ends_;
 };
 
-void printUsage() {
-  (void)writeAll(1,
-                 "Usage: srun [OPTIONS(0)... [executable(0) [args(0)...]]]\n"
-                 "Muster's srun runs job steps inside a batch job (see srun(1)).\n");
-}
-
 }  // namespace
 
 int labelWidth(int ntasks) {
@@ -913,7 +907,7 @@ int srunMain(const std::vector<std::string>& argv, const std::map<std::string, s
     return 1;
   }
   if (cli->help || cli->usage) {
-    printUsage();
+    (void)writeAll(1, srunUsage());
     return 0;
   }
   if (cli->version) {

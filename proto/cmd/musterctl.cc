@@ -1,8 +1,7 @@
 // musterctl: looks at a cluster through Muster's own API layer (proto/): the same client,
 // reflector and informer cache the scheduler uses.
 //
-//   musterctl [--kubeconfig PATH] [--context NAME] nodes [--levels k1,k2,...]
-//   musterctl [--kubeconfig PATH] [--context NAME] pods [-n NAMESPACE] [-l SELECTOR]
+// Its commands and flags are in kUsage below (what `musterctl --help` prints).
 //
 // `nodes` prints each node with its readiness, GPU/RDMA allocatable and in use (by every pod
 // bound to it, whoever scheduled it), and its topology labels; `pods` prints pods with their node
@@ -28,9 +27,32 @@ namespace {
 const std::vector<std::string> kDefaultLevels = {vocabulary::kLabelBlock, vocabulary::kLabelSpine,
                                                  vocabulary::kLabelRack};
 
+// The usage `--help` prints (stdout, exit 0) and a bad command line gets (stderr, exit 2). Every
+// flag run() accepts is named here.
+constexpr char kUsage[] =
+    "usage: musterctl [--kubeconfig PATH] [--context NAME] [-v N] nodes\n"
+    "                 [--levels K1,K2,...]\n"
+    "       musterctl [--kubeconfig PATH] [--context NAME] [-v N] pods [-n NS]\n"
+    "                 [-l SELECTOR]\n"
+    "\n"
+    "  nodes                       each node: readiness, GPU/RDMA allocatable and in\n"
+    "                              use, and its topology labels\n"
+    "  pods                        pods with their node and that node's topology\n"
+    "                              domains\n"
+    "\n"
+    "  --kubeconfig PATH           the cluster (default: $KUBECONFIG, then the\n"
+    "                              in-cluster service account, then ~/.kube/config)\n"
+    "  --context NAME              the kubeconfig context (default: its\n"
+    "                              current-context)\n"
+    "  -v N                        log verbosity\n"
+    "  --levels K1,K2,...          the topology label keys shown as columns (default:\n"
+    "                              muster.dev/block,muster.dev/spine,muster.dev/rack)\n"
+    "  -n, --namespace NS          pods: only this namespace (default: all)\n"
+    "  -l, --selector SELECTOR     pods: only those the label selector matches\n"
+    "  -h, --help                  print this usage and exit\n";
+
 int usage() {
-  std::cerr << "usage: musterctl [--kubeconfig PATH] [--context NAME] [-v N] nodes [--levels k1,k2]\n"
-               "       musterctl [--kubeconfig PATH] [--context NAME] [-v N] pods [-n NS] [-l SELECTOR]\n";
+  std::cerr << kUsage;
   return 2;
 }
 
@@ -92,7 +114,10 @@ int run(int argc, char** argv) {
     else if (a == "-n" || a == "--namespace") ns = next();
     else if (a == "-l" || a == "--selector") selector = next();
     else if (a == "--levels") levels = splitComma(next());
-    else if (a == "-h" || a == "--help") return usage();
+    else if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      return 0;
+    }
     else if (command.empty()) command = a;
     else return usage();
   }

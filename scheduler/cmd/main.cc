@@ -3,9 +3,7 @@
 // factory and one event recorder, shared by the components it wires together; the scheduler and
 // job engine libraries never see each other.
 //
-//   muster-scheduler [--kubeconfig PATH] [--context NAME] [--config muster.yaml] [-v N]
-//                    [--identity ID] [--leader-elect=true|false] [--metrics-bind-address H:P]
-//                    [--scheduler=true|false] [--job-engine=true|false] [--rdma-conf-image IMAGE]
+// Its flags are in kUsage below (what `muster-scheduler --help` prints).
 //
 // --scheduler / --job-engine switch either part off (both on by default; the job engine also
 // follows the config's jobEngine.enabled, which the flag overrides). Both run only while this
@@ -48,11 +46,40 @@ namespace muster::cmd {
 namespace {
 namespace asio = proto::asio;
 
+// The usage `--help` prints (stdout, exit 0) and a bad command line gets (stderr, exit 2). Every
+// flag run() accepts is named here.
+constexpr char kUsage[] =
+    "usage: muster-scheduler [--kubeconfig PATH] [--context NAME] [--config FILE]\n"
+    "                        [-v N] [--identity ID] [--leader-elect=true|false]\n"
+    "                        [--metrics-bind-address HOST:PORT]\n"
+    "                        [--scheduler=true|false] [--job-engine=true|false]\n"
+    "                        [--rdma-conf-image IMAGE]\n"
+    "\n"
+    "  --kubeconfig PATH       the cluster (default: $KUBECONFIG, then the in-cluster\n"
+    "                          service account, then ~/.kube/config)\n"
+    "  --context NAME          the kubeconfig context (default: its current-context)\n"
+    "  --config FILE           Muster's config (muster.yaml; without it, the defaults)\n"
+    "  -v, --v N               log verbosity (2: state changes and binds, 3: each\n"
+    "                          attempt, 4: plugin decisions, 5: per-node detail)\n"
+    "  --identity ID           this process in the leader lease (default:\n"
+    "                          <hostname>_<pid>)\n"
+    "  --leader-elect=BOOL     take part in leader election (default: the config's\n"
+    "                          leaderElection.enabled)\n"
+    "  --metrics-bind-address HOST:PORT\n"
+    "                          where /metrics, /healthz and /readyz are served\n"
+    "                          (overrides the config's metricsBindAddress)\n"
+    "  --scheduler=BOOL        run the gang scheduler (default true)\n"
+    "  --job-engine=BOOL       run the ParallelJob engine (default: the config's\n"
+    "                          jobEngine.enabled)\n"
+    "  --rdma-conf-image IMAGE Muster's image, for the rdma-conf init container of\n"
+    "                          GPU/RDMA pods (default: none added)\n"
+    "  -h, --help              print this usage and exit\n"
+    "\n"
+    "Every flag takes its value as the next word or after '='.\n";
+
 int usage(const char* error = nullptr) {
   if (error) std::cerr << "muster-scheduler: " << error << "\n";
-  std::cerr << "usage: muster-scheduler [--kubeconfig PATH] [--context NAME] [--config FILE] "
-               "[-v N] [--identity ID] [--leader-elect=true|false] [--metrics-bind-address H:P] "
-               "[--scheduler=true|false] [--job-engine=true|false] [--rdma-conf-image IMAGE]\n";
+  std::cerr << kUsage;
   return 2;
 }
 
@@ -98,8 +125,10 @@ int run(int argc, char** argv) {
     } else if (auto v = value("--job-engine")) {
       if (*v != "true" && *v != "false") return usage("--job-engine wants true or false");
       job_engine = *v == "true";
-    } else if (a == "-h" || a == "--help") return usage();
-    else return usage(("unknown argument " + a).c_str());
+    } else if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      return 0;
+    } else return usage(("unknown argument " + a).c_str());
   }
 
   ProcessConfig config;

@@ -174,11 +174,12 @@ TEST_CASE("muster-topology show prints tables with the GPU to NIC pairing") {
 
 TEST_CASE("--help of a command prints that command's usage, and version the hwloc release") {
   auto r = run({MUSTER_TOPOLOGY_BIN, "show", "--help"});
-  CHECK(r.exit_code == 2);
-  CHECK(r.err.rfind("usage: muster-topology show", 0) == 0);
-  CHECK(r.err.find("muster-topology agent") == std::string::npos);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.rfind("usage: muster-topology show", 0) == 0);
+  CHECK(r.out.find("muster-topology agent") == std::string::npos);
   r = run({MUSTER_TOPOLOGY_BIN, "rdma-conf", "--help"});
-  CHECK(r.err.rfind("usage: muster-topology rdma-conf", 0) == 0);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.rfind("usage: muster-topology rdma-conf", 0) == 0);
   r = run({MUSTER_TOPOLOGY_BIN, "version"});
   REQUIRE(r.exit_code == 0);
   // The library's release as lstopo reports it, not hwloc's API level (2.8.0 for 2.9.x).

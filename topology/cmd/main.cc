@@ -1,18 +1,5 @@
-// muster-topology: the node agent and in-pod helper.
-//
-//   muster-topology agent [--node-name NAME] [--kubeconfig PATH] [--context NAME]
-//                         [--interval 60s] [--once] [--hwloc-xml FILE] [--sysfs-root DIR]
-//                         [--no-verbs] [--pod-resources-socket PATH] [--allocation-interval 5s]
-//                         [--gpu-resource NAME] [--rdma-resource NAME] [--proc-root DIR] [-v N]
-//   muster-topology show [--json] [--node-name NAME] [--hwloc-xml FILE] [--sysfs-root DIR]
-//                        [--no-verbs] [--pod-resources-socket PATH] [--gpu-resource NAME]
-//                        [--rdma-resource NAME] [--proc-root DIR]
-//   muster-topology rdma-conf [--nccl-out PATH] [--ucx-out PATH] [--hwloc-xml FILE]
-//                             [--sysfs-root DIR] [--proc-root DIR] [--socket-ifname IF]
-//                             [--no-verbs]
-//   muster-topology device-plugin --fake [--kubelet-dir DIR] [--hwloc-xml FILE] [--fold-numa]
-//                                 [--gpu-resource NAME] [--rdma-resource NAME] [-v N]
-//   muster-topology version
+// muster-topology: the node agent and in-pod helper. Its commands (agent, show, rdma-conf,
+// device-plugin, version) and their flags are in kCommands below (what `--help` prints).
 #include <unistd.h>
 
 #include <atomic>
@@ -24,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -47,80 +35,83 @@ namespace {
 std::atomic<bool> g_stop{false};
 void onSignal(int) { g_stop = true; }
 
-// The usage of one command (`show --help`), or of all.
+// Each command's synopsis and what it does: `muster-topology CMD --help` prints that command's
+// usage, `muster-topology --help` every synopsis and the agent's description. Every flag run()
+// accepts is in a synopsis here (run() takes any flag with any command; each synopsis names those
+// the command uses).
+struct CommandUsage {
+  std::string_view name, synopsis, description;
+};
+constexpr CommandUsage kCommands[] = {
+    {"agent",
+     "muster-topology agent [--node-name NAME] [--kubeconfig PATH] [--context NAME]\n"
+     "                             [--interval 60s] [--once] [--hwloc-xml FILE]\n"
+     "                             [--sysfs-root DIR] [--no-verbs]\n"
+     "                             [--pod-resources-socket PATH] [--allocation-interval 5s]\n"
+     "                             [--gpu-resource NAME] [--rdma-resource NAME]\n"
+     "                             [--proc-root DIR] [-v N]\n",
+     "agent publishes NodeTopology/<node> and the node's muster.dev/ labels: it\n"
+     "rediscovers every --interval and writes only what changed. With the kubelet's\n"
+     "pod-resources socket (--pod-resources-socket, default\n"
+     "/var/lib/kubelet/pod-resources/kubelet.sock; \"\" = off) it also publishes\n"
+     "spec.allocatable, the GPUs (--gpu-resource, default nvidia.com/gpu) and RDMA NICs\n"
+     "(--rdma-resource, default preferred.jp/rdma) no pod holds: it asks the kubelet every\n"
+     "--allocation-interval and writes only when they change. GPU ids are matched by UUID,\n"
+     "index, PCI address, or the UUID in <proc-root>/driver/nvidia/gpus/*/information\n"
+     "(--gpu-resource amd.com/gpu for AMD's plugin); NIC ids by\n"
+     "ibverbs name or PCI address. Without the socket it publishes no free devices, and\n"
+     "for a resource with ids it cannot match no free list; it logs why once and keeps\n"
+     "running. show reads the socket only when --pod-resources-socket is given.\n"},
+    {"show",
+     "muster-topology show [--json] [--node-name NAME] [--hwloc-xml FILE]\n"
+     "                            [--sysfs-root DIR] [--no-verbs]\n"
+     "                            [--pod-resources-socket PATH] [--gpu-resource NAME]\n"
+     "                            [--rdma-resource NAME] [--proc-root DIR]\n",
+     "prints the GPUs, RDMA NICs, NUMA nodes, the GPU↔NIC paths (PIX, PXB, PHB, NODE,\n"
+     "SOC, SYS) and locality groups this node has; --json prints the NodeTopology the\n"
+     "agent would publish. --pod-resources-socket adds the devices no pod holds.\n"},
+    {"rdma-conf",
+     "muster-topology rdma-conf [--nccl-out PATH] [--ucx-out PATH] [--hwloc-xml FILE]\n"
+     "                                 [--sysfs-root DIR] [--proc-root DIR]\n"
+     "                                 [--socket-ifname IF] [--no-verbs]\n",
+     "writes shell-sourceable NCCL and UCX settings for the RDMA NICs closest to this\n"
+     "pod's GPUs (NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,\n"
+     "HIP_VISIBLE_DEVICES, else /proc/driver/nvidia/gpus); InfiniBand and RoCE get\n"
+     "NCCL_IB_HCA and UCX rc, EFA libfabric's FI_PROVIDER=efa. Values already in the\n"
+     "environment are kept. Paths default to $RDMA_NCCL_CONF / $RDMA_UCX_CONF, else stdout.\n"},
+    {"device-plugin",
+     "muster-topology device-plugin --fake [--kubelet-dir DIR] [--hwloc-xml FILE]\n"
+     "                                     [--fold-numa] [--gpu-resource NAME]\n"
+     "                                     [--rdma-resource NAME] [-v N]\n",
+     "serves this node's GPUs (--gpu-resource, default nvidia.com/gpu) and RDMA NICs\n"
+     "(--rdma-resource, default preferred.jp/rdma) to the kubelet through its device\n"
+     "plugin API, registered through the kubelet's plugin watcher in\n"
+     "<kubelet-dir>/plugins_registry (default /var/lib/kubelet), each device with its\n"
+     "NUMA node as topology hint.\n"
+     "--fake is required: the devices are fake (for test clusters): a container gets\n"
+     "NVIDIA_VISIBLE_DEVICES / MUSTER_RDMA_DEVICES and, with --hwloc-xml, the export at\n"
+     "/etc/muster/fake-topology.xml named by HWLOC_XMLFILE, never a device file.\n"
+     "--fold-numa maps the export's NUMA nodes onto this machine's, in order.\n"},
+    {"version", "muster-topology version\n",
+     "prints the agent's version and the hwloc library's release.\n"},
+};
+
+// The usage of one command (`show --help`), or of all (an empty or unknown command).
+std::string usageText(const std::string& command) {
+  for (const CommandUsage& c : kCommands) {
+    if (c.name == command) return "usage: " + std::string(c.synopsis) + "\n" + std::string(c.description);
+  }
+  std::string text;
+  for (const CommandUsage& c : kCommands) text += (text.empty() ? "usage: " : "       ") + std::string(c.synopsis);
+  text += "       muster-topology [COMMAND] -h|--help\n\n";
+  text += kCommands[0].description;
+  text += "\n`muster-topology COMMAND --help` says what the other commands do.\n";
+  return text;
+}
+
+// A bad command line: the usage on stderr, exit code 2.
 int usage(const std::string& command = "") {
-  if (command == "show") {
-    std::cerr << "usage: muster-topology show [--json] [--node-name NAME] [--hwloc-xml FILE]\n"
-                 "                            [--sysfs-root DIR] [--no-verbs]\n"
-                 "                            [--pod-resources-socket PATH] [--gpu-resource NAME]\n"
-                 "                            [--rdma-resource NAME] [--proc-root DIR]\n"
-                 "\nprints the GPUs, RDMA NICs, NUMA nodes, the GPU↔NIC paths (PIX, PXB, PHB, NODE,\n"
-                 "SOC, SYS) and locality groups this node has; --json prints the NodeTopology the\n"
-                 "agent would publish. --pod-resources-socket adds the devices no pod holds.\n";
-    return 2;
-  }
-  if (command == "rdma-conf") {
-    std::cerr << "usage: muster-topology rdma-conf [--nccl-out PATH] [--ucx-out PATH] [--hwloc-xml FILE]\n"
-                 "                                 [--sysfs-root DIR] [--proc-root DIR]\n"
-                 "                                 [--socket-ifname IF] [--no-verbs]\n"
-                 "\nwrites shell-sourceable NCCL and UCX settings for the RDMA NICs closest to this\n"
-                 "pod's GPUs (NVIDIA_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,\n"
-                 "HIP_VISIBLE_DEVICES, else /proc/driver/nvidia/gpus); InfiniBand and RoCE get\n"
-                 "NCCL_IB_HCA and UCX rc, EFA libfabric's FI_PROVIDER=efa. Values already in the\n"
-                 "environment are kept. Paths default to $RDMA_NCCL_CONF / $RDMA_UCX_CONF, else stdout.\n";
-    return 2;
-  }
-  if (command == "device-plugin") {
-    std::cerr << "usage: muster-topology device-plugin --fake [--kubelet-dir DIR] [--hwloc-xml FILE]\n"
-                 "                                     [--fold-numa] [--gpu-resource NAME]\n"
-                 "                                     [--rdma-resource NAME] [-v N]\n"
-                 "\nserves this node's GPUs (--gpu-resource, default nvidia.com/gpu) and RDMA NICs\n"
-                 "(--rdma-resource, default preferred.jp/rdma) to the kubelet through its device\n"
-                 "plugin API, registered through the kubelet's plugin watcher in\n"
-                 "<kubelet-dir>/plugins_registry (default /var/lib/kubelet), each device with its\n"
-                 "NUMA node as topology hint.\n"
-                 "--fake is required: the devices are fake (for test clusters): a container gets\n"
-                 "NVIDIA_VISIBLE_DEVICES / MUSTER_RDMA_DEVICES and, with --hwloc-xml, the export at\n"
-                 "/etc/muster/fake-topology.xml named by HWLOC_XMLFILE, never a device file.\n"
-                 "--fold-numa maps the export's NUMA nodes onto this machine's, in order.\n";
-    return 2;
-  }
-  if (command == "version") {
-    std::cerr << "usage: muster-topology version\n\nprints the agent's version and the hwloc "
-                 "library's release.\n";
-    return 2;
-  }
-  std::cerr
-      << "usage: muster-topology agent [--node-name NAME] [--kubeconfig PATH] [--context NAME]\n"
-         "                             [--interval 60s] [--once] [--hwloc-xml FILE]\n"
-         "                             [--sysfs-root DIR] [--no-verbs]\n"
-         "                             [--pod-resources-socket PATH] [--allocation-interval 5s]\n"
-         "                             [--gpu-resource NAME] [--rdma-resource NAME]\n"
-         "                             [--proc-root DIR] [-v N]\n"
-         "       muster-topology show [--json] [--node-name NAME] [--hwloc-xml FILE]\n"
-         "                            [--sysfs-root DIR] [--no-verbs]\n"
-         "                            [--pod-resources-socket PATH] [--gpu-resource NAME]\n"
-         "                            [--rdma-resource NAME] [--proc-root DIR]\n"
-         "       muster-topology rdma-conf [--nccl-out PATH] [--ucx-out PATH] [--hwloc-xml FILE]\n"
-         "                                 [--sysfs-root DIR] [--proc-root DIR]\n"
-         "                                 [--socket-ifname IF] [--no-verbs]\n"
-         "       muster-topology device-plugin --fake [--kubelet-dir DIR] [--hwloc-xml FILE]\n"
-         "                                     [--fold-numa] [--gpu-resource NAME]\n"
-         "                                     [--rdma-resource NAME] [-v N]\n"
-         "       muster-topology version\n"
-         "\n"
-         "agent publishes NodeTopology/<node> and the node's muster.dev/ labels: it\n"
-         "rediscovers every --interval and writes only what changed. With the kubelet's\n"
-         "pod-resources socket (--pod-resources-socket, default\n"
-         "/var/lib/kubelet/pod-resources/kubelet.sock; \"\" = off) it also publishes\n"
-         "spec.allocatable, the GPUs (--gpu-resource, default nvidia.com/gpu) and RDMA NICs\n"
-         "(--rdma-resource, default preferred.jp/rdma) no pod holds: it asks the kubelet every\n"
-         "--allocation-interval and writes only when they change. GPU ids are matched by UUID,\n"
-         "index, PCI address, or the UUID in <proc-root>/driver/nvidia/gpus/*/information\n"
-         "(--gpu-resource amd.com/gpu for AMD's plugin); NIC ids by\n"
-         "ibverbs name or PCI address. Without the socket it publishes no free devices, and\n"
-         "for a resource with ids it cannot match no free list; it logs why once and keeps\n"
-         "running. show reads the socket only when --pod-resources-socket is given.\n";
+  std::cerr << usageText(command);
   return 2;
 }
 
@@ -471,7 +462,10 @@ int run(int argc, char** argv) {
     else if (a == "--once") f.once = true;
     else if (a == "--json") f.json = true;
     else if (a == "--no-verbs") f.no_verbs = true;
-    else if (a == "-h" || a == "--help") return usage(f.command);
+    else if (a == "-h" || a == "--help") {
+      std::cout << usageText(f.command);
+      return 0;
+    }
     else if (f.command.empty() && !a.empty() && a[0] != '-') f.command = a;
     else return usage();
   }

@@ -1,5 +1,6 @@
 // muster-slurm: Muster's Slurm commands in one binary, called as `muster-slurm <command> ...` or
-// through a symlink named after the command (sbatch, squeue, scancel, sinfo, srun, scontrol).
+// through a symlink named after the command (sbatch, squeue, scancel, sinfo, sacct, srun,
+// scontrol); `muster-slurm --help` lists them (cli.cc).
 // In a job's pods it also runs the batch step (batch-step) and srun's remote side (step-tasks);
 // `install-tools DIR` copies it into DIR with those symlinks (the job pods' first init container).
 #include <unistd.h>
@@ -80,14 +81,28 @@ int run(int argc, char** argv) {
     std::cerr << inv.status().message() << "\n";
     return 2;
   }
+  if (inv->help) {
+    std::cout << musterSlurmUsage();
+    return 0;
+  }
   const auto env = environment();
   if (inv->command == "sbatch") return sbatchMain(inv->args, inv->global, env, std::cin, std::cout, std::cerr);
   if (inv->command == "squeue") return squeueMain(inv->args, inv->global, env, std::cout, std::cerr);
   if (inv->command == "sinfo") return sinfoMain(inv->args, inv->global, env, std::cout, std::cerr);
   if (inv->command == "sacct") return sacctMain(inv->args, inv->global, env, std::cout, std::cerr);
   if (inv->command == "scancel") return scancelMain(inv->args, inv->global, env, std::cout, std::cerr);
-  if (inv->command == "scontrol" && isScontrolJobCommand(inv->args))
-    return scontrolJobMain(inv->args, inv->global, env, std::cout, std::cerr);
+  if (inv->command == "scontrol") {
+    // Its options come before the command and change nothing the job, node and config commands
+    // print (scontrol.h); -h and -V are scontrolMain's.
+    auto word = inv->args.begin();
+    for (; word != inv->args.end() && word->size() >= 2 && (*word)[0] == '-'; ++word)
+      if (*word == "--" || *word == "-h" || *word == "--help" || *word == "--usage" ||
+          *word == "-V" || *word == "--version")
+        break;
+    const std::vector<std::string> command(word, inv->args.end());
+    if (isScontrolJobCommand(command))
+      return scontrolJobMain(command, inv->global, env, std::cout, std::cerr);
+  }
   if (inv->command == "install-tools") return installTools(inv->args);
   if (isStepTool(inv->command)) return runTool(inv->command, inv->args, env);
   std::cerr << "muster-slurm: unknown command \"" << inv->command
