@@ -40,9 +40,9 @@ struct NodeTopologyNumaNode {
   bool operator==(const NodeTopologyNumaNode&) const = default;
 };
 
-// Where a device sits: the ids of the groups it belongs to, one per level (README, "GPU↔NIC
-// locality"). numa_node is the lowest of numa_nodes (-1 when unknown), kept for readers of the
-// first schema.
+// Where a device sits: the ids of the groups it belongs to, one per level (topology/README.md,
+// "Paths between GPUs and NICs"). numa_node is the lowest of numa_nodes (-1 when unknown), kept
+// for readers of the first schema.
 struct NodeTopologyPlace {
   int32_t numa_node = -1;
   std::vector<int32_t> numa_nodes;  // every NUMA node the device is near (HBM/CXL/SNC: several)

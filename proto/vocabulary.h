@@ -6,7 +6,8 @@
 // objects (DESIGN.md §3), so a name is never defined in two modules.
 //
 // Users write many of these by hand (the gang annotations, the topology annotations); they are
-// part of the contract documented in the README and must not change.
+// part of the contract documented in the reference pages (scheduler/README.md "Declaring a gang",
+// "Topology levels", "GPU↔NIC alignment inside nodes"; jobengine/README.md) and must not change.
 
 // Plain character arrays, so that each converts to std::string and std::string_view alike.
 

@@ -16,13 +16,14 @@
 // - Otherwise the devices in use are modelled as one allocation of that many GPUs and NICs, made
 //   as the kubelet's Topology Manager makes it: as few PCIe switches (else NUMA nodes) as possible.
 // Either way it is an estimate of what the kubelet will do; the kubelet must run the Topology
-// Manager (README, "GPU↔NIC alignment") for the alignment to hold on the node.
+// Manager (topology/README.md, "On the node: Topology Manager and free devices") for the
+// alignment to hold on the node.
 //
 // A pod is aligned when every GPU it gets has one of its NICs close by, at one of three tiers
-// (README, "GPU↔NIC locality", has the mapping): behind the same deepest PCIe switch (PIX), under
-// the same root port (PXB: NCCL still uses GPUDirect RDMA up to here by default), or on the same
-// NUMA node (NODE, which includes the same host bridge). Only pods asking for both a GPU resource
-// (nvidia.com/gpu or amd.com/gpu) and preferred.jp/rdma are concerned.
+// (topology/README.md, "Paths between GPUs and NICs", has the mapping): behind the same deepest
+// PCIe switch (PIX), under the same root port (PXB: NCCL still uses GPUDirect RDMA up to here by
+// default), or on the same NUMA node (NODE, which includes the same host bridge). Only pods asking
+// for both a GPU resource (nvidia.com/gpu or amd.com/gpu) and preferred.jp/rdma are concerned.
 //
 // Thread-safety: NodeDevices is immutable except for an internal memo behind a mutex; share it.
 

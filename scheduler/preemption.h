@@ -5,7 +5,7 @@
 // choosePreemption() is pure in effect: it simulates on the cache (ClusterCache::suspend/resume,
 // restored before it returns) and returns a decision as a value; the scheduler carries it out.
 //
-// Rules (issue #12; README "Preemption"):
+// Rules (issue #12; scheduler/README.md "Preemption"):
 // - Victims are units: every placed pod of a gang (gangKeyOf: its PodGroup, gang annotations, a
 //   ParallelJob attempt or Slurm job) goes together, a lone pod is its own unit. A unit may be a
 //   victim only when all its pods are bound (none assumed), none is terminating or already marked

@@ -89,7 +89,7 @@ struct RdmaNic : Place {
 };
 
 // The levels of closeness inside a node, tightest first, with NCCL's name for a GPU↔NIC path whose
-// tightest shared group is of that kind (README, "GPU↔NIC locality"):
+// tightest shared group is of that kind (topology/README.md, "Paths between GPUs and NICs"):
 //   PCIeSwitch     PIX  the same deepest PCIe switch (at most one bridge on each side)
 //   PCIeHierarchy  PXB  under the same root port, across switches (no host bridge crossed)
 //   HostBridge     PHB  under the same host bridge (PCIe root complex)
