@@ -81,7 +81,8 @@ constexpr CommandUsage kCommands[] = {
      "environment are kept. Paths default to $RDMA_NCCL_CONF / $RDMA_UCX_CONF, else stdout.\n"},
     {"device-plugin",
      "muster-topology device-plugin --fake [--kubelet-dir DIR] [--hwloc-xml FILE]\n"
-     "                                     [--fold-numa] [--gpu-resource NAME]\n"
+     "                                     [--fold-numa] [--sysfs-root DIR] [--no-verbs]\n"
+     "                                     [--proc-root DIR] [--gpu-resource NAME]\n"
      "                                     [--rdma-resource NAME] [-v N]\n",
      "serves this node's GPUs (--gpu-resource, default nvidia.com/gpu) and RDMA NICs\n"
      "(--rdma-resource, default preferred.jp/rdma) to the kubelet through its device\n"
@@ -91,7 +92,8 @@ constexpr CommandUsage kCommands[] = {
      "--fake is required: the devices are fake (for test clusters): a container gets\n"
      "NVIDIA_VISIBLE_DEVICES / MUSTER_RDMA_DEVICES and, with --hwloc-xml, the export at\n"
      "/etc/muster/fake-topology.xml named by HWLOC_XMLFILE, never a device file.\n"
-     "--fold-numa maps the export's NUMA nodes onto this machine's, in order.\n"},
+     "--fold-numa maps the export's NUMA nodes onto this machine's (read under --sysfs-root,\n"
+     "default /sys), in order; --sysfs-root, --no-verbs and --proc-root are read as by show.\n"},
     {"version", "muster-topology version\n",
      "prints the agent's version and the hwloc library's release.\n"},
 };

@@ -37,8 +37,16 @@ std::map<std::string, std::string> environment() {
 constexpr const char* kTools[] = {"sbatch", "squeue", "scancel", "sinfo", "sacct", "srun", "scontrol"};
 
 int installTools(const std::vector<std::string>& args) {
-  if (args.size() != 1) {
-    std::cerr << "usage: muster-slurm install-tools DIR\n";
+  constexpr char kUsage[] =
+      "usage: muster-slurm install-tools DIR\n"
+      "copies muster-slurm into DIR with the symlinks sbatch, squeue, scancel, sinfo, sacct, srun\n"
+      "and scontrol (what the tools init container of a Slurm job's pods runs)\n";
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (args.size() != 1 || args[0].starts_with("-")) {
+    std::cerr << kUsage;
     return 2;
   }
   namespace fs = std::filesystem;
