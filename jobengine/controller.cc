@@ -262,6 +262,8 @@ void Controller::enqueueAfter(const std::string& key, std::chrono::milliseconds 
   if (stopping_) return;
   KeyState& s = keys_[key];
   if (s.timer) s.timer->cancel();
+  // Bounded, so that the timer's nanoseconds cannot overflow (reconcile.h kMaxRequeueAfter).
+  delay = std::clamp<std::chrono::milliseconds>(delay, std::chrono::milliseconds(0), kMaxRequeueAfter);
   s.timer = std::make_shared<asio::steady_timer>(strand_, delay);
   s.timer->async_wait([this, key, timer = s.timer](const boost::system::error_code& ec) {
     if (ec || stopping_) return;

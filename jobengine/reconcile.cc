@@ -37,6 +37,13 @@ struct Failure {
   FailureVerdict verdict;
 };
 
+// Plan::requeue_after for a wait of `d`: at least 1 ms, at most kMaxRequeueAfter (then the job
+// is looked at again, and waits again).
+std::chrono::milliseconds requeueAfter(absl::Duration d) {
+  if (d >= absl::FromChrono(kMaxRequeueAfter)) return kMaxRequeueAfter;
+  return std::max(std::chrono::milliseconds(1), absl::ToChronoMilliseconds(d));
+}
+
 absl::Time parseTime(const std::string& rfc3339) {
   absl::Time t;
   std::string err;
@@ -216,8 +223,7 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
         plan.delete_job = true;
         return finish("retention over: deleting the job");
       }
-      plan.requeue_after = std::max(std::chrono::milliseconds(1),
-                                    absl::ToChronoMilliseconds(*expires - now));
+      plan.requeue_after = requeueAfter(*expires - now);
     }
   }
   if (job.status.phase == "Succeeded") {
@@ -339,8 +345,7 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
       desired.pods_ready = 0;
       desired.message = gate.message;
       if (gate.recheck_after)
-        plan.requeue_after = std::max(std::chrono::milliseconds(1),
-                                      absl::ToChronoMilliseconds(*gate.recheck_after));
+        plan.requeue_after = requeueAfter(*gate.recheck_after);
       return finish("not started: " + gate.reason);
     }
   }
@@ -538,8 +543,7 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
         return fail("TimeLimitExceeded", "the job ran for its whole time limit (" +
                                              absl::FormatDuration(*limit) + ") and was stopped");
       }
-      plan.requeue_after = std::max(std::chrono::milliseconds(1),
-                                    absl::ToChronoMilliseconds(since + *limit - now));
+      plan.requeue_after = requeueAfter(since + *limit - now);
     }
   }
 

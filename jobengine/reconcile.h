@@ -93,6 +93,12 @@ struct PodAnnotation {
   std::string value;
 };
 
+// The longest a plan waits before the job is reconciled again (Plan::requeue_after): a begin
+// time centuries ahead, a retention or a time limit of years is looked at again after a day, and
+// then again, until it is near. Longer waits overflowed the timer's nanoseconds (a begin time in
+// 2400 became a negative delay, and the job reconciled in a hot loop: issue 43).
+inline constexpr std::chrono::hours kMaxRequeueAfter{24};
+
 struct Plan {
   AttemptInfo attempt;  // the attempt the actions below belong to
   // Written first (merge patch on the status subresource, with the observed resourceVersion as
@@ -105,7 +111,8 @@ struct Plan {
   bool create_pods_needed = false;            // create support objects (if absent) and:
   std::vector<int32_t> create_pods;           // these pod indices
   std::string why;                            // for logs
-  // Reconcile again after this long even if nothing changes (a begin time, a time limit).
+  // Reconcile again after this long even if nothing changes (a begin time, a time limit); at
+  // least 1 ms, at most kMaxRequeueAfter.
   std::optional<std::chrono::milliseconds> requeue_after;
   // Delete the job itself (a finished job past the runtime's retention: Runtime::expiresAt).
   bool delete_job = false;

@@ -374,7 +374,7 @@ absl::StatusOr<absl::Time> parseTimestamp(std::string_view s, absl::Time now, bo
     std::string_view digits = s.substr(3);
     int64_t uts = strtolPrefix(digits, &consumed);
     if (consumed == 0 || consumed != digits.size() || uts < 1000000 ||
-        uts == std::numeric_limits<int64_t>::max()) {
+        uts == std::numeric_limits<int64_t>::max() || absl::FromUnixSeconds(uts) > kLatestTimestamp) {
       return fail();
     }
     return absl::FromUnixSeconds(uts);
@@ -471,7 +471,12 @@ absl::StatusOr<absl::Time> parseTimestamp(std::string_view s, absl::Time now, bo
     }
   }
   absl::CivilSecond result(f.year, f.month + 1, f.mday, f.hour, f.minute, f.second);
-  return absl::FromCivil(result, absl::UTCTimeZone());
+  const absl::Time t = absl::FromCivil(result, absl::UTCTimeZone());
+  if (t > kLatestTimestamp) {
+    pos = 0;
+    return fail();
+  }
+  return t;
 }
 
 std::string formatTimestamp(absl::Time t) {

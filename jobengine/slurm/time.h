@@ -25,8 +25,10 @@
 //   roll over as mktime does ("2024-02-30" is 1 March).
 //   Muster runs in containers without a meaningful local time zone, so every timestamp is read
 //   and written in UTC (Slurm uses the local time zone).
-//   Deviation: an input that names no date and no time at all (e.g. "" or "T") is an error;
-//   Slurm returns the epoch (0).
+//   Deviations: an input that names no date and no time at all (e.g. "" or "T") is an error;
+//   Slurm returns the epoch (0). A time after 9999-12-31T23:59:59 (kLatestTimestamp) is an error:
+//   the ParallelJob keeps --begin as an RFC 3339 date-time, whose year has four digits (Slurm
+//   keeps any time_t).
 
 #include <cstdint>
 #include <optional>
@@ -40,6 +42,9 @@ namespace muster::jobengine::slurm {
 
 // squeue prints INVALID for durations above a year.
 inline constexpr int64_t kYearSeconds = 365 * 24 * 60 * 60;
+// The latest time parseTimestamp returns: 9999-12-31T23:59:59Z, the last an RFC 3339 date-time
+// holds.
+inline constexpr absl::Time kLatestTimestamp = absl::FromUnixSeconds(253402300799);
 
 // A time limit in seconds, rounded up to whole minutes; nullopt = UNLIMITED. InvalidArgument
 // "Invalid time specification: <text>" for anything else.

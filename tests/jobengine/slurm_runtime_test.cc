@@ -885,11 +885,16 @@ TEST_CASE("a job that ended is deleted once slurm.accountingRetention has passed
   const absl::Time ended = absl::FromUnixSeconds(1767225600) + absl::Minutes(5);
   j.apply(j.run(ended));
   REQUIRE(j.job.status.slurm->state == "COMPLETED");
-  // Kept for the default 7 days, and looked at again then.
+  // Kept for the default 7 days, and looked at again then (a day at a time until it is near:
+  // reconcile.h kMaxRequeueAfter).
   Plan kept = j.run(ended + absl::Hours(1));
   CHECK_FALSE(kept.delete_job);
   REQUIRE(kept.requeue_after);
-  CHECK(*kept.requeue_after == std::chrono::milliseconds((7 * 24 - 1) * 3600 * 1000LL));
+  CHECK(*kept.requeue_after == std::chrono::milliseconds(kMaxRequeueAfter));
+  Plan near = j.run(ended + absl::Hours(7 * 24 - 1));
+  CHECK_FALSE(near.delete_job);
+  REQUIRE(near.requeue_after);
+  CHECK(*near.requeue_after == std::chrono::hours(1));
   Plan gone = j.run(ended + absl::Hours(7 * 24));
   CHECK(gone.delete_job);
   CHECK_FALSE(gone.status);

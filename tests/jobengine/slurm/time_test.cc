@@ -170,6 +170,16 @@ TEST_CASE("uts gives seconds since the epoch", "[time]") {
   stampError("uts17000000x");
 }
 
+TEST_CASE("a timestamp past 9999-12-31 is refused: nothing downstream can write it", "[time]") {
+  // RFC 3339 (the ParallelJob's spec.slurm.beginTime) has four digits for the year.
+  CHECK(stamp("9999-12-31T23:59:59") == utc(9999, 12, 31, 23, 59, 59));
+  CHECK(stamp("uts253402300799") == utc(9999, 12, 31, 23, 59, 59));
+  CHECK(stampError("uts253402300800") == "Invalid time specification (pos=0): uts253402300800");
+  stampError("uts9223372036854775806");
+  stampError("now+3000000days");  // year 10237
+  CHECK(stamp("now+100000days", false) == kNow + absl::Hours(24 * 100000));  // year 2297: kept
+}
+
 TEST_CASE("invalid timestamps say where parsing stopped, as Slurm prints it", "[time]") {
   CHECK(stampError("yesterday") == "Invalid time specification (pos=0): yesterday");
   CHECK(stampError("2024-13-01") == "Invalid time specification (pos=5): 2024-13-01");
