@@ -87,6 +87,11 @@ std::string statusPatchWithPrecondition(const proto::ParallelJobStatus& status,
 
 }  // namespace
 
+bool statusRefusedForGood(const absl::Status& write) {
+  const int code = proto::httpStatusOf(write);
+  return code == 400 || code == 413 || code == 422;
+}
+
 Controller::Controller(std::shared_ptr<proto::Client> client, proto::InformerFactory& informers,
                        proto::EventRecorder& events, asio::any_io_executor executor,
                        ControllerOptions options)
@@ -350,6 +355,8 @@ asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string&
   MUSTER_LOG_INFO(4, "Reconciled ParallelJob", "paralleljob", key, "attempt", plan.attempt.group,
                   "why", plan.why);
 
+  // Whether the status was refused for what it says; the plan's deletes still run then.
+  bool status_refused = false;
   if (plan.status) {
     auto written = co_await api_->patchStatus(
         proto::resources::kParallelJobs, ns, name,
@@ -362,8 +369,22 @@ asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string&
       if (proto::isNotFound(written.status())) co_return Outcome::kDone;
       MUSTER_LOG_WARNING("ParallelJob status write failed", "paralleljob", key, "error",
                          written.status().ToString());
-      co_return Outcome::kError;
+      if (!statusRefusedForGood(written.status())) co_return Outcome::kError;
+      // The same status would be refused again: the job must not keep its nodes for it.
+      status_refused = true;
+      events_.event(*job, "Warning", "StatusRefused",
+                    "the API server refused the job's status (" +
+                        std::string(written.status().message()).substr(0, 512) +
+                        "); its pods are still deleted as planned, nothing is created until the "
+                        "status can be written");
     }
+  }
+  if (status_refused) {
+    plan.events.clear();  // they describe a status that was not written
+    plan.annotate_pods.clear();
+    plan.delete_job = false;
+    plan.create_pods_needed = false;
+  } else if (plan.status) {
     if (plan.status->phase != job->status.phase) {
       m().transitions.with({plan.status->phase}).inc();
       MUSTER_LOG_INFO(2, "ParallelJob phase changed", "paralleljob", key, "from",
@@ -424,7 +445,7 @@ asio::awaitable<Controller::Outcome> Controller::reconcileKey(const std::string&
                        result.ToString());
     co_return Outcome::kError;
   }
-  co_return Outcome::kDone;
+  co_return status_refused ? Outcome::kError : Outcome::kDone;  // the status again, with backoff
 }
 
 namespace {

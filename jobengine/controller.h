@@ -36,6 +36,14 @@
 
 namespace muster::jobengine {
 
+// Whether the API server refused a status write for what it says (400 Bad Request, 413 Request
+// Entity Too Large, 422 Invalid: a value outside the CRD's schema), so that the same status would
+// be refused again. The plan's deletes still run then: a job whose status cannot be written must
+// not keep its nodes (issue 43: a time a job wrote into its own step records made the status
+// unwritable, and scancel could no longer free the job's nodes). Its creates wait, since they
+// need the attempt recorded first. Conflicts, timeouts and server errors are retried whole.
+bool statusRefusedForGood(const absl::Status& write);
+
 struct ControllerOptions {
   RuntimeOptions runtime;
   std::string identity;  // Events' reporting instance

@@ -102,7 +102,9 @@ inline constexpr std::chrono::hours kMaxRequeueAfter{24};
 struct Plan {
   AttemptInfo attempt;  // the attempt the actions below belong to
   // Written first (merge patch on the status subresource, with the observed resourceVersion as
-  // precondition); when the write fails nothing else of the plan runs.
+  // precondition); when the write fails nothing else of the plan runs, except when the API
+  // server refused the status for what it says (controller.h statusRefusedForGood): then the
+  // deletes still run, and nothing is created.
   std::optional<proto::ParallelJobStatus> status;
   std::vector<EventSpec> events;  // about the job, after the status write
   std::vector<PodRef> delete_pods;

@@ -42,6 +42,13 @@ bool readNumber(std::string_view s, T* out) {
   return true;
 }
 
+// A time the job wrote, read as at most kMaxStepTime.
+bool readTime(std::string_view s, int64_t* out) {
+  if (!readNumber(s, out)) return false;
+  *out = std::min(*out, kMaxStepTime);
+  return true;
+}
+
 // Fields from `id` on, shared by the steps file's start line and the termination line.
 std::string commonFields(const StepRecord& s) {
   return absl::StrCat(s.nodes, "\t", s.tasks, "\t", s.cpus, "\t",
@@ -90,7 +97,7 @@ std::vector<StepRecord> readStepRecords(std::string_view file_text, int64_t job_
       f.emplace_back(field.data(), field.size());
     uint32_t id = 0;
     int64_t when = 0;
-    if (f.size() < 3 || !readNumber(f[1], &id) || !readNumber(f[2], &when)) continue;
+    if (f.size() < 3 || !readNumber(f[1], &id) || !readTime(f[2], &when)) continue;
     if (f[0] == "start") {
       StepRecord s;
       s.id = id;
@@ -151,7 +158,7 @@ std::optional<TerminationMessage> parseTerminationMessage(std::string_view messa
     }
     StepRecord s;
     if (f.size() != 11 || f[0] != "step" || !readNumber(f[1], &s.id) || !isStepState(f[2]) ||
-        !isExitCode(f[3]) || !readNumber(f[4], &s.start) || !readNumber(f[5], &s.end) ||
+        !isExitCode(f[3]) || !readTime(f[4], &s.start) || !readTime(f[5], &s.end) ||
         !readCommonFields(f, 6, &s))
       continue;
     s.state = std::string(f[2]);

@@ -38,6 +38,10 @@ inline constexpr size_t kStepNameMax = 128;
 inline constexpr size_t kStepNodeListMax = 512;
 // What the kubelet keeps of a termination message.
 inline constexpr size_t kTerminationMessageMax = 4096;
+// The latest time a record carries, 9999-12-31T23:59:59Z: the last an RFC 3339 date-time (the
+// ParallelJob's status) can hold. The records are the job's own writing; a later time is read as
+// this one, so that status.slurm.steps can always be written (issue 43).
+inline constexpr int64_t kMaxStepTime = 253402300799;
 
 struct StepRecord {
   uint32_t id = 0;

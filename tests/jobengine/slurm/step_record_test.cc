@@ -104,6 +104,23 @@ TEST_CASE("the termination message carries the exit code and the steps, within 4
   CHECK((all->steps.size() == steps.size() && all->omitted == 0));
 }
 
+TEST_CASE("times a job writes into its own step records are kept between the epoch and 9999",
+          "[step_record]") {
+  // The steps file and the termination message are the job's own: it can write any number there.
+  auto m = parseTerminationMessage(
+      "0:0\nstep\t1\tCOMPLETED\t0:0\t253402300800\t9223372036854775807\t1\t1\t1\tn1\tx\n");
+  REQUIRE(m);
+  REQUIRE(m->steps.size() == 1);
+  CHECK(m->steps[0].start == kMaxStepTime);
+  CHECK(m->steps[0].end == kMaxStepTime);
+  CHECK(kMaxStepTime == 253402300799);  // 9999-12-31T23:59:59Z
+  const std::vector<StepRecord> read = readStepRecords(
+      "start\t3\t99999999999999\t1\t1\t1\tn1\tx\nend\t3\t99999999999999\t0:0\tCOMPLETED\n", 5);
+  REQUIRE(read.size() == 1);
+  CHECK(read[0].start == kMaxStepTime);
+  CHECK(read[0].end == kMaxStepTime);
+}
+
 TEST_CASE("a termination message batch-step did not write is not read as one", "[step_record]") {
   CHECK_FALSE(parseTerminationMessage(""));
   CHECK_FALSE(parseTerminationMessage("out of memory"));
