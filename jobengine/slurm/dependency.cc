@@ -11,6 +11,12 @@ namespace muster::jobengine::slurm {
 namespace {
 
 absl::Status dependencyProblem() { return absl::InvalidArgumentError("Job dependency problem"); }
+// Slurm's words, and why (Slurm has no such limit; see kMaxDependencyItems).
+absl::Status tooManyEntries() {
+  return absl::InvalidArgumentError(
+      absl::StrCat("Job dependency problem (more than ", kMaxDependencyItems,
+                   " entries once array ranges are expanded; name a whole array by its job id)"));
+}
 
 struct TypePrefix {
   std::string_view prefix;  // compared case-insensitively, as many characters as Slurm does
@@ -30,10 +36,13 @@ constexpr std::array<TypePrefix, 7> kTypes = {{
 
 enum class Sep { kAny, kAnd, kOr };
 
-// _xlate_array_dep: "123_[1-3]" -> "123_1:123_2:123_3".
+// _xlate_array_dep: "123_[1-3]" -> "123_1:123_2:123_3". At most kMaxDependencyItems ids in all:
+// the expressions are counted before any is written out (each expands to at most
+// max_array_size ids, so the output stays below kMaxDependencyItems x 22 bytes).
 absl::StatusOr<std::string> expandArrayExpressions(std::string_view text, uint32_t max_array_size) {
   if (text.find("_[") == std::string_view::npos) return std::string(text);
   std::string out;
+  size_t expanded = 0;  // ids the expressions so far expanded to
   constexpr size_t kNone = std::string_view::npos;
   size_t id_start = kNone;  // where the digits before a '_' began
   for (size_t i = 0; i < text.size(); ++i) {
@@ -52,6 +61,8 @@ absl::StatusOr<std::string> expandArrayExpressions(std::string_view text, uint32
       }
       absl::StatusOr<ArraySpec> tasks = parseArraySpec(inner, max_array_size);
       if (!tasks.ok()) return dependencyProblem();
+      expanded += tasks->task_ids.size();
+      if (expanded > kMaxDependencyItems) return tooManyEntries();
       bool first = true;
       for (uint32_t t : tasks->task_ids) {
         if (first) {
@@ -162,6 +173,7 @@ absl::StatusOr<DependencySpec> parseDependency(std::string_view text, uint32_t m
       Dependency d;
       d.type = DependencyType::kSingleton;
       if (!parseState(&tok, &d)) return dependencyProblem();
+      if (spec.items.size() == kMaxDependencyItems) return tooManyEntries();
       spec.items.push_back(d);
       absl::StatusOr<bool> more = parseSeparator(&tok, sep_type, &sep_type);
       if (!more.ok()) return more.status();
@@ -174,6 +186,7 @@ absl::StatusOr<DependencySpec> parseDependency(std::string_view text, uint32_t m
       Dependency d;
       d.type = DependencyType::kAfterAny;
       if (!parseJobRef(&tok, &d)) return dependencyProblem();
+      if (spec.items.size() == kMaxDependencyItems) return tooManyEntries();
       spec.items.push_back(d);
       absl::StatusOr<bool> more = parseSeparator(&tok, Sep::kAnd, &sep_type);
       if (!more.ok()) return more.status();
@@ -205,6 +218,7 @@ absl::StatusOr<DependencySpec> parseDependency(std::string_view text, uint32_t m
       }
       d.delay_seconds = delay_seconds;
       if (!parseState(&tok, &d)) return dependencyProblem();
+      if (spec.items.size() == kMaxDependencyItems) return tooManyEntries();
       spec.items.push_back(d);
       if (tok.empty() || tok.front() != ':') break;
       tok.remove_prefix(1);
@@ -218,27 +232,44 @@ absl::StatusOr<DependencySpec> parseDependency(std::string_view text, uint32_t m
   return spec;
 }
 
-std::string formatDependency(const DependencySpec& spec, const std::vector<DependencyState>& states) {
-  std::string out;
-  std::string_view sep;
+std::string formatDependency(const DependencySpec& spec, const std::vector<DependencyState>& states,
+                             size_t max_length) {
+  const std::string_view sep = spec.combine == DependencySpec::Combine::kAny ? "?" : ",";
+  // The entries not yet fulfilled, each as squeue prints it.
+  std::vector<std::string> entries;
   for (size_t i = 0; i < spec.items.size(); ++i) {
     DependencyState state = i < states.size() ? states[i] : DependencyState::kUnfulfilled;
     if (state == DependencyState::kFulfilled) continue;
     std::string_view state_name = state == DependencyState::kFailed ? "failed" : "unfulfilled";
     const Dependency& d = spec.items[i];
+    std::string& e = entries.emplace_back();
     if (d.type == DependencyType::kSingleton) {
-      absl::StrAppend(&out, av(sep), "singleton(", av(state_name), ")");
-    } else {
-      absl::StrAppend(&out, av(sep), av(dependencyTypeName(d.type)), ":", d.job_id);
-      if (d.all_array_tasks) {
-        out += "_*";
-      } else if (d.array_task_id) {
-        absl::StrAppend(&out, "_", *d.array_task_id);
-      }
-      if (d.delay_seconds) absl::StrAppend(&out, "+", d.delay_seconds / 60);
-      absl::StrAppend(&out, "(", av(state_name), ")");
+      absl::StrAppend(&e, "singleton(", av(state_name), ")");
+      continue;
     }
-    sep = spec.combine == DependencySpec::Combine::kAny ? "?" : ",";
+    absl::StrAppend(&e, av(dependencyTypeName(d.type)), ":", d.job_id);
+    if (d.all_array_tasks) {
+      e += "_*";
+    } else if (d.array_task_id) {
+      absl::StrAppend(&e, "_", *d.array_task_id);
+    }
+    if (d.delay_seconds) absl::StrAppend(&e, "+", d.delay_seconds / 60);
+    absl::StrAppend(&e, "(", av(state_name), ")");
+  }
+  std::string out;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string_view lead = i == 0 ? std::string_view() : sep;
+    // What follows when this entry is the last one shown: nothing, or "...(+N more)".
+    const size_t rest = entries.size() - i - 1;
+    const std::string more = rest == 0 ? "" : absl::StrCat(av(sep), "...(+", rest, " more)");
+    if (max_length != std::string::npos &&
+        out.size() + lead.size() + entries[i].size() + more.size() > max_length) {
+      // Not even this one fits with its tail: end the list here.
+      const std::string cut = absl::StrCat(out.empty() ? "" : av(sep), "...(+", entries.size() - i, " more)");
+      if (out.size() + cut.size() <= max_length) out += cut;
+      return out;
+    }
+    absl::StrAppend(&out, av(lead), entries[i]);
   }
   return out;
 }

@@ -51,6 +51,16 @@
 
 namespace muster::jobengine::slurm {
 
+// The most entries a dependency may have, counted after array expressions are expanded
+// ("12_[0-1000]" is 1001 entries): one whole array of Slurm's default MaxArraySize (1001) named
+// task by task, and room besides. A longer list is "Job dependency problem" before anything is
+// expanded past it: 4 KiB of "1_[0-1000]," expanded to 371,371 entries, which the job engine
+// evaluated on its one strand twice per reconcile (issue 43). Name a whole array by its job id.
+inline constexpr size_t kMaxDependencyItems = 1024;
+// The most characters of a formatted dependency written into status (status.slurm.dependency,
+// the job's message, Events): the first entries, then "...(+N more)".
+inline constexpr size_t kDependencyStatusMax = 1024;
+
 enum class DependencyType {
   kAfter,
   kAfterAny,
@@ -95,9 +105,11 @@ enum class DependencyState { kUnfulfilled, kFulfilled, kFailed };
 // The entries as squeue's %E and scontrol show job print them: only the entries not yet
 // fulfilled, each with its state: "afterok:12(unfulfilled),after:13+5(failed)",
 // "singleton(unfulfilled)"; joined by '?' for an any-of dependency. `states` is parallel to
-// spec.items (all kUnfulfilled when empty).
+// spec.items (all kUnfulfilled when empty). At most `max_length` characters: the entries that
+// fit, then "...(+N more)" (kDependencyStatusMax for what goes into status).
 std::string formatDependency(const DependencySpec& spec,
-                             const std::vector<DependencyState>& states = {});
+                             const std::vector<DependencyState>& states = {},
+                             size_t max_length = std::string::npos);
 
 // What the runtime knows about a job a dependency refers to.
 struct DependencyTargetState {

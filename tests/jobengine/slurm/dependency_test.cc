@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,6 +27,17 @@ void invalid(std::string_view text) {
   absl::StatusOr<DependencySpec> s = parseDependency(text);
   REQUIRE_FALSE(s.ok());
   CHECK(s.status().message() == "Job dependency problem");
+}
+
+// Past kMaxDependencyItems: Slurm's words, and Muster's reason.
+void tooMany(std::string_view text) {
+  INFO(std::string(text.substr(0, 80)));
+  absl::StatusOr<DependencySpec> s = parseDependency(text);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(s.status().message() ==
+        "Job dependency problem (more than 1024 entries once array ranges are expanded; name a "
+        "whole array by its job id)");
 }
 
 Dependency dep(Type type, uint32_t job, std::optional<uint32_t> task = std::nullopt) {
@@ -130,6 +142,41 @@ TEST_CASE("malformed dependencies are a dependency problem", "[dependency]") {
   invalid("afterok:1x");
   invalid("afterok:-1");
   invalid("singletonx");
+}
+
+TEST_CASE("a dependency that expands past 1024 entries is a dependency problem, found before it "
+          "is expanded", "[dependency]") {
+  // The audit's input (issue 43): 4 KiB of array expressions expanded to 371,371 entries.
+  std::string amplified = "afterok:";
+  while (amplified.size() + 11 < 4096) amplified += "1_[0-1000]:";
+  amplified.pop_back();
+  tooMany(amplified);
+  // One whole array of Slurm's default MaxArraySize, task by task, is fine; one entry more is not.
+  CHECK(parse("afterok:12_[0-1000]").items.size() == 1001);
+  CHECK(parse("afterok:12_[0-1000]:13_[0-22]").items.size() == kMaxDependencyItems);
+  tooMany("afterok:12_[0-1000]:13_[0-23]");
+  std::string plain = "afterany:1";
+  for (size_t i = 2; i <= kMaxDependencyItems; ++i) plain += ":" + std::to_string(i);
+  CHECK(parse(plain).items.size() == kMaxDependencyItems);
+  tooMany(plain + ":99999");
+  tooMany(plain + ",singleton");
+  tooMany(plain + ",2000");  // the old bare form counts too
+}
+
+TEST_CASE("a formatted dependency is cut at an entry and says how many more there are",
+          "[dependency]") {
+  DependencySpec spec = parse("afterok:12_[0-1000]");
+  const std::string all = formatDependency(spec);
+  CHECK(all.size() > 20000);
+  const std::string cut = formatDependency(spec, {}, kDependencyStatusMax);
+  CHECK(cut.size() <= kDependencyStatusMax);
+  CHECK(cut.rfind("afterok:12_0(unfulfilled),afterok:12_1(unfulfilled),", 0) == 0);
+  const size_t shown = static_cast<size_t>(std::count(cut.begin(), cut.end(), '('));
+  CHECK(cut.substr(cut.rfind(',') + 1) ==
+        "...(+" + std::to_string(1001 - (shown - 1)) + " more)");
+  // What fits is not cut.
+  CHECK(formatDependency(parse("afterok:12,afterok:13"), {}, kDependencyStatusMax) ==
+        "afterok:12(unfulfilled),afterok:13(unfulfilled)");
 }
 
 TEST_CASE("unsupported types parse so that they can be refused", "[dependency]") {
