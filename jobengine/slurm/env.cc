@@ -46,8 +46,10 @@ Environment batchEnvironment(const JobEnvironmentInput& job, int node_index) {
     env["SLURM_TASKS_PER_NODE"] = formatTasksPerNode(job.tasks_per_node);
   }
   // env_array_for_batch_job: the task count, or --ntasks-per-node times the nodes.
-  std::optional<int> ntasks = job.ntasks;
-  if (!ntasks && job.ntasks_per_node) ntasks = *job.ntasks_per_node * static_cast<int>(nodes);
+  // In 64 bits: --ntasks-per-node times the nodes can be past INT_MAX.
+  std::optional<int64_t> ntasks = job.ntasks;
+  if (!ntasks && job.ntasks_per_node)
+    ntasks = int64_t{*job.ntasks_per_node} * static_cast<int64_t>(nodes);
   if (ntasks) {
     env["SLURM_NTASKS"] = absl::StrCat(*ntasks);
     env["SLURM_NPROCS"] = absl::StrCat(*ntasks);

@@ -94,6 +94,16 @@ TEST_CASE("the task count comes from -n or ntasks-per-node times the nodes", "[e
   CHECK_FALSE(has(none, "SLURM_NPROCS"));
 }
 
+TEST_CASE("the task count of many nodes times many tasks per node does not wrap around", "[env]") {
+  JobEnvironmentInput j = twoNodes();
+  j.ntasks.reset();
+  j.ntasks_per_node = 1 << 30;
+  j.node_names = {"n1", "n2", "n3", "n4"};
+  Environment env = batchEnvironment(j);
+  CHECK(env.at("SLURM_NTASKS") == "4294967296");
+  CHECK(env.at("SLURM_NPROCS") == "4294967296");
+}
+
 TEST_CASE("another node index gives that node's view", "[env]") {
   JobEnvironmentInput j = twoNodes();
   j.cpus_per_node = {8, 6};
