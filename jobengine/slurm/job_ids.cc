@@ -4,6 +4,7 @@
 #include <random>
 #include <thread>
 
+#include "jobengine/slurm/limits.h"
 #include "proto/codec.h"
 #include "proto/json.h"
 #include "proto/strings.h"
@@ -37,6 +38,17 @@ std::string counterBody(const ObjectName& counter, int64_t next, const std::stri
 
 }  // namespace
 
+absl::StatusOr<int64_t> takeJobIds(int64_t next, int64_t count) {
+  if (count < 1) return absl::InvalidArgumentError("takeJobIds: count must be positive");
+  // Checked before adding: anyone who may update the counter may write any number into it.
+  const int64_t left = next >= 1 && next <= kMaxJobId ? kMaxJobId - next + 1 : 0;
+  if (count > left)
+    return absl::FailedPreconditionError(
+        strCat("only ", left, left == 1 ? " job id is" : " job ids are", " left below Muster's limit of ",
+               kMaxJobId, " (", count, " asked for); the job id counter is at ", next));
+  return next + count;
+}
+
 absl::StatusOr<int64_t> allocateJobId(proto::Client& client, const ObjectName& counter,
                                       int max_attempts) {
   return allocateJobIds(client, counter, 1, max_attempts);
@@ -55,8 +67,10 @@ absl::StatusOr<int64_t> allocateJobIds(proto::Client& client, const ObjectName& 
     auto got = client.callSync(counterRequest(proto::Verb::kGet, counter, ""));
     if (!got.ok() && proto::isNotFound(got.status())) {
       // The first job of the cluster: ids from 1, the counter after them.
+      absl::StatusOr<int64_t> after_first = takeJobIds(1, count);
+      if (!after_first.ok()) return after_first.status();
       auto created = client.callSync(
-          counterRequest(proto::Verb::kPost, counter, counterBody(counter, 1 + count, "")));
+          counterRequest(proto::Verb::kPost, counter, counterBody(counter, *after_first, "")));
       if (created.ok()) return 1;
       if (proto::isAlreadyExists(created.status())) continue;
       return absl::Status(created.status().code(),
@@ -82,8 +96,10 @@ absl::StatusOr<int64_t> allocateJobIds(proto::Client& client, const ObjectName& 
       return absl::FailedPreconditionError(
           strCat("the job id counter ConfigMap ", counter.namespace_, "/", counter.name,
                  " has no valid data.next; fix or delete it"));
+    absl::StatusOr<int64_t> after = takeJobIds(next, count);
+    if (!after.ok()) return after.status();
     auto written = client.callSync(
-        counterRequest(proto::Verb::kPut, counter, counterBody(counter, next + count, rv)));
+        counterRequest(proto::Verb::kPut, counter, counterBody(counter, *after, rv)));
     if (written.ok()) return next;
     if (proto::isConflict(written.status())) continue;  // someone else took `next`
     return absl::Status(written.status().code(),

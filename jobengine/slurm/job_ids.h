@@ -15,6 +15,11 @@
 
 namespace muster::jobengine::slurm {
 
+// The counter's next value once `count` ids are taken from `next` (the first of them).
+// FailedPrecondition when they would pass kMaxJobId (limits.h), or `next` is not a job id: ids
+// are never reused, so the counter stops there instead of wrapping around.
+absl::StatusOr<int64_t> takeJobIds(int64_t next, int64_t count);
+
 // Blocking (Client::callSync): for the CLI, not for the executor's own thread.
 absl::StatusOr<int64_t> allocateJobId(proto::Client& client, const ObjectName& counter,
                                       int max_attempts = 50);

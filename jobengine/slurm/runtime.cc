@@ -1,12 +1,14 @@
 #include "jobengine/slurm/runtime.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "jobengine/naming.h"
 #include "jobengine/slurm/dependency.h"
 #include "jobengine/slurm/env.h"
 #include "jobengine/slurm/filename.h"
 #include "jobengine/slurm/hostlist.h"
+#include "jobengine/slurm/limits.h"
 #include "jobengine/slurm/signal_request.h"
 #include "jobengine/slurm/step_record.h"
 #include "jobengine/slurm/time.h"
@@ -45,6 +47,65 @@ absl::Time parseTime(const std::string& s) {
   return absl::InfinitePast();
 }
 
+// At most `max` characters of what a user wrote, for a message ("..." marks a cut).
+std::string cut(std::string_view text, size_t max) {
+  if (text.size() <= max) return std::string(text);
+  return strCat(text.substr(0, max), "...");
+}
+
+// Muster's limits (limits.h) on what a job asks for, checked before anything is sized by it: the
+// CRD refuses more, but a job may come from a CRD without the limits or an older Muster.
+absl::Status checkLimits(const proto::SlurmJobSpec& s) {
+  auto range = [](std::string_view field, std::optional<int64_t> value, int64_t min,
+                  int64_t max) -> absl::Status {
+    if (!value || (*value >= min && *value <= max)) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        strCat("spec.slurm.", field, " is ", *value, ", outside ", min, "..", max,
+               " (Muster's Slurm limits; sbatch and the ParallelJob CRD refuse it)"));
+  };
+  auto opt = [](const auto& v) { return v ? std::optional<int64_t>(*v) : std::nullopt; };
+  std::vector<absl::Status> checks = {
+      range("jobId", s.job_id, 1, kMaxJobId),
+      range("ntasks", s.ntasks, 1, kMaxTasks),
+      range("ntasksPerNode", opt(s.ntasks_per_node), 1, kMaxTasksPerNode),
+      range("cpusPerTask", opt(s.cpus_per_task), 1, kMaxCpusPerTask),
+      range("gpusPerNode", opt(s.gpus_per_node), 0, kMaxGpusPerNode),
+      range("gpusPerTask", opt(s.gpus_per_task), 0, kMaxGpusPerNode),
+      range("memPerNodeMB", s.mem_per_node_mb, 0, kMaxMemoryMb),
+      range("memPerCpuMB", s.mem_per_cpu_mb, 0, kMaxMemoryMb),
+      range("timeLimitSeconds", s.time_limit_seconds, 0, kMaxTimeLimitSeconds),
+  };
+  for (size_t i = 0; i < s.tasks_per_node.size(); ++i)
+    checks.push_back(range(strCat("tasksPerNode[", i, "]"), s.tasks_per_node[i], 0, kMaxTasksPerNode));
+  if (const auto& a = s.array) {
+    checks.push_back(range("array.arrayJobId", a->array_job_id, 1, kMaxJobId));
+    checks.push_back(range("array.taskId", a->task_id, 0, kMaxArrayTaskId));
+    checks.push_back(range("array.taskCount", a->task_count, 0, kMaxArrayTaskId + 1));
+    checks.push_back(range("array.taskMin", a->task_min, 0, kMaxArrayTaskId));
+    checks.push_back(range("array.taskMax", a->task_max, 0, kMaxArrayTaskId));
+    checks.push_back(range("array.taskStep", a->task_step, 0, kMaxArrayTaskId));
+    checks.push_back(range("array.maxRunning", opt(a->max_running), 0, kMaxArrayTaskId + 1));
+  }
+  for (const absl::Status& c : checks)
+    if (!c.ok()) return c;
+  // A begin time that does not parse would be no begin time at all; one past 9999 cannot be
+  // written back (RFC 3339).
+  if (!s.begin_time.empty()) {
+    const absl::Time begin = parseTime(s.begin_time);
+    if (begin == absl::InfinitePast() || begin > kLatestTimestamp)
+      return absl::InvalidArgumentError(
+          strCat("spec.slurm.beginTime \"", cut(s.begin_time, 64),
+                 "\" is not an RFC 3339 time up to 9999-12-31T23:59:59Z"));
+  }
+  return absl::OkStatus();
+}
+
+// A step's time as status holds it: the job wrote it, so it is kept to what an RFC 3339
+// date-time can say (step_record.h reads it so already; this is the engine's own guard).
+std::string stepTime(int64_t unix_seconds) {
+  return proto::rfc3339(absl::FromUnixSeconds(std::clamp<int64_t>(unix_seconds, 0, kMaxStepTime)));
+}
+
 const proto::ContainerStatus* mainStatus(const proto::Pod& pod) {
   for (const auto& c : pod.status.container_statuses)
     if (c.name == "main") return &c;
@@ -76,8 +137,8 @@ proto::SlurmStepStatus toStatus(const StepRecord& r) {
   s.name = r.name;
   s.state = r.state;
   s.exit_code = r.exit_code;
-  s.start_time = proto::rfc3339(absl::FromUnixSeconds(r.start));
-  s.end_time = proto::rfc3339(absl::FromUnixSeconds(r.end));
+  s.start_time = stepTime(r.start);
+  s.end_time = stepTime(r.end);
   s.nodes = r.nodes;
   s.tasks = r.tasks;
   s.cpus = r.cpus;
@@ -208,6 +269,7 @@ absl::Status SlurmRuntime::check(const proto::ParallelJob& job, const Partition*
         "spec.slurm is missing: Slurm jobs are submitted with sbatch (runtime slurm)");
   const proto::SlurmJobSpec& s = *job.spec.slurm;
   if (absl::Status n = checkNumPods(job); !n.ok()) return n;
+  if (absl::Status l = checkLimits(s); !l.ok()) return l;
   if (!s.tasks_per_node.empty() &&
       s.tasks_per_node.size() != static_cast<size_t>(job.spec.num_pods))
     return absl::InvalidArgumentError(
@@ -233,16 +295,19 @@ std::map<std::string, std::string> SlurmRuntime::nodeEnvironment(const proto::Pa
   in.job_id = static_cast<uint32_t>(s.job_id);
   in.job_name = s.job_name;
   in.node_names = nodeNames(job, attempt);
-  const int cpus_per_task = s.cpus_per_task.value_or(1);
+  // check() held every count to limits.h; the arithmetic is 64-bit and clamped all the same.
+  const int64_t cpus_per_task = s.cpus_per_task.value_or(1);
   for (int32_t i = 0; i < job.spec.num_pods; ++i) {
     const int tasks = i < static_cast<int32_t>(s.tasks_per_node.size()) ? s.tasks_per_node[i] : 1;
     in.tasks_per_node.push_back(tasks);
-    in.cpus_per_node.push_back(std::max(1, tasks * cpus_per_task));
-    if (s.gpus_per_node && *s.gpus_per_node > 0) {
-      std::vector<int> gpus;
-      for (int g = 0; g < *s.gpus_per_node; ++g) gpus.push_back(g);
-      in.gpus_on_node.push_back(std::move(gpus));
-    }
+    in.cpus_per_node.push_back(
+        static_cast<int>(std::clamp<int64_t>(int64_t{tasks} * cpus_per_task, 1, INT_MAX)));
+  }
+  // Only this node's GPU indices are read (every node of a job has the same).
+  const int gpus = std::clamp(s.gpus_per_node.value_or(0), 0, kMaxGpusPerNode);
+  if (gpus > 0 && index >= 0 && index < job.spec.num_pods) {
+    in.gpus_on_node.resize(static_cast<size_t>(index) + 1);
+    for (int g = 0; g < gpus; ++g) in.gpus_on_node.back().push_back(g);
   }
   in.ntasks = s.ntasks;
   if (s.ntasks_per_node) in.ntasks_per_node = *s.ntasks_per_node;
@@ -259,7 +324,8 @@ std::map<std::string, std::string> SlurmRuntime::nodeEnvironment(const proto::Pa
   in.submit_dir = s.submit_dir;
   in.submit_host = s.submit_host;
   // Slurm's restart_cnt: restarts, and requeues after a preemption (PreemptMode=REQUEUE).
-  in.restart_count = attempt.attempt + job.status.preemptions;
+  in.restart_count = static_cast<int>(
+      std::min<int64_t>(int64_t{attempt.attempt} + job.status.preemptions, INT_MAX));
   in.cluster_name = options_.slurm.cluster_name;
   if (!s.account.empty()) in.account = s.account;
   if (!s.qos.empty()) in.qos = s.qos;

@@ -3,9 +3,11 @@
 #include <algorithm>
 
 #include "absl/strings/str_split.h"
+#include "jobengine/runtime.h"
 #include "jobengine/slurm/dependency.h"
 #include "jobengine/slurm/env.h"
 #include "jobengine/slurm/hostlist.h"
+#include "jobengine/slurm/limits.h"
 #include "jobengine/slurm/script.h"
 #include "jobengine/slurm/tasks.h"
 #include "jobengine/slurm/time.h"
@@ -97,7 +99,8 @@ absl::StatusOr<Shape> shapeOf(const BatchOptions& o, const SlurmConfig& config,
   }
   if (o.dependency) {
     auto dep = parseDependency(*o.dependency);
-    if (!dep.ok()) return refused("Job dependency problem");
+    // "Job dependency problem", with Muster's reason when it has one (too many entries).
+    if (!dep.ok()) return refused(std::string(dep.status().message()));
     for (const Dependency& d : dep->items) {
       if (!isSupported(d.type))
         return error(strCat("--dependency ", dependencyTypeName(d.type),
@@ -111,8 +114,27 @@ absl::StatusOr<Shape> shapeOf(const BatchOptions& o, const SlurmConfig& config,
     if (!dep->items.empty()) s.dependency = *o.dependency;
   }
 
+  // Muster's limits (limits.h), before anything is computed from the numbers: more than any node
+  // holds is what slurmctld calls a node configuration that is not available.
+  auto over = [](const auto& value, int64_t max) {
+    return value && (static_cast<int64_t>(*value) < 0 || static_cast<int64_t>(*value) > max);
+  };
+  auto overGpus = [&](const std::optional<GpuRequest>& g, int64_t max) {
+    return g && (g->count < 0 || g->count > max);
+  };
+  bool gres_over = false;
+  if (o.gres)
+    for (const Gres& g : *o.gres) gres_over = gres_over || g.count < 0 || g.count > kMaxGpusPerNode;
+  if (over(o.ntasks, kMaxTasks) || over(o.ntasks_per_node, kMaxTasksPerNode) ||
+      over(o.cpus_per_task, kMaxCpusPerTask) || overGpus(o.gpus_per_node, kMaxGpusPerNode) ||
+      overGpus(o.gpus_per_task, kMaxGpusPerNode) ||
+      overGpus(o.gpus, int64_t{kMaxGpusPerNode} * kMaxNumPods) || gres_over ||
+      over(o.mem_mb, kMaxMemoryMb) || over(o.mem_per_cpu_mb, kMaxMemoryMb) ||
+      over(o.mem_per_gpu_mb, kMaxMemoryMb))
+    return refused(kNodeConfigUnavailable);
+
   s.nodes = o.nodes_min.value_or(1);
-  if (s.nodes < 1) return refused("Node count specification invalid");
+  if (s.nodes < 1 || s.nodes > kMaxNumPods) return refused("Node count specification invalid");
   if (s.partition->max_nodes > 0 && s.nodes > s.partition->max_nodes)
     return refused("Node count specification invalid");
   s.cpus_per_task = o.cpus_per_task.value_or(1);
@@ -124,11 +146,13 @@ absl::StatusOr<Shape> shapeOf(const BatchOptions& o, const SlurmConfig& config,
     if (o.nodes_min) return refused("Node count specification invalid");
     s.nodes = *o.ntasks;
   }
+  if (s.nodes > kMaxNumPods) return refused("Node count specification invalid");
   s.ntasks = o.ntasks ? *o.ntasks : (o.ntasks_per_node ? *o.ntasks_per_node * s.nodes : s.nodes);
   s.tasks_per_node = blockTaskCounts(s.nodes, s.ntasks, static_cast<int>(std::max<int64_t>(1, ceilDiv(s.ntasks, s.nodes))) * s.cpus_per_task,
                                      s.cpus_per_task, o.ntasks_per_node);
   s.max_tasks = s.tasks_per_node.empty() ? 1 : *std::max_element(s.tasks_per_node.begin(), s.tasks_per_node.end());
   s.max_tasks = std::max(1, s.max_tasks);
+  if (s.max_tasks > kMaxTasksPerNode) return refused(kNodeConfigUnavailable);
   s.cpu_millis = int64_t{1000} * s.cpus_per_task * s.max_tasks;
 
   // GPUs per pod.
@@ -153,6 +177,7 @@ absl::StatusOr<Shape> shapeOf(const BatchOptions& o, const SlurmConfig& config,
     s.gpus = ceilDiv(o.gpus->count, s.nodes);
     s.gpu_type = o.gpus->type.value_or(s.gpu_type);
   }
+  if (s.gpus > kMaxGpusPerNode) return refused(kNodeConfigUnavailable);
   // Memory per pod.
   if (o.mem_mb && *o.mem_mb > 0) s.memory_mb = *o.mem_mb;
   else if (o.mem_per_cpu_mb) s.memory_mb = *o.mem_per_cpu_mb * s.cpus_per_task * s.max_tasks;

@@ -3,11 +3,19 @@
 // reaches with Slurm's rules (runtime.h).
 #include <catch2/catch.hpp>
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
+#include <fstream>
+#include <functional>
+#include <sstream>
 
 #include "jobengine/naming.h"
 #include "jobengine/reconcile.h"
+#include "jobengine/slurm/dependency.h"
+#include "jobengine/slurm/job_ids.h"
 #include "jobengine/slurm/job_view.h"
+#include "jobengine/slurm/limits.h"
 #include "jobengine/slurm/runtime.h"
 #include "jobengine/slurm/script.h"
 #include "jobengine/slurm/submit.h"
@@ -1079,6 +1087,181 @@ TEST_CASE("a dependency on an array waits for all of its tasks, on one task for 
   CHECK_FALSE(never);
   CHECK(cancelled.status.slurm->state == "CANCELLED");
   CHECK(starts({"-N", "1", "-d", "afterany:90"}).first);
+}
+
+// --- what one user's job may not do to the others (issue 43) -----------------------------------
+
+// 4 KiB of array expressions (the CRD's maxLength for spec.slurm.dependency) that expanded to
+// 371,371 entries.
+std::string amplifiedDependency() {
+  std::string text = "afterok:";
+  while (text.size() + 11 < 4096) text += "1_[0-1000]:";
+  text.pop_back();
+  return text;
+}
+
+// The message a job ends Failed with, reason InvalidSpec, when `change` was written into its
+// spec.slurm (kubectl edit, a CRD without the limits); no pod is created.
+std::string invalidSpec(const std::function<void(proto::SlurmJobSpec&)>& change) {
+  Job j({"-N", "2"});
+  change(*j.job.spec.slurm);
+  Plan p = j.run();
+  REQUIRE(p.status);
+  INFO(p.status->message);
+  REQUIRE(p.status->phase == "Failed");
+  const proto::Condition* failed = findCondition(p.status->conditions, vocab::kConditionFailed);
+  REQUIRE(failed != nullptr);
+  CHECK(failed->reason == "InvalidSpec");
+  CHECK_FALSE(p.create_pods_needed);
+  REQUIRE(p.events.size() == 1);
+  CHECK(p.events[0].type == "Warning");
+  CHECK(p.events[0].reason == "InvalidSpec");
+  CHECK(p.events[0].message == p.status->message);
+  return p.status->message;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST_CASE("a job past Muster's Slurm limits ends InvalidSpec with an Event naming the field, and "
+          "nothing is sized by it", "[slurm][limits]") {
+  CHECK(invalidSpec([](auto& s) { s.gpus_per_node = kMaxGpusPerNode + 1; }) ==
+        "the job cannot run: spec.slurm.gpusPerNode is 65, outside 0..64 (Muster's Slurm limits; "
+        "sbatch and the ParallelJob CRD refuse it). No pods were created");
+  // The audit's value: refused as quickly, never a vector of 2^31 GPU indices.
+  CHECK(contains(invalidSpec([](auto& s) { s.gpus_per_node = INT32_MAX; }),
+                 "spec.slurm.gpusPerNode is 2147483647, outside 0..64"));
+  CHECK(contains(invalidSpec([](auto& s) { s.gpus_per_node = -1; }), "spec.slurm.gpusPerNode is -1"));
+  CHECK(contains(invalidSpec([](auto& s) { s.gpus_per_task = 65; }), "spec.slurm.gpusPerTask is 65"));
+  CHECK(contains(invalidSpec([](auto& s) { s.ntasks = kMaxTasks + 1; }),
+                 "spec.slurm.ntasks is 2097153, outside 1..2097152"));
+  CHECK(contains(invalidSpec([](auto& s) { s.ntasks_per_node = 513; }),
+                 "spec.slurm.ntasksPerNode is 513, outside 1..512"));
+  CHECK(contains(invalidSpec([](auto& s) { s.cpus_per_task = 1025; }),
+                 "spec.slurm.cpusPerTask is 1025, outside 1..1024"));
+  CHECK(contains(invalidSpec([](auto& s) { s.tasks_per_node = {1, INT32_MAX}; }),
+                 "spec.slurm.tasksPerNode[1] is 2147483647, outside 0..512"));
+  CHECK(contains(invalidSpec([](auto& s) { s.mem_per_node_mb = kMaxMemoryMb + 1; }),
+                 "spec.slurm.memPerNodeMB is 67108865"));
+  CHECK(contains(invalidSpec([](auto& s) { s.mem_per_cpu_mb = -5; }), "spec.slurm.memPerCpuMB is -5"));
+  CHECK(contains(invalidSpec([](auto& s) { s.time_limit_seconds = INT64_MAX; }),
+                 "spec.slurm.timeLimitSeconds is 9223372036854775807, outside 0..2147483647"));
+  CHECK(contains(invalidSpec([](auto& s) { s.job_id = kMaxJobId + 1; }),
+                 "spec.slurm.jobId is 2147483648, outside 1..2147483647"));
+  CHECK(contains(invalidSpec([](auto& s) {
+                   proto::SlurmArrayTask& task = s.array.emplace();
+                   task.array_job_id = 1;
+                   task.task_id = 4000001;
+                 }),
+                 "spec.slurm.array.taskId is 4000001"));
+  CHECK(contains(invalidSpec([](auto& s) { s.begin_time = "10000-01-01T00:00:00Z"; }),
+                 "spec.slurm.beginTime \"10000-01-01T00:00:00Z\" is not an RFC 3339 time up to "
+                 "9999-12-31T23:59:59Z"));
+  CHECK(contains(invalidSpec([](auto& s) { s.begin_time = "tomorrow"; }), "spec.slurm.beginTime"));
+  // At the limits it runs.
+  Job edge({"-N", "2"});
+  edge.job.spec.slurm->gpus_per_node = kMaxGpusPerNode;
+  edge.job.spec.slurm->tasks_per_node = {kMaxTasksPerNode, 1};
+  edge.job.spec.slurm->cpus_per_task = kMaxCpusPerTask;
+  edge.apply(edge.run());
+  CHECK(edge.job.status.phase == "Pending");
+  CHECK(edge.run().create_pods_needed);
+  const auto batch = podOf(SlurmRuntime(runtimeOptions()), edge.job, 0, 0);
+  const auto& main = batch["spec"]["containers"][0];
+  CHECK(envOf(main, "SLURM_GPUS_ON_NODE") == "64");
+  CHECK(envOf(main, "SLURM_CPUS_ON_NODE") == "524288");
+}
+
+TEST_CASE("sbatch refuses a request past Muster's limits in Slurm's words, even without listing "
+          "the nodes", "[slurm][limits]") {
+  SubmitContext blind = context();
+  blind.nodes.reset();
+  auto refusal = [&](const std::vector<std::string>& argv) {
+    absl::Status s = checkSubmission(options(argv), config(), blind);
+    REQUIRE_FALSE(s.ok());
+    return std::string(s.message());
+  };
+  const std::string unavailable =
+      "sbatch: error: Batch job submission failed: Requested node configuration is not available";
+  CHECK(refusal({"--gpus-per-node=65"}) == unavailable);
+  CHECK(refusal({"--gpus-per-node=2147483647"}) == unavailable);
+  CHECK(refusal({"--gpus-per-task=65"}) == unavailable);
+  CHECK(refusal({"--ntasks-per-node=513"}) == unavailable);
+  CHECK(refusal({"-c", "1025"}) == unavailable);
+  CHECK(refusal({"--mem=65T"}) == unavailable);
+  CHECK(refusal({"--dependency=" + amplifiedDependency()}) ==
+        "sbatch: error: Batch job submission failed: Job dependency problem (more than 1024 "
+        "entries once array ranges are expanded; name a whole array by its job id)");
+  CHECK(checkSubmission(options({"--gpus-per-node=64", "--ntasks-per-node=512", "-c", "1024"}),
+                        config(), blind)
+            .ok());
+}
+
+TEST_CASE("the ParallelJob CRD's maxima on spec.slurm are Muster's Slurm limits, and the chart's "
+          "copy is the same file", "[slurm][limits]") {
+  const std::string path = std::string(MUSTER_SOURCE_DIR) + "/manifests/crds/paralleljobs.preferred.jp.yaml";
+  const YAML::Node crd = YAML::LoadFile(path);
+  const YAML::Node slurm = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+                              ["spec"]["properties"]["slurm"];
+  REQUIRE(slurm.IsMap());
+  const YAML::Node fields = slurm["properties"];
+  auto maximum = [](const YAML::Node& field) -> int64_t {
+    REQUIRE(field["maximum"]);
+    return field["maximum"].as<int64_t>();
+  };
+  CHECK(maximum(fields["jobId"]) == kMaxJobId);
+  CHECK(maximum(fields["array"]["properties"]["arrayJobId"]) == kMaxJobId);
+  CHECK(maximum(fields["array"]["properties"]["taskId"]) == kMaxArrayTaskId);
+  CHECK(maximum(fields["ntasks"]) == kMaxTasks);
+  CHECK(maximum(fields["ntasksPerNode"]) == kMaxTasksPerNode);
+  CHECK(maximum(fields["tasksPerNode"]["items"]) == kMaxTasksPerNode);
+  CHECK(fields["tasksPerNode"]["maxItems"].as<int64_t>() == kMaxNumPods);
+  CHECK(maximum(fields["cpusPerTask"]) == kMaxCpusPerTask);
+  CHECK(maximum(fields["gpusPerNode"]) == kMaxGpusPerNode);
+  CHECK(maximum(fields["gpusPerTask"]) == kMaxGpusPerNode);
+  CHECK(maximum(fields["memPerNodeMB"]) == kMaxMemoryMb);
+  CHECK(maximum(fields["memPerCpuMB"]) == kMaxMemoryMb);
+  CHECK(maximum(fields["timeLimitSeconds"]) == kMaxTimeLimitSeconds);
+  CHECK(fields["dependency"]["maxLength"].as<int64_t>() == 4096);
+  // Every integer under spec.slurm has a maximum.
+  std::vector<std::string> unbounded;
+  std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& n,
+                                                                        const std::string& at) {
+    if (!n.IsMap()) return;
+    if (n["type"] && n["type"].as<std::string>() == "integer" && !n["maximum"]) unbounded.push_back(at);
+    if (n["properties"])
+      for (const auto& p : n["properties"]) walk(p.second, at + "." + p.first.as<std::string>());
+    if (n["items"]) walk(n["items"], at + "[]");
+  };
+  walk(slurm, "spec.slurm");
+  CHECK(unbounded == std::vector<std::string>{});
+  // The chart installs the same CRD.
+  auto read = [](const std::string& file) {
+    std::ifstream in(file);
+    REQUIRE(in);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  CHECK(read(path) ==
+        read(std::string(MUSTER_SOURCE_DIR) + "/manifests/charts/muster/crds/paralleljobs.preferred.jp.yaml"));
+}
+
+TEST_CASE("the job id counter never wraps around: ids past Muster's limit are refused",
+          "[slurm][limits]") {
+  CHECK(*takeJobIds(1, 1) == 2);
+  CHECK(*takeJobIds(41, 1000) == 1041);
+  CHECK(*takeJobIds(kMaxJobId, 1) == kMaxJobId + 1);  // the last id is taken
+  const absl::StatusOr<int64_t> past = takeJobIds(kMaxJobId, 2);
+  REQUIRE_FALSE(past.ok());
+  CHECK(past.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(past.status().message() ==
+        "only 1 job id is left below Muster's limit of 2147483647 (2 asked for); the job id "
+        "counter is at 2147483647");
+  CHECK_FALSE(takeJobIds(INT64_MAX, 1).ok());
+  CHECK_FALSE(takeJobIds(kMaxJobId + 1, 1).ok());
+  CHECK_FALSE(takeJobIds(5, 0).ok());
 }
 
 }  // namespace
