@@ -208,7 +208,7 @@ std::optional<DependencyVerdict> evaluateJobDependency(const proto::ParallelJob&
   DependencyVerdict v;
   auto spec = parseDependency(s.dependency);
   if (!spec.ok()) {
-    v.error = strCat("spec.slurm.dependency \"", s.dependency, "\": ", spec.status().message());
+    v.error = strCat("spec.slurm.dependency \"", cut(s.dependency, 64), "\": ", spec.status().message());
     v.evaluation.result = DependencyResult::kNeverSatisfied;
     return v;
   }
@@ -217,23 +217,46 @@ std::optional<DependencyVerdict> evaluateJobDependency(const proto::ParallelJob&
   DependencyContext context;
   context.now = now;
   if (s.array) context.own_array_task_id = static_cast<uint32_t>(s.array->task_id);
+  // What the entries name, looked up once per job id and evaluation, and by task id: a
+  // dependency on every task of an array asked the directory once per entry, and each time
+  // went through all of the array's tasks (issue 43).
+  struct ArrayTasks {
+    std::map<int64_t, DependencyTargetState> by_task;  // the array's tasks (none: not an array)
+    std::optional<DependencyTargetState> whole;         // summarizeArray of them, once asked for
+  };
+  std::map<uint32_t, ArrayTasks> arrays;
+  std::map<uint32_t, std::optional<DependencyTargetState>> plain;
+  auto arrayOf = [&](uint32_t id) -> ArrayTasks& {
+    auto [it, added] = arrays.try_emplace(id);
+    if (added)
+      for (const auto& other : jobs.knownAs(arrayKey(job.meta.namespace_, id)))
+        if (other->spec.slurm && other->spec.slurm->array &&
+            other->spec.slurm->array->array_job_id == id)
+          it->second.by_task.try_emplace(other->spec.slurm->array->task_id, targetState(*other));
+    return it->second;
+  };
   context.lookup = [&](uint32_t id, std::optional<uint32_t> task,
                        bool all_tasks) -> std::optional<DependencyTargetState> {
-    // The tasks of array `id` (none when `id` is not an array's job id).
-    std::vector<DependencyTargetState> tasks;
-    for (const auto& other : jobs.knownAs(arrayKey(job.meta.namespace_, id))) {
-      if (!other->spec.slurm || !other->spec.slurm->array ||
-          other->spec.slurm->array->array_job_id != id)
-        continue;
-      if (task && other->spec.slurm->array->task_id != *task) continue;
-      tasks.push_back(targetState(*other));
+    ArrayTasks& array = arrayOf(id);
+    if (task) {
+      auto t = array.by_task.find(*task);
+      return t == array.by_task.end() ? std::nullopt : std::optional(t->second);
     }
-    if (task) return tasks.empty() ? std::nullopt : std::optional(tasks.front());
-    if (!tasks.empty()) return summarizeArray(tasks);  // "123" of an array: all of its tasks
+    if (!array.by_task.empty()) {  // "123" of an array: all of its tasks
+      if (!array.whole) {
+        std::vector<DependencyTargetState> tasks;
+        for (const auto& [task_id, state] : array.by_task) tasks.push_back(state);
+        array.whole = summarizeArray(tasks);
+      }
+      return array.whole;
+    }
     if (all_tasks) return std::nullopt;
-    auto target = jobs.get(job.meta.namespace_, jobObjectName(id));
-    if (target == nullptr || !target->spec.slurm) return std::nullopt;  // gone: lifted
-    return targetState(*target);
+    auto [known, added] = plain.try_emplace(id);
+    if (added) {
+      auto target = jobs.get(job.meta.namespace_, jobObjectName(id));
+      if (target != nullptr && target->spec.slurm) known->second = targetState(*target);
+    }
+    return known->second;  // nullopt: gone, which lifts the dependency
   };
   context.singleton_blocked = [&] {
     for (const auto& other : jobs.knownAs(singletonKey(job))) {
@@ -404,8 +427,8 @@ absl::StatusOr<std::string> SlurmRuntime::buildPod(const proto::ParallelJob& job
   pod.addNodeSelector(requested->nodeSelector());  // the partition's keys win over the job's
   pod.copySpecFields(*requested, {"affinity"});
   if (!partition->priority_class_name.empty()) pod.setPriorityClassName(partition->priority_class_name);
-  if (s.time_limit_seconds && *s.time_limit_seconds > 0)
-    pod.setActiveDeadlineSeconds(*s.time_limit_seconds + 300);  // the engine stops it on time
+  if (std::optional<int64_t> limit = timeLimitSeconds(job))
+    pod.setActiveDeadlineSeconds(*limit + 300);  // the engine stops it on time
 
   PodTemplate::Container partition_main = *pod.container("main");
   std::optional<PodTemplate::Container> main;
@@ -563,13 +586,14 @@ StartGate gateOf(const proto::ParallelJob& job, absl::Time now, const JobDirecto
   };
   if (s.dependency.empty()) return throttled();
   if (!have_jobs)
-    return {false, "Dependency", strCat("job ", s.job_id, " waits for its dependency ", s.dependency),
+    return {false, "Dependency",
+            strCat("job ", s.job_id, " waits for its dependency ", cut(s.dependency, kDependencyStatusMax)),
             std::nullopt};
   if (!v || v->evaluation.result == DependencyResult::kSatisfied) return throttled();
   if (v->evaluation.result == DependencyResult::kWaiting) {
     StartGate gate{false, "Dependency",
                    strCat("job ", s.job_id, " waits for its dependency ",
-                          formatDependency(v->spec, v->evaluation.states)),
+                          formatDependency(v->spec, v->evaluation.states, kDependencyStatusMax)),
                    std::nullopt};
     // An "after:<id>+<minutes>" entry is met by time alone once its job runs.
     for (const Dependency& d : v->spec.items)
@@ -578,7 +602,8 @@ StartGate gateOf(const proto::ParallelJob& job, absl::Time now, const JobDirecto
   }
   StartGate gate{false, kDependencyNever,
                  v->error.empty() ? strCat("job ", s.job_id, "'s dependency can never be satisfied: ",
-                                           formatDependency(v->spec, v->evaluation.states))
+                                           formatDependency(v->spec, v->evaluation.states,
+                                                            kDependencyStatusMax))
                                   : v->error,
                  std::nullopt};
   if (s.kill_on_invalid_dep) {
@@ -601,12 +626,14 @@ std::optional<StartGate> SlurmRuntime::partitionLimitGate(const proto::ParallelJ
   const Partition* p = options_.slurm.partition(s.partition);
   if (p == nullptr || s.hold) return std::nullopt;  // a held job is JobHeldUser first
   // sbatch refuses what is over the limits (EnforcePartLimits=ALL); a job still over them was
-  // submitted before an operator lowered them, and waits as in Slurm until one side changes.
-  if (p->max_time_seconds &&
-      (!s.time_limit_seconds || *s.time_limit_seconds > *p->max_time_seconds))
+  // submitted before an operator lowered them, or written past them (spec.slurm.timeLimitSeconds
+  // 0 is UNLIMITED, as sbatch --time=0), and waits as in Slurm until one side changes.
+  const std::optional<int64_t> limit =
+      s.time_limit_seconds && *s.time_limit_seconds > 0 ? s.time_limit_seconds : std::nullopt;
+  if (p->max_time_seconds && (!limit || *limit > *p->max_time_seconds))
     return StartGate{false, "PartitionTimeLimit",
                      strCat("job ", s.job_id, "'s time limit (",
-                            formatTimeLimit(s.time_limit_seconds), ") is over partition ",
+                            formatTimeLimit(limit), ") is over partition ",
                             p->name, "'s MaxTime (", formatTimeLimit(p->max_time_seconds),
                             "): lower it with scontrol update JobId=", s.job_id,
                             " TimeLimit=..., or raise the partition's maxTime"),
@@ -650,11 +677,22 @@ std::optional<absl::Time> SlurmRuntime::expiresAt(const proto::ParallelJob& job)
   return end + absl::Seconds(*options_.slurm.accounting_retention_seconds);
 }
 
+std::optional<int64_t> SlurmRuntime::timeLimitSeconds(const proto::ParallelJob& job) const {
+  if (!job.spec.slurm) return std::nullopt;
+  const proto::SlurmJobSpec& s = *job.spec.slurm;
+  std::optional<int64_t> limit;
+  if (s.time_limit_seconds && *s.time_limit_seconds > 0)
+    limit = std::min(*s.time_limit_seconds, kMaxTimeLimitSeconds);
+  const Partition* p = options_.slurm.partition(s.partition);
+  if (p != nullptr && p->max_time_seconds && *p->max_time_seconds > 0 &&
+      (!limit || *limit > *p->max_time_seconds))
+    limit = *p->max_time_seconds;
+  return limit;
+}
+
 std::optional<absl::Duration> SlurmRuntime::timeLimit(const proto::ParallelJob& job) const {
-  if (!job.spec.slurm || !job.spec.slurm->time_limit_seconds ||
-      *job.spec.slurm->time_limit_seconds <= 0)
-    return std::nullopt;
-  return absl::Seconds(*job.spec.slurm->time_limit_seconds);
+  if (std::optional<int64_t> seconds = timeLimitSeconds(job)) return absl::Seconds(*seconds);
+  return std::nullopt;
 }
 
 void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Pod* launcher,
@@ -702,7 +740,7 @@ void SlurmRuntime::decorateStatus(const proto::ParallelJob& job, const proto::Po
     // The entries not met yet, while the job waits for them (squeue %E, scontrol Dependency=).
     if (verdict && verdict->error.empty() &&
         verdict->evaluation.result != DependencyResult::kSatisfied)
-      out.dependency = formatDependency(verdict->spec, verdict->evaluation.states);
+      out.dependency = formatDependency(verdict->spec, verdict->evaluation.states, kDependencyStatusMax);
   }
   // StartTime: when this run began (a requeued job starts again); EndTime: when it ended.
   if (out.state == "RUNNING") out.start_time = before.start_time.empty() ? now_text : before.start_time;

@@ -73,7 +73,13 @@ class SlurmRuntime final : public Runtime {
                       const JobDirectory* jobs) const override;
   std::vector<std::string> waitsOn(const proto::ParallelJob& job) const override;
   std::vector<std::string> knownAs(const proto::ParallelJob& job) const override;
+  // The time limit the engine holds the job to: spec.slurm.timeLimitSeconds (0 or absent: none),
+  // never past its partition's MaxTime, whoever raised it (scontrol lets only operators raise a
+  // limit, but anyone who may patch the job can write the field). As Slurm: sbatch refuses a
+  // limit over MaxTime (EnforcePartLimits), a pending job over it waits (PartitionTimeLimit,
+  // partitionLimitGate), and a running job is stopped at MaxTime (TIMEOUT).
   std::optional<absl::Duration> timeLimit(const proto::ParallelJob& job) const override;
+  std::optional<int64_t> timeLimitSeconds(const proto::ParallelJob& job) const;
   std::optional<std::string> cancelled(const proto::ParallelJob& job) const override;
   std::optional<std::string> requeueRequested(const proto::ParallelJob& job) const override;
   // PreemptMode=REQUEUE: requeued unless --no-requeue, which ends the job PREEMPTED.

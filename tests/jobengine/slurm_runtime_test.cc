@@ -761,7 +761,8 @@ struct Directory final : JobDirectory {
     return nullptr;
   }
   std::vector<std::shared_ptr<const proto::ParallelJob>> knownAs(const std::string& key) const override {
-    SlurmRuntime runtime(runtimeOptions());
+    static const SlurmRuntime runtime(runtimeOptions());
+    ++known_as_calls;
     std::vector<std::shared_ptr<const proto::ParallelJob>> out;
     for (const auto& j : jobs) {
       auto keys = runtime.knownAs(*j);
@@ -797,6 +798,7 @@ struct Directory final : JobDirectory {
     return j;
   }
   std::vector<std::shared_ptr<proto::ParallelJob>> jobs;
+  mutable int known_as_calls = 0;  // how often a dependency looked jobs up
 };
 
 TEST_CASE("a job with -d afterok waits for Dependency until its job COMPLETED, then starts", "[slurm]") {
@@ -1262,6 +1264,126 @@ TEST_CASE("the job id counter never wraps around: ids past Muster's limit are re
   CHECK_FALSE(takeJobIds(INT64_MAX, 1).ok());
   CHECK_FALSE(takeJobIds(kMaxJobId + 1, 1).ok());
   CHECK_FALSE(takeJobIds(5, 0).ok());
+}
+
+TEST_CASE("a dependency on every task of an array looks the array up once, and what status says "
+          "of it stays short", "[slurm][dependency]") {
+  Directory dir;
+  dir.addArray({"-N", "1", "--array=0-199"}, 1000);
+  Job j({"-N", "1"});
+  j.job.spec.slurm->dependency = "afterok:1000_[0-199]";
+  j.jobs = &dir;
+  Plan first = j.run();
+  REQUIRE(first.status);
+  j.apply(first);
+  const proto::SlurmJobStatus& slurm = *j.job.status.slurm;
+  CHECK(slurm.reason == "Dependency");
+  CHECK(slurm.dependency.size() <= kDependencyStatusMax);
+  CHECK(slurm.dependency.rfind("afterok:1000_0(unfulfilled),afterok:1000_1(unfulfilled),", 0) == 0);
+  CHECK(contains(slurm.dependency, " more)"));
+  CHECK(j.job.status.message.size() <= kDependencyStatusMax + 64);
+  // A reconcile evaluates it twice (the start gate, the status): one lookup of array 1000 each,
+  // not one per entry.
+  dir.known_as_calls = 0;
+  Plan again = j.run();
+  CHECK_FALSE(again.create_pods_needed);
+  CHECK(dir.known_as_calls <= 2);
+  // Once every task completed it starts.
+  for (auto& task : dir.jobs) task->status.slurm->state = "COMPLETED";
+  CHECK(j.run().create_pods_needed);
+}
+
+TEST_CASE("a 4 KiB dependency that would expand to 371,371 entries ends the job at once, in a "
+          "message of bounded size", "[slurm][dependency]") {
+  Directory dir;
+  Job j({"-N", "1"});
+  j.job.spec.slurm->dependency = amplifiedDependency();  // kubectl can write it; sbatch refuses it
+  j.jobs = &dir;
+  j.apply(j.run());
+  Plan p = j.run();
+  REQUIRE(p.status);
+  CHECK_FALSE(p.create_pods_needed);
+  CHECK(p.status->phase == "Failed");
+  CHECK(p.status->slurm->reason == "DependencyNeverSatisfied");
+  CHECK(p.status->message.size() <= 512);
+  CHECK(contains(p.status->message, "Job dependency problem (more than 1024 entries"));
+  CHECK(dir.known_as_calls == 0);
+  CHECK(SlurmRuntime(runtimeOptions()).waitsOn(j.job).empty());
+}
+
+TEST_CASE("a begin time centuries ahead is looked at again after a day, not in a hot loop",
+          "[slurm][time]") {
+  Job later({"--begin=2400-01-01"});
+  later.apply(later.run());
+  Plan q = later.run();
+  CHECK_FALSE(q.create_pods_needed);
+  REQUIRE(q.requeue_after);
+  CHECK(*q.requeue_after == std::chrono::milliseconds(kMaxRequeueAfter));
+  later.apply(q);
+  CHECK(later.job.status.slurm->reason == "BeginTime");
+  // The longest time limit, in a partition without a MaxTime: looked at again after a day too.
+  Job unlimited({"-N", "2", "-p", "cpu"});
+  unlimited.job.spec.slurm->time_limit_seconds = kMaxTimeLimitSeconds;
+  unlimited.startRunning();
+  Plan r = unlimited.run(absl::FromUnixSeconds(1767225600) + absl::Minutes(1));
+  REQUIRE(r.requeue_after);
+  CHECK(*r.requeue_after == std::chrono::milliseconds(kMaxRequeueAfter));
+}
+
+TEST_CASE("a time limit over the partition's MaxTime, or none, is held to MaxTime: a pending job "
+          "waits for PartitionTimeLimit, a running one ends at MaxTime", "[slurm][limits]") {
+  // timeLimitSeconds 0 is UNLIMITED (sbatch --time=0), over the gpu partition's MaxTime of a day.
+  Job pending({"-N", "2", "-t", "60"});
+  pending.job.spec.slurm->time_limit_seconds = 0;
+  pending.apply(pending.run());
+  Plan p = pending.run();
+  CHECK_FALSE(p.create_pods_needed);
+  pending.apply(p);
+  CHECK(pending.job.status.slurm->reason == "PartitionTimeLimit");
+  CHECK(contains(pending.job.status.message,
+                 "job 55's time limit (UNLIMITED) is over partition gpu's MaxTime (1-00:00:00)"));
+  // Raised past MaxTime (or to 0) while it runs, by anyone who may patch the job: it still ends
+  // when it has run for MaxTime, as slurmctld holds a running job to its partition's limit.
+  const absl::Time started = absl::FromUnixSeconds(1767225600);
+  for (int64_t raised : {int64_t{0}, int64_t{7 * 24 * 3600}}) {
+    Job running({"-N", "2", "-t", "60"});
+    running.startRunning();
+    running.job.spec.slurm->time_limit_seconds = raised;
+    Plan early = running.run(started + absl::Hours(23));
+    REQUIRE(early.requeue_after);
+    CHECK(*early.requeue_after == std::chrono::hours(1));
+    Plan late = running.run(started + absl::Hours(24));
+    REQUIRE(late.status);
+    CHECK(late.status->slurm->state == "TIMEOUT");
+    CHECK(late.delete_pods.size() == 2);
+  }
+  // The pods' own deadline (the kubelet's backstop) is MaxTime + 5 minutes too.
+  Job big({"-N", "1", "-t", "60"});
+  big.job.spec.slurm->time_limit_seconds = 7 * 24 * 3600;
+  const auto pod = podOf(SlurmRuntime(runtimeOptions()), big.job, 0, 0);
+  CHECK(pod["spec"]["activeDeadlineSeconds"].GetInt64() == 24 * 3600 + 300);
+  // In a partition without a MaxTime the job's own limit holds, and 0 is no limit.
+  Job free({"-N", "1", "-p", "cpu"});
+  free.job.spec.slurm->time_limit_seconds = 0;
+  CHECK_FALSE(SlurmRuntime(runtimeOptions()).timeLimit(free.job));
+  free.job.spec.slurm->time_limit_seconds = 3 * 24 * 3600;
+  CHECK(SlurmRuntime(runtimeOptions()).timeLimit(free.job) == absl::Hours(72));
+}
+
+TEST_CASE("step times a job writes past 9999 are clamped, so that its status can be written",
+          "[slurm][steps]") {
+  Job j;
+  j.startRunning();
+  j.pod(0).status.phase = "Succeeded";
+  j.pod(0).status.container_statuses = {
+      {"main", false, 0, "terminated", 0, "Completed", {},
+       "0:0\nstep\t0\tCOMPLETED\t0:0\t253402300800\t9223372036854775807\t1\t1\t1\tn1\tx\n"}};
+  Plan p = j.run(absl::FromUnixSeconds(1767225600) + absl::Minutes(5));
+  REQUIRE(p.status);
+  CHECK(p.status->slurm->state == "COMPLETED");
+  REQUIRE(p.status->slurm->steps.size() == 1);
+  CHECK(p.status->slurm->steps[0].start_time == "9999-12-31T23:59:59Z");
+  CHECK(p.status->slurm->steps[0].end_time == "9999-12-31T23:59:59Z");
 }
 
 }  // namespace
