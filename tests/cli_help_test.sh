@@ -140,6 +140,11 @@ check_help scontrol 15 \
 check_dash_h scontrol "$WORK/bin/scontrol"
 # The same through muster-slurm COMMAND.
 check_help "muster-slurm squeue" 0 "" "$SLURM" squeue
+# install-tools takes a directory: --help prints its usage and installs nothing (it once installed
+# the tools into ./--help).
+(failures=0; cd "$WORK" && check_help "muster-slurm install-tools" 0 "DIR" "$SLURM" install-tools
+ exit $((failures > 0))) || fail "muster-slurm install-tools --help (above)"
+[ ! -e "$WORK/--help" ] || fail "muster-slurm install-tools --help installed into a directory named --help"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed"
