@@ -213,8 +213,8 @@ expect_eq "kubectl get paralleljobs -o wide shows the size (numPods), preemption
   bash -c "'$KUBECTL' get paralleljobs -n '$NS' mpi-sample-job -o wide | head -1 | tr -s ' '"
 expect_ok "status is written through the status subresource" \
   k patch paralleljob sample-job -n "$NS" --subresource=status --type=merge -p \
-  '{"status":{"phase":"Running","restarts":1,"preemptions":2,"podsReady":2,"pods":3,"jobGroupName":"sample-job-1","startTime":"2026-01-15T09:30:00Z","observedGeneration":1,"message":"attempt 1 running","conditions":[{"type":"Ready","status":"True","reason":"AllPodsReady","message":"2/2 pods ready","lastTransitionTime":"2026-01-15T09:31:00Z","observedGeneration":1}]}}'
-expect_eq "kubectl get paralleljobs sample-job shows phase, ready, pods (that exist), restarts" "sample-job Running 2 3 1" \
+  '{"status":{"phase":"Running","restarts":1,"preemptions":2,"podsReady":2,"ready":"2/3","pods":3,"jobGroupName":"sample-job-1","startTime":"2026-01-15T09:30:00Z","observedGeneration":1,"message":"attempt 1 running","conditions":[{"type":"Ready","status":"True","reason":"AllPodsReady","message":"2/2 pods ready","lastTransitionTime":"2026-01-15T09:31:00Z","observedGeneration":1}]}}'
+expect_eq "kubectl get paralleljobs sample-job shows phase, ready (of numPods), pods (that exist), restarts" "sample-job Running 2/3 3 1" \
   bash -c "'$KUBECTL' get paralleljobs -n '$NS' sample-job --no-headers | awk '{print \$1, \$2, \$3, \$4, \$5}'"
 expect_eq "kubectl get paralleljobs -o wide shows the preemptions apart from the restarts" "1 2" \
   bash -c "'$KUBECTL' get paralleljobs -n '$NS' sample-job -o wide --no-headers | awk '{print \$6, \$7}'"
