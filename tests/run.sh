@@ -3,8 +3,8 @@
 # from the Go module proxy and cached under ~/.cache/muster), builds Muster, and runs the tests.
 #
 #   tests/run.sh              the CI form (.ci/run): one GCC build with ASan + UBSan runs every test
-#                             of the ctest suite (unit, end-to-end, integration, chart, chaos), then
-#                             the fuzz targets (bounded) and the TSan suites (tests/sanitize.sh ci)
+#                             of the ctest suite (unit, end-to-end, integration, chart, chaos)
+#                             (tests/sanitize.sh ci); fuzzing and TSan are the long form's
 #   tests/run.sh --long       the long form: the build as shipped (build/, RelWithDebInfo, -Werror)
 #                             runs every test, the benchmarks' regression guard included, then the
 #                             sanitizer suites each from its own build (tests/sanitize.sh asan fuzz
