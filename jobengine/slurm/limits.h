@@ -17,6 +17,11 @@
 
 namespace muster::jobengine::slurm {
 
+// The latest time Muster reads or writes for a Slurm job, 9999-12-31T23:59:59Z as Unix seconds: the
+// last an RFC 3339 date-time (the ParallelJob's status) holds. time.h's kLatestTimestamp and
+// step_record.h's kMaxStepTime are this one number.
+inline constexpr int64_t kLatestUnixSeconds = 253402300799;
+
 // Job ids (also an array's job id): at most INT32_MAX, so that every tool prints them as Slurm
 // does and the id counter (job_ids.h) can never overflow; 2^31 jobs is 68 years at one a second.
 // (Slurm's own MAX_JOB_ID is 0x03FFFFFF, after which it starts again from FirstJobId; Muster never

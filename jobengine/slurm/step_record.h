@@ -31,6 +31,8 @@
 #include <string_view>
 #include <vector>
 
+#include "jobengine/slurm/limits.h"
+
 namespace muster::jobengine::slurm {
 
 // Bounds on what a record carries (longer text is cut).
@@ -41,7 +43,7 @@ inline constexpr size_t kTerminationMessageMax = 4096;
 // The latest time a record carries, 9999-12-31T23:59:59Z: the last an RFC 3339 date-time (the
 // ParallelJob's status) can hold. The records are the job's own writing; a later time is read as
 // this one, so that status.slurm.steps can always be written (issue 43).
-inline constexpr int64_t kMaxStepTime = 253402300799;
+inline constexpr int64_t kMaxStepTime = kLatestUnixSeconds;
 
 struct StepRecord {
   uint32_t id = 0;

@@ -37,6 +37,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "jobengine/slurm/limits.h"
 
 namespace muster::jobengine::slurm {
 
@@ -44,7 +45,7 @@ namespace muster::jobengine::slurm {
 inline constexpr int64_t kYearSeconds = 365 * 24 * 60 * 60;
 // The latest time parseTimestamp returns: 9999-12-31T23:59:59Z, the last an RFC 3339 date-time
 // holds.
-inline constexpr absl::Time kLatestTimestamp = absl::FromUnixSeconds(253402300799);
+inline constexpr absl::Time kLatestTimestamp = absl::FromUnixSeconds(kLatestUnixSeconds);
 
 // A time limit in seconds, rounded up to whole minutes; nullopt = UNLIMITED. InvalidArgument
 // "Invalid time specification: <text>" for anything else.
