@@ -43,5 +43,11 @@ inline constexpr int64_t kMaxMemoryMb = int64_t{64} << 20;
 inline constexpr int64_t kMaxTimeLimitSeconds = 2147483647;
 // --array task ids: Slurm's largest MaxArraySize is 4000001, so ids up to 4000000.
 inline constexpr int64_t kMaxArrayTaskId = 4000000;
+// The most job ids one sbatch takes from the id counter (job_ids.h): one per array task, and an
+// array's task ids lie in [0, MaxArraySize - 1] with MaxArraySize 1001 (array.h
+// kDefaultMaxArraySize, Slurm's default, which parseArraySpec enforces), so at most 1001 tasks.
+// The chart's counter policy (templates/slurm-owners.yaml) admits an update of the counter that
+// advances it by at most this many, so no user can burn the id space or jump it to the end.
+inline constexpr int64_t kMaxArrayTasks = 1001;
 
 }  // namespace muster::jobengine::slurm
