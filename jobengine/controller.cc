@@ -87,6 +87,16 @@ std::string statusPatchWithPrecondition(const proto::ParallelJobStatus& status,
 
 }  // namespace
 
+std::string jobOwner(const ParallelJob& job) {
+  if (job.spec.slurm && !job.spec.slurm->user.empty())
+    return "slurm-user:" + job.meta.namespace_ + "/" + job.spec.slurm->user;
+  return "namespace:" + job.meta.namespace_;
+}
+
+std::string keyOwner(const std::string& key) {
+  return "namespace:" + splitKey(key).first;
+}
+
 bool statusRefusedForGood(const absl::Status& write) {
   const int code = proto::httpStatusOf(write);
   return code == 400 || code == 413 || code == 422;
@@ -95,7 +105,13 @@ bool statusRefusedForGood(const absl::Status& write) {
 Controller::Controller(std::shared_ptr<proto::Client> client, proto::InformerFactory& informers,
                        proto::EventRecorder& events, asio::any_io_executor executor,
                        ControllerOptions options)
-    : api_(makeClientJobApi(std::move(client))),
+    : Controller(makeClientJobApi(std::move(client)), informers, events, std::move(executor),
+                 std::move(options)) {}
+
+Controller::Controller(JobApiPtr api, proto::InformerFactory& informers,
+                       proto::EventRecorder& events, asio::any_io_executor executor,
+                       ControllerOptions options)
+    : api_(std::move(api)),
       executor_(executor),
       strand_(asio::make_strand(executor)),
       options_(std::move(options)),
@@ -259,7 +275,10 @@ void Controller::enqueue(const std::string& key) {
   }
   if (s.queued) return;
   s.queued = true;
-  queue_.push_back(key);
+  // The owner as the cache has the job now; a key whose job is gone goes under its namespace.
+  auto [ns, name] = splitKey(key);
+  std::shared_ptr<const ParallelJob> job = jobs_.get(ns, name);
+  queue_.push(job ? jobOwner(*job) : keyOwner(key), key);
   pump();
 }
 
@@ -281,8 +300,7 @@ void Controller::enqueueAfter(const std::string& key, std::chrono::milliseconds 
 void Controller::pump() {
   if (!synced_) return;
   while (active_ < options_.max_concurrent_reconciles && !queue_.empty() && !stopping_) {
-    std::string key = std::move(queue_.front());
-    queue_.pop_front();
+    std::string key = *queue_.pop();
     KeyState& s = keys_[key];
     s.queued = false;
     s.running = true;

@@ -3,7 +3,9 @@
 // The ParallelJob controller: the process's shared informers on ParallelJobs, pods (those a
 // ParallelJob controls, by owner reference and the muster.dev/paralleljob-uid label) and nodes
 // feed a work queue of job keys; each key is reconciled by at most one coroutine at a time
-// (reconcile.h decides, this class executes the plan). Events go through the process's
+// (reconcile.h decides, this class executes the plan). The queue is fair between the jobs' owners
+// (fair_queue.h, jobOwner below): one owner's thousands of queued jobs delay another owner's job
+// by one reconcile per owner with work, not by thousands. Events go through the process's
 // EventRecorder.
 //
 // Threading: all state below lives on strand_. Informer handlers post to it; reconciles run as
@@ -16,7 +18,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,6 +25,7 @@
 #include <string>
 
 #include "jobengine/api.h"
+#include "jobengine/fair_queue.h"
 #include "jobengine/reconcile.h"
 #include "jobengine/runtime.h"
 #include "proto/asio.h"
@@ -44,6 +46,17 @@ namespace muster::jobengine {
 // need the attempt recorded first. Conflicts, timeouts and server errors are retried whole.
 bool statusRefusedForGood(const absl::Status& write);
 
+// Whose job this is, for the work queue's fairness: the Slurm user (spec.slurm.user) of a Slurm
+// job, else the job's namespace. The namespace is Kubernetes' unit of tenancy (quotas, RBAC), so
+// it is the owner of ordinary ParallelJobs; Slurm users share their namespaces, and for Slurm the
+// user is the unit (as Slurm's own fair share is per user), so one Slurm user's held jobs do not
+// delay another's. A Slurm owner is namespaced ("<ns>/<user>") and cannot collide with a
+// namespace owner; that spec.slurm.user is the creator's is the admission policy's to enforce
+// (manifests' slurm-owners policy).
+std::string jobOwner(const proto::ParallelJob& job);
+// The owner of a key whose job is not in the cache (deleted, or not listed yet): its namespace.
+std::string keyOwner(const std::string& key);
+
 struct ControllerOptions {
   RuntimeOptions runtime;
   std::string identity;  // Events' reporting instance
@@ -61,6 +74,9 @@ class Controller {
   Controller(std::shared_ptr<proto::Client> client, proto::InformerFactory& informers,
              proto::EventRecorder& events, proto::asio::any_io_executor executor,
              ControllerOptions options);
+  // The same with the API calls behind the JobApi seam (tests use a fake).
+  Controller(JobApiPtr api, proto::InformerFactory& informers, proto::EventRecorder& events,
+             proto::asio::any_io_executor executor, ControllerOptions options);
   ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
@@ -74,7 +90,7 @@ class Controller {
 
  private:
   struct KeyState {
-    bool queued = false;
+    bool queued = false;  // in queue_
     bool running = false;
     bool dirty = false;
     int failures = 0;
@@ -117,7 +133,7 @@ class Controller {
 
   // On strand_.
   std::map<std::string, KeyState> keys_;
-  std::deque<std::string> queue_;
+  FairQueue queue_;  // keys by owner (jobOwner), popped round-robin across owners
   int active_ = 0;
   bool synced_ = false;
   // Pods of a job (by job uid) deleted while this process watched, by pod name.
