@@ -12,7 +12,8 @@
 #      (Secrets, Nodes, pod specs, other Leases, RBAC), and real requests refused.
 #   4. The real muster-scheduler with that token only, --leader-elect=true and the config from the
 #      applied ConfigMap: it takes the Lease in the release namespace, serves /healthz, /readyz and
-#      /metrics, binds a gang of 4 x 8-GPU pods inside one rack (topologyLevels from the chart
+#      /metrics, runs an mpi-openmpi ParallelJob in a namespace that enforces Pod Security
+#      baseline (the pods the job engine makes pass it), binds a gang of 4 x 8-GPU pods inside one rack (topologyLevels from the chart
 #      values), binds a PodGroup gang and writes its status, marks an impossible gang
 #      Unschedulable with an Event, is never refused by the API server, and on SIGTERM releases
 #      the Lease. A bad value in the rendered config stops it at start with the key named.
@@ -24,7 +25,12 @@
 #   7. Slurm on (slurm.partitions): the owner check (ValidatingAdmissionPolicy) with two users'
 #      and an operator's ServiceAccount tokens: a job created as another user is refused, a
 #      second user can neither cancel, hold nor delete the first user's job, the owner can, and
-#      so can an operator; the owner cannot hand the job to someone else.
+#      so can an operator; the owner cannot hand the job to someone else. Issue 43: a Slurm user
+#      (no pod rights) cannot create an mpi-openmpi ParallelJob (its pods come from the user's
+#      template), an admin can; the CRD refuses adding spec.slurm by an update, a name that is
+#      not slurm-<jobId> and a changed batchSecret; a Secret annotated muster.dev/slurm-user is
+#      written only by that user; the job-id counter only counts up by at most one sbatch's ids;
+#      the ResourceQuota on ParallelJobs and Secrets is applied.
 #   8. The Slurm login node (slurm.login): refused without keys or a namespace; applied, it runs
 #      the partition's image with its shared volume at the same path; its ServiceAccount has a
 #      Slurm user's rights and no more; its entry script (the rendered ConfigMap and Secret, the
@@ -88,12 +94,23 @@ done
 render() { h template muster "$chart" --namespace muster-system "$@"; }
 kinds() { render "$@" | sed -n 's/^kind: //p' | sort | tr '\n' ' ' | sed 's/ $//'; }
 expect_eq "default render: the objects" \
-  "ClusterRole ClusterRole ClusterRole ClusterRoleBinding ClusterRoleBinding ClusterRoleBinding ConfigMap DaemonSet Deployment PodDisruptionBudget Role RoleBinding Service ServiceAccount ServiceAccount" kinds
+  "ClusterRole ClusterRole ClusterRole ClusterRoleBinding ClusterRoleBinding ClusterRoleBinding ConfigMap DaemonSet Deployment PodDisruptionBudget Role RoleBinding Service ServiceAccount ServiceAccount ValidatingAdmissionPolicy ValidatingAdmissionPolicyBinding" kinds
+expect_eq "jobEngine.podRightsCheck=false: no ParallelJob pod-rights policy" "0" \
+  bash -c "'$HELM' template muster '$chart' --set jobEngine.podRightsCheck=false | { grep -c 'name: muster-paralleljob-pod-rights' || true; }"
+slurm_on=(--set-json 'slurm.partitions=[{"name":"gpu","template":{}}]' --set-json 'slurm.users.namespaces=["hpc-a","hpc-b"]')
+expect_eq "Slurm on: a ResourceQuota of 10000 ParallelJobs and 20100 Secrets in each users' namespace" \
+  "hpc-a 10000 20100|hpc-b 10000 20100" \
+  bash -c "'$HELM' template muster '$chart' \"\$@\" --show-only templates/slurm-namespaces.yaml | python3 -c 'import sys, yaml; print(\"|\".join(\"%s %s %s\" % (d[\"metadata\"][\"namespace\"], d[\"spec\"][\"hard\"][\"count/paralleljobs.preferred.jp\"], d[\"spec\"][\"hard\"][\"count/secrets\"]) for d in yaml.safe_load_all(sys.stdin) if d and d[\"kind\"] == \"ResourceQuota\"))'" _ "${slurm_on[@]}"
+expect_eq "slurm.users.maxJobsPerNamespace=0: no ResourceQuota; createNamespaces: namespaces enforcing baseline" \
+  "hpc-a baseline restricted restricted|hpc-b baseline restricted restricted" \
+  bash -c "'$HELM' template muster '$chart' \"\$@\" --set slurm.users.maxJobsPerNamespace=0 --set slurm.users.createNamespaces=true --show-only templates/slurm-namespaces.yaml | python3 -c 'import sys, yaml; l = [d[\"metadata\"][\"labels\"] | {\"n\": d[\"metadata\"][\"name\"]} if d[\"kind\"] == \"Namespace\" else {} for d in yaml.safe_load_all(sys.stdin) if d]; print(\"|\".join(\"%s %s %s %s\" % (x[\"n\"], x[\"pod-security.kubernetes.io/enforce\"], x[\"pod-security.kubernetes.io/warn\"], x[\"pod-security.kubernetes.io/audit\"]) for x in l))'" _ "${slurm_on[@]}"
+expect_eq "Slurm on: the job engine may get Secrets (the batch Secret's owner annotation); off: not" "1 0" \
+  bash -c "for v in \"\$1\" '[]'; do '$HELM' template muster '$chart' --set-json \"slurm.partitions=\$v\" --show-only templates/rbac-jobengine.yaml | python3 -c 'import sys, yaml; print(sum(r[\"resources\"] == [\"secrets\"] and r[\"verbs\"] == [\"get\"] for d in yaml.safe_load_all(sys.stdin) if d and d[\"kind\"] == \"ClusterRole\" for r in d[\"rules\"]))'; done | paste -sd' '" _ '[{"name":"gpu","template":{}}]'
 expect_eq "job engine off: no job-engine ClusterRole/Binding" \
   "ClusterRole ClusterRole ClusterRoleBinding ClusterRoleBinding ConfigMap DaemonSet Deployment PodDisruptionBudget Role RoleBinding Service ServiceAccount ServiceAccount" \
   kinds --set jobEngine.enabled=false
 expect_eq "agent off: no DaemonSet, agent ServiceAccount or agent RBAC" \
-  "ClusterRole ClusterRole ClusterRoleBinding ClusterRoleBinding ConfigMap Deployment PodDisruptionBudget Role RoleBinding Service ServiceAccount" \
+  "ClusterRole ClusterRole ClusterRoleBinding ClusterRoleBinding ConfigMap Deployment PodDisruptionBudget Role RoleBinding Service ServiceAccount ValidatingAdmissionPolicy ValidatingAdmissionPolicyBinding" \
   kinds --set agent.enabled=false
 expect_eq "no ServiceMonitor without the monitoring.coreos.com/v1 API" "0" \
   bash -c "'$HELM' template muster '$chart' | { grep -c '^kind: ServiceMonitor' || true; }"
@@ -300,7 +317,7 @@ cannot "job engine: get paralleljobs/status" get paralleljobs.preferred.jp --sub
 cannot "job engine: update paralleljobs/status (only merge patch)" update paralleljobs.preferred.jp --subresource=status -n "$WORK_NS"
 cannot "get a pod (pods come from the informer)" get pods -n "$WORK_NS"
 cannot "list secrets in all namespaces" list secrets -A
-cannot "get a secret" get secrets -n "$WORK_NS"
+cannot "get a secret (Slurm off: no batch Secrets to check)" get secrets -n "$WORK_NS"
 cannot "watch secrets" watch secrets -n "$WORK_NS"
 cannot "update secrets" update secrets -n "$WORK_NS"
 cannot "patch secrets" patch secrets -n "$WORK_NS"
@@ -343,7 +360,10 @@ ready() { [ "$(http_status "$url/readyz")" = 200 ]; }
 expect_eq "/healthz answers 200" "200" http_status "$url/healthz"
 if wait_until 30 ready; then ok "/readyz answers 200"; else not_ok "/readyz answers 200" "got $(http_status "$url/readyz")"; fi
 
+# Pod Security baseline, as slurm.users.createNamespaces labels the Slurm users' namespaces: the
+# ParallelJob below runs only if every pod the job engine makes for it passes.
 k create namespace "$WORK_NS" >/dev/null
+k label namespace "$WORK_NS" pod-security.kubernetes.io/enforce=baseline >/dev/null
 gang_pods "$WORK_NS" g 4 8 "$SCHED_NAME" '    muster.dev/topology-required: muster.dev/rack' > "$work/gang.yaml"
 expect_ok "a gang of 4 pods x 8 GPUs is created" k apply -f "$work/gang.yaml"
 all_bound() { [ "$(bound_count "$WORK_NS" muster-test/gang="$1")" = "$2" ]; }
@@ -551,8 +571,9 @@ h template "$REL" "$chart" --namespace "$NS" --set "schedulerName=$SCHED_NAME" \
   --set-json "slurm.users.namespaces=[\"$SNS\"]" \
   --set-json "slurm.users.subjects=[$(subject alice),$(subject bob)]" \
   --set-json "slurm.operators.subjects=[$(subject op)]" \
-  --show-only templates/slurm.yaml --show-only templates/slurm-owners.yaml > "$work/slurm.yaml"
-expect_eq "the owner check renders: a ValidatingAdmissionPolicy and its binding" "2" \
+  --show-only templates/slurm.yaml --show-only templates/slurm-owners.yaml \
+  --show-only templates/slurm-namespaces.yaml --show-only templates/paralleljob-pod-rights.yaml > "$work/slurm.yaml"
+expect_eq "the owner checks render: the job owner, batch Secret owner, job-id counter and pod-rights policies, each bound" "8" \
   bash -c "grep -c '^kind: ValidatingAdmissionPolicy' '$work/slurm.yaml'"
 expect_eq "slurm.ownerCheck=false renders no owner check" "0" \
   bash -c "'$HELM' template muster '$chart' --set-json 'slurm.partitions=[{\"name\":\"gpu\",\"template\":{}}]' --set slurm.ownerCheck=false | { grep -c '^  name: muster-slurm-job-owner$' || true; }"
@@ -580,14 +601,14 @@ create_as() { slurm_job "$2" "$3" "$4" | as "$1" create -f -; }
 # (The output is read whole: under pipefail the refused create would fail a pipeline into grep.)
 forged_refused() {
   local out
-  out=$(slurm_job slurm-forged 9 "$(sa_user alice)" | as bob create --dry-run=server -f - 2>&1)
+  out=$(slurm_job slurm-9 9 "$(sa_user alice)" | as bob create --dry-run=server -f - 2>&1)
   grep -qF "is submitted as its own user" <<<"$out"
 }
 if wait_until 60 forged_refused; then ok "the owner check is in force within 60 s"
 else not_ok "the owner check is in force within 60 s" "bob still creates a job as alice"; fi
 expect_fail "bob cannot submit a job as alice" \
   "Access/permission denied: a Slurm job is submitted as its own user; spec.slurm.user is \"$(sa_user alice)\" but the request comes from \"$(sa_user bob)\"" \
-  create_as bob slurm-forged 9 "$(sa_user alice)"
+  create_as bob slurm-9 9 "$(sa_user alice)"
 expect_ok "alice submits her job" create_as alice slurm-1 1 "$(sa_user alice)"
 expect_ok "bob submits his" create_as bob slurm-2 2 "$(sa_user bob)"
 owned="Access/permission denied: Slurm job 1 belongs to \"$(sa_user alice)\"; only its owner or a Slurm operator may change, cancel or delete it"
@@ -608,14 +629,97 @@ else
   not_ok "Slurm's commands with the users' tokens" "no muster-slurm at $SLURM_BIN (build it)"
   as alice patch paralleljob slurm-1 --type merge -p '{"spec":{"slurm":{"hold":false}}}' >/dev/null 2>&1
 fi
-expect_fail "alice cannot hand her job to bob" "spec.slurm.user (the job's owner) cannot change" \
+# (The CRD refuses it first; the owner check would too: "spec.slurm.user (the job's owner) cannot change".)
+expect_fail "alice cannot hand her job to bob" "spec.slurm.user is immutable" \
   as alice patch paralleljob slurm-1 --type merge -p "{\"spec\":{\"slurm\":{\"user\":\"$(sa_user bob)\"}}}"
 if [ -x "$SLURM_BIN" ]; then expect_ok "the operator's scancel of bob's job" slurm_as op scancel 2
 else expect_ok "the operator cancels bob's job" as op patch paralleljob slurm-2 --type merge -p '{"spec":{"slurm":{"cancel":true}}}'; fi
 expect_eq "bob's job is cancelled" "true" as alice get paralleljob slurm-2 -o 'jsonpath={.spec.slurm.cancel}'
 expect_ok "alice deletes her own job" as alice delete paralleljob slurm-1 --wait=false
-expect_ok "a ParallelJob that is no Slurm job is not the policy's business" \
-  bash -c "sed '/^  slurm:/d' <<<\"\$1\" | '$KUBECTL' --kubeconfig '$work/bob.kubeconfig' -n '$SNS' create -f -" _ "$(slurm_job plain-1 3 x)"
+
+# Issue 43. Creating a ParallelJob whose runtime builds pods from the user's template is creating
+# pods: refused to a Slurm user (no pod rights), admitted to an admin (this test's kubeconfig).
+mpi_job() {  # mpi_job NAME
+  sed -e "s/^metadata: .*/metadata: {name: $1}/" -e 's/name: slurm}/name: mpi-openmpi}/' -e '/^  slurm:/d' <<<"$(slurm_job x 1 x)"
+}
+pods_refused() {
+  local out
+  out=$(mpi_job plain-0 | as bob create --dry-run=server -f - 2>&1)
+  grep -qF "creates pods from its pod template" <<<"$out"
+}
+if wait_until 60 pods_refused; then ok "the pod-rights policy is in force within 60 s"
+else not_ok "the pod-rights policy is in force within 60 s" "bob still creates an mpi-openmpi ParallelJob"; fi
+expect_fail "bob (a Slurm user, no pod rights) cannot create an mpi-openmpi ParallelJob" \
+  "Access/permission denied: creating a ParallelJob with runtime mpi-openmpi creates pods from its pod template; \"$(sa_user bob)\" may not create pods in namespace $SNS" \
+  bash -c "'$KUBECTL' --kubeconfig '$work/bob.kubeconfig' -n '$SNS' create -f - <<<\"\$1\"" _ "$(mpi_job plain-1)"
+expect_ok "an admin creates it (and it is no Slurm job: the owner check lets it be)" \
+  bash -c "k() { '$KUBECTL' -n '$SNS' \"\$@\"; }; k create -f - <<<\"\$1\"" _ "$(mpi_job plain-1)"
+expect_fail "bob cannot change its pod template either" "may not create pods in namespace $SNS" \
+  as bob patch paralleljob plain-1 --type merge -p '{"spec":{"launcher":{"spec":{"hostPID":true}}}}'
+# The CRD's rules: a Slurm job's identity is fixed.
+expect_fail "bob cannot turn it into a Slurm job by an update (spec.slurm added)" \
+  "spec.slurm cannot be added or removed" \
+  as bob patch paralleljob plain-1 --type merge -p "{\"spec\":{\"slurm\":{\"jobId\":3,\"user\":\"$(sa_user alice)\",\"batchSecret\":\"plain-1-batch\"}}}"
+expect_fail "runtimeRef slurm requires spec.slurm" "runtimeRef slurm requires spec.slurm" \
+  bash -c "sed '/^  slurm:/d' <<<\"\$1\" | '$KUBECTL' --kubeconfig '$work/bob.kubeconfig' -n '$SNS' create -f -" _ "$(slurm_job slurm-3 3 "$(sa_user bob)")"
+expect_fail "a Slurm job not named slurm-<jobId> is refused" \
+  "a Slurm job is named slurm-<spec.slurm.jobId> (as sbatch names it), not slurm-4" create_as bob slurm-4 5 "$(sa_user bob)"
+expect_fail "a Slurm job whose batchSecret is another job's is refused" \
+  "spec.slurm.batchSecret must be the job's own slurm-4-batch, not slurm-1-batch" \
+  bash -c "sed 's/batchSecret: slurm-4-batch/batchSecret: slurm-1-batch/' <<<\"\$1\" | '$KUBECTL' --kubeconfig '$work/bob.kubeconfig' -n '$SNS' create -f -" _ "$(slurm_job slurm-4 4 "$(sa_user bob)")"
+expect_ok "bob submits slurm-4" create_as bob slurm-4 4 "$(sa_user bob)"
+expect_fail "bob cannot point his job at alice's batch Secret" "spec.slurm.batchSecret is immutable" \
+  as bob patch paralleljob slurm-4 --type merge -p '{"spec":{"slurm":{"batchSecret":"slurm-1-batch"}}}'
+expect_fail "nor change its job id" "spec.slurm.jobId is immutable" \
+  as bob patch paralleljob slurm-4 --type merge -p '{"spec":{"slurm":{"jobId":1}}}'
+expect_fail "nor remove spec.slurm" "spec.slurm cannot be added or removed" \
+  as bob patch paralleljob slurm-4 --type merge -p '{"spec":{"slurm":null}}'
+
+# A batch Secret is written only by the user its muster.dev/slurm-user annotation names.
+batch_secret() {  # batch_secret NAME USER
+  printf 'apiVersion: v1\nkind: Secret\nmetadata: {name: %s, annotations: {muster.dev/slurm-user: "%s"}}\nimmutable: true\nstringData: {script: "#!/bin/sh\\necho hi\\n"}\n' "$1" "$2"
+}
+planted_refused() {
+  local out
+  out=$(batch_secret slurm-5-batch "$(sa_user alice)" | as bob create --dry-run=server -f - 2>&1)
+  grep -qF "a Slurm batch Secret belongs to the user" <<<"$out"
+}
+if wait_until 60 planted_refused; then ok "the batch Secret owner policy is in force within 60 s"
+else not_ok "the batch Secret owner policy is in force within 60 s" "bob still plants a Secret for alice"; fi
+expect_fail "bob cannot create a Secret annotated muster.dev/slurm-user=alice" \
+  "Access/permission denied: a Slurm batch Secret belongs to the user its annotation muster.dev/slurm-user names (\"$(sa_user alice)\"), and only that user writes it; the request comes from \"$(sa_user bob)\"" \
+  bash -c "'$KUBECTL' --kubeconfig '$work/bob.kubeconfig' -n '$SNS' create -f - <<<\"\$1\"" _ "$(batch_secret slurm-5-batch "$(sa_user alice)")"
+expect_ok "alice creates her own" \
+  bash -c "'$KUBECTL' --kubeconfig '$work/alice.kubeconfig' -n '$SNS' create -f - <<<\"\$1\"" _ "$(batch_secret slurm-5-batch "$(sa_user alice)")"
+
+# The job-id counter: every Slurm user may update it (sbatch's compare-and-swap), so only by what
+# one sbatch takes. (The users' Role has get and update on it, as sbatch needs, not patch.)
+counter() { k get configmap -n "$NS" muster-slurm-job-ids -o 'jsonpath={.data.next}'; }
+counter_set() {  # counter_set USER VALUE: a read-modify-write, as sbatch does
+  "$KUBECTL" --request-timeout=30s --kubeconfig "$work/$1.kubeconfig" -n "$NS" get configmap muster-slurm-job-ids -o json |
+    python3 -c 'import json, sys; o = json.load(sys.stdin); o["data"]["next"] = sys.argv[1]; print(json.dumps(o))' "$2" |
+    "$KUBECTL" --request-timeout=30s --kubeconfig "$work/$1.kubeconfig" -n "$NS" replace -f -
+}
+n0=$(counter)
+counter_refused() { local out; out=$(counter_set alice x 2>&1); grep -qF "must be a decimal integer" <<<"$out"; }
+if wait_until 60 counter_refused; then ok "the job-id counter policy is in force within 60 s"
+else not_ok "the job-id counter policy is in force within 60 s" "alice still sets the counter to x"; fi
+expect_fail "alice cannot set the counter to \"x\"" \
+  "the Slurm job-id counter's data.next must be a decimal integer from 1 to 2147483648, not \"x\"" counter_set alice x
+expect_ok "alice takes 8 ids (an array of 8 tasks)" counter_set alice $((n0 + 8))
+expect_fail "alice cannot set it back (ids would repeat)" \
+  "the Slurm job-id counter only counts up, by at most 1001 ids (one sbatch's): data.next $((n0 + 8)) -> $n0" \
+  counter_set alice "$n0"
+expect_fail "nor jump it by more than one sbatch takes" "only counts up, by at most 1001 ids" \
+  counter_set alice $((n0 + 8 + 1002))
+expect_fail "nor past 2^31 (SLURM_JOB_ID is 32 bits)" "must be a decimal integer from 1 to 2147483648" \
+  counter_set alice 4294967297
+expect_ok "bob takes the next id (+1)" counter_set bob $((n0 + 9))
+expect_eq "the counter is where the admitted updates left it" "$((n0 + 9))" counter
+
+# The ResourceQuota on ParallelJobs and Secrets in the users' namespace.
+expect_eq "the ResourceQuota is applied in the users' namespace (quantities as the API server writes them)" "10k 20100" \
+  k get resourcequota -n "$SNS" muster-slurm-jobs -o 'jsonpath={.spec.hard.count/paralleljobs\.preferred\.jp} {.spec.hard.count/secrets}'
 
 # ---------------------------------------------------------------------------------------------
 echo "# 8. Slurm: the login node (slurm.login), its ServiceAccount's rights, and its entry script run for real"

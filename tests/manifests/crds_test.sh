@@ -2,7 +2,8 @@
 # Checks Muster's CustomResourceDefinitions (manifests/crds/) against a real kube-apiserver:
 # the CRDs install and become Established; every ParallelJob of the seed guide applies unchanged
 # (the elided ones completed, tests/manifests/testdata/seed-*.yaml); defaults are applied; invalid
-# objects are refused with the expected message; printer columns, the status subresource and the
+# objects are refused with the expected message (a Slurm job's name, id, owner and batch Secret
+# fixed, issue 43); printer columns, the status subresource and the
 # guide's troubleshooting commands work; PodGroups as mpi-operator and coscheduling users write them
 # are accepted; a NodeTopology applies and is validated.
 #
@@ -237,6 +238,41 @@ expect_refused "runtimeRef is immutable" "spec.runtimeRef: Invalid value: spec.r
   k apply --dry-run=server -n "$NS" -f - <<<"$(edit "$seed1" "    name: mpi-openmpi" "    name: slurm")"
 expect_ok "other spec fields may change (numPods 3 -> 4)" \
   k apply --dry-run=server -n "$NS" -f - <<<"$(edit "$seed1" "  numPods: 3" "  numPods: 4")"
+
+echo "# ParallelJob: a Slurm job's identity is fixed (issue 43)"
+sjob() {  # sjob NAME JOBID BATCHSECRET [EXTRA spec.slurm FIELDS]: a Slurm job as sbatch writes it
+  printf 'apiVersion: preferred.jp/v1alpha1\nkind: ParallelJob\nmetadata: {name: %s}\nspec:\n  runtimeRef: {name: slurm}\n  numPods: 1\n  launcher: {spec: {containers: [{name: main, image: busybox}]}}\n  slurm: {jobId: %s, user: alice, batchSecret: %s%s}\n' \
+    "$1" "$2" "$3" "${4:+, $4}"
+}
+expect_ok "slurm-7 with jobId 7 and batchSecret slurm-7-batch applies" dry "$(sjob slurm-7 7 slurm-7-batch)"
+expect_ok "an array task is named by its own jobId" dry "$(sjob slurm-12 12 slurm-12-batch 'array: {arrayJobId: 10, taskId: 2}')"
+expect_refused "a Slurm job not named slurm-<jobId>" \
+  "Invalid value: a Slurm job is named slurm-<spec.slurm.jobId> (as sbatch names it), not slurm-8" dry "$(sjob slurm-8 7 slurm-8-batch)"
+expect_refused "a Slurm job named with a leading zero" "not slurm-07" dry "$(sjob slurm-07 7 slurm-07-batch)"
+expect_refused "a Slurm job whose batchSecret is another job's" \
+  "Invalid value: spec.slurm.batchSecret must be the job's own slurm-7-batch, not slurm-1-batch" dry "$(sjob slurm-7 7 slurm-1-batch)"
+expect_refused "a Slurm job without a batchSecret" "spec.slurm.batchSecret must be the job's own slurm-7-batch" \
+  dry "$(sjob slurm-7 7 slurm-7-batch | sed 's/, batchSecret: slurm-7-batch//')"
+expect_refused "runtimeRef slurm without spec.slurm" "spec.slurm: Required value: runtimeRef slurm requires spec.slurm" \
+  dry "$(sjob slurm-7 7 slurm-7-batch | sed '/^  slurm:/d')"
+expect_ok "slurm-7 is created" k create -n "$NS" -f - <<<"$(sjob slurm-7 7 slurm-7-batch)"
+spatch() { k patch paralleljob slurm-7 -n "$NS" --dry-run=server --type=merge -p "$1"; }
+expect_ok "hold, cancel and the time limit may change (scontrol)" spatch '{"spec":{"slurm":{"hold":true,"cancel":true,"timeLimitSeconds":60}}}'
+expect_refused "spec.slurm.user is immutable" "spec.slurm.user: Invalid value: spec.slurm.user is immutable" \
+  spatch '{"spec":{"slurm":{"user":"bob"}}}'
+expect_refused "spec.slurm.user cannot be removed" "spec.slurm.user is immutable" spatch '{"spec":{"slurm":{"user":null}}}'
+expect_refused "spec.slurm.jobId is immutable" "spec.slurm.jobId: Invalid value: spec.slurm.jobId is immutable" \
+  spatch '{"spec":{"slurm":{"jobId":8}}}'
+expect_refused "spec.slurm.batchSecret is immutable" "spec.slurm.batchSecret: Invalid value: spec.slurm.batchSecret is immutable" \
+  spatch '{"spec":{"slurm":{"batchSecret":"slurm-1-batch"}}}'
+expect_refused "spec.slurm.array cannot be added" "spec.slurm.array: Invalid value: spec.slurm.array cannot be added or removed" \
+  spatch '{"spec":{"slurm":{"array":{"arrayJobId":1,"taskId":0}}}}'
+expect_refused "spec.slurm cannot be removed" "spec.slurm: Forbidden: spec.slurm cannot be added or removed" \
+  spatch '{"spec":{"slurm":null}}'
+expect_ok "a plain mpi-openmpi job is created" \
+  k create -n "$NS" -f - <<<"$(sjob plain-7 7 x | sed -e '/^  slurm:/d' -e 's/name: slurm}/name: mpi-openmpi}/')"
+expect_refused "spec.slurm cannot be added to it by an update" "spec.slurm: Forbidden: spec.slurm cannot be added or removed" \
+  k patch paralleljob plain-7 -n "$NS" --dry-run=server --type=merge -p '{"spec":{"slurm":{"jobId":9,"user":"bob","batchSecret":"plain-7-batch"}}}'
 
 echo "# PodGroup (scheduling.x-k8s.io/v1alpha1)"
 expect_ok "coscheduling's documented PodGroup applies" dry_file "$testdata/podgroup-coscheduling.yaml"
