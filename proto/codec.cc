@@ -373,10 +373,10 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ContainerSt
           return readString(s, q, "reason", &out->reason);
         }));
     MUSTER_RETURN_IF_ERROR(
-        withObject(state, p, "running", [out](const rapidjson::Value&, const JsonPath&) {
+        withObject(state, p, "running", [out](const rapidjson::Value& s, const JsonPath& q) {
           out->state = "running";
           out->reason.clear();
-          return absl::OkStatus();
+          return readString(s, q, "startedAt", &out->started_at);
         }));
     return withObject(state, p, "terminated", [out](const rapidjson::Value& s, const JsonPath& q) {
       out->state = "terminated";
@@ -384,6 +384,7 @@ absl::Status decode(const rapidjson::Value& v, const JsonPath& path, ContainerSt
       MUSTER_RETURN_IF_ERROR(readInt32(s, q, "exitCode", &out->exit_code));
       MUSTER_RETURN_IF_ERROR(readInt32(s, q, "signal", &out->signal));
       MUSTER_RETURN_IF_ERROR(readString(s, q, "message", &out->message));
+      MUSTER_RETURN_IF_ERROR(readString(s, q, "startedAt", &out->started_at));
       return readString(s, q, "reason", &out->reason);
     });
   });

@@ -159,6 +159,9 @@ struct ContainerStatus {
   std::string reason;  // state.terminated.reason, or state.waiting.reason ("CrashLoopBackOff")
   std::optional<int32_t> signal;  // state.terminated.signal, when the runtime reports one
   std::string message;  // state.terminated.message: the container's termination message
+  // state.running.startedAt or state.terminated.startedAt (RFC 3339, the kubelet's clock); "".
+  // (Initialized, so that aggregate initializations that end before it stay warning-free.)
+  std::string started_at = {};
 };
 
 // core/v1 TopologySpreadConstraint.

@@ -291,6 +291,11 @@ void PodTemplate::setRestartPolicyIfUnset(std::string_view policy) {
     set(spec(), "restartPolicy", str(policy, doc_->GetAllocator()), doc_->GetAllocator());
 }
 
+void PodTemplate::setAutomountServiceAccountToken(bool value, bool only_if_unset) {
+  if (only_if_unset && isSet(spec(), "automountServiceAccountToken")) return;
+  set(spec(), "automountServiceAccountToken", Value(value), doc_->GetAllocator());
+}
+
 std::map<std::string, std::string> PodTemplate::nodeSelector() const {
   std::map<std::string, std::string> out;
   auto it = spec().FindMember("nodeSelector");
@@ -333,6 +338,77 @@ void PodTemplate::copySpecFields(const PodTemplate& other,
     if (!isSet(other.spec(), field)) continue;
     set(spec(), field, Value(findMember(other.spec(), field)->value, a), a);
   }
+}
+
+namespace {
+
+// Appends the items of list `name` of `from` (when it is a list) to that list of `to`.
+void appendList(Value& to, const Value& from, std::string_view name, Alloc& a) {
+  if (!from.IsObject()) return;
+  auto src = findMember(from, name);
+  if (src == from.MemberEnd() || !src->value.IsArray()) return;
+  Value& dst = member(to, name, rapidjson::kArrayType, a);
+  for (const auto& item : src->value.GetArray()) dst.PushBack(Value(item, a), a);
+}
+
+}  // namespace
+
+absl::Status PodTemplate::mergeAffinity(const PodTemplate& other) {
+  Alloc& a = doc_->GetAllocator();
+  auto theirs = findMember(other.spec(), "affinity");
+  if (theirs == other.spec().MemberEnd() || !theirs->value.IsObject()) return absl::OkStatus();
+  auto ours_it = findMember(spec(), "affinity");
+  if (ours_it == spec().MemberEnd() || !ours_it->value.IsObject()) {
+    set(spec(), "affinity", Value(theirs->value, a), a);
+    return absl::OkStatus();
+  }
+  // Built aside, so that a refusal leaves the template as it was.
+  Value merged(ours_it->value, a);
+  for (const auto& [kind, value] : theirs->value.GetObject()) {
+    const std::string_view k(kind.GetString(), kind.GetStringLength());
+    if (!value.IsObject()) continue;
+    Value& to = member(merged, k, rapidjson::kObjectType, a);
+    appendList(to, value, "preferredDuringSchedulingIgnoredDuringExecution", a);
+    if (k != "nodeAffinity") {  // podAffinity, podAntiAffinity: every required term holds
+      appendList(to, value, "requiredDuringSchedulingIgnoredDuringExecution", a);
+      continue;
+    }
+    auto req = findMember(value, "requiredDuringSchedulingIgnoredDuringExecution");
+    if (req == value.MemberEnd() || !req->value.IsObject()) continue;
+    auto their_terms = findMember(req->value, "nodeSelectorTerms");
+    if (their_terms == req->value.MemberEnd() || !their_terms->value.IsArray()) continue;
+    auto our_req = findMember(to, "requiredDuringSchedulingIgnoredDuringExecution");
+    const Value* our_terms = nullptr;
+    if (our_req != to.MemberEnd() && our_req->value.IsObject())
+      if (auto t = findMember(our_req->value, "nodeSelectorTerms");
+          t != our_req->value.MemberEnd() && t->value.IsArray())
+        our_terms = &t->value;
+    if (our_terms == nullptr) {
+      set(to, "requiredDuringSchedulingIgnoredDuringExecution", Value(req->value, a), a);
+      continue;
+    }
+    // Terms are ORed and a term's expressions ANDed: (A1 | A2) & (B1 | B2) is A1&B1 | A1&B2 | ...
+    const size_t n = size_t{our_terms->Size()} * their_terms->value.Size();
+    if (n > kMaxMergedNodeSelectorTerms)
+      return absl::InvalidArgumentError(strCat(
+          "spec.affinity.nodeAffinity: the template's ", our_terms->Size(), " and the job's ",
+          their_terms->value.Size(), " required nodeSelectorTerms would make ", n,
+          " terms when both must hold, over ", kMaxMergedNodeSelectorTerms));
+    Value product(rapidjson::kArrayType);
+    for (const auto& x : our_terms->GetArray())
+      for (const auto& y : their_terms->value.GetArray()) {
+        Value term(rapidjson::kObjectType);
+        for (const char* list : {"matchExpressions", "matchFields"}) {
+          appendList(term, x, list, a);
+          appendList(term, y, list, a);
+        }
+        product.PushBack(term, a);
+      }
+    Value& our_req_value = findMember(to, "requiredDuringSchedulingIgnoredDuringExecution")->value;
+    set(our_req_value, "nodeSelectorTerms", std::move(product), a);
+  }
+  set(spec(), "affinity", std::move(merged), a);
+  return absl::OkStatus();
 }
 
 void PodTemplate::addVolume(std::string_view name, const VolumeSource& source) {
@@ -540,6 +616,44 @@ void PodTemplate::Container::copyResources(const Container& other,
   if (!out.ObjectEmpty()) set(value(), "resources", std::move(out), a);
 }
 
+absl::Status PodTemplate::Container::mergeResources(const Container& other) {
+  Alloc& a = t_->doc_->GetAllocator();
+  const Value& from = other.value();
+  auto res = from.FindMember("resources");
+  if (res == from.MemberEnd() || !res->value.IsObject()) return absl::OkStatus();
+  Value merged(rapidjson::kObjectType);
+  if (auto ours = value().FindMember("resources"); ours != value().MemberEnd() && ours->value.IsObject())
+    merged.CopyFrom(ours->value, a);
+  for (const char* kind : {"limits", "requests"}) {
+    auto list = res->value.FindMember(kind);
+    if (list == res->value.MemberEnd() || !list->value.IsObject()) continue;
+    Value& to = member(merged, kind, rapidjson::kObjectType, a);
+    for (const auto& [name, q] : list->value.GetObject())
+      set(to, std::string_view(name.GetString(), name.GetStringLength()), Value(q, a), a);
+  }
+  // A request over the limit of its name (a job's request under a partition's limit).
+  auto limits = merged.FindMember("limits");
+  auto requests = merged.FindMember("requests");
+  if (limits != merged.MemberEnd() && requests != merged.MemberEnd() && limits->value.IsObject() &&
+      requests->value.IsObject()) {
+    auto text = [](const Value& v) {
+      return v.IsString() ? std::string(v.GetString(), v.GetStringLength()) : toJson(v);
+    };
+    for (const auto& [name, limit] : limits->value.GetObject()) {
+      auto request = requests->value.FindMember(name);
+      if (request == requests->value.MemberEnd()) continue;
+      auto r = Quantity::parse(text(request->value));
+      auto l = Quantity::parse(text(limit));
+      if (r.ok() && l.ok() && r->nanoValue() > l->nanoValue())
+        return absl::InvalidArgumentError(
+            strCat("container ", name_, " requests ", name.GetString(), " ", text(request->value),
+                   ", over its limit ", text(limit), " (the partition's or the job's)"));
+    }
+  }
+  set(value(), "resources", std::move(merged), a);
+  return absl::OkStatus();
+}
+
 void PodTemplate::Container::addPort(std::string_view name, int32_t port,
                                      std::string_view protocol) {
   Alloc& a = t_->doc_->GetAllocator();
@@ -605,6 +719,7 @@ std::string encode(const Secret& secret) {
   writeObjectMeta(w, secret.meta);
   w.stringField("type", secret.type);
   w.stringMapField("stringData", secret.string_data);
+  if (secret.immutable) w.booleanField("immutable", true);
   w.endObject();
   return w.str();
 }

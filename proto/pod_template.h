@@ -73,6 +73,11 @@ class PodTemplate {
     void setRestrictedSecurityContext();
     // Whether requests or limits name any of `resources`.
     bool requestsAny(const std::vector<std::string_view>& resources) const;
+    // Merges `other`'s resources into this container's: each of other's requests and limits
+    // replaces the entry of that resource name, every other entry stays (a partition's limits
+    // stay under a job's requests). InvalidArgument when a request then exceeds the limit of
+    // the same name (the API server would refuse the pod), naming both.
+    absl::Status mergeResources(const Container& other);
 
    private:
     friend class PodTemplate;
@@ -91,6 +96,8 @@ class PodTemplate {
   void setSubdomain(std::string_view subdomain);
   void setSchedulerNameIfUnset(std::string_view name);
   void setRestartPolicyIfUnset(std::string_view policy);
+  // spec.automountServiceAccountToken; with `only_if_unset` a value the template sets stays.
+  void setAutomountServiceAccountToken(bool value, bool only_if_unset);
   std::map<std::string, std::string> nodeSelector() const;  // spec.nodeSelector (strings)
   void setPriorityClassName(std::string_view name);
   void setActiveDeadlineSeconds(int64_t seconds);
@@ -102,6 +109,13 @@ class PodTemplate {
   // Copies these fields of `other`'s pod spec verbatim (e.g. "affinity", "tolerations"), where
   // `other` sets them; the template's own value is replaced.
   void copySpecFields(const PodTemplate& other, const std::vector<std::string_view>& fields);
+  // Adds `other`'s spec.affinity to the template's so that both must hold (a partition's node
+  // restriction and a job's -w/-x/-C): required node affinity is the AND of the two
+  // nodeSelectorTerms lists (their cross product, each pair's matchExpressions and matchFields
+  // concatenated; one side absent: the other's), preferred terms and pod (anti-)affinity terms
+  // are concatenated. InvalidArgument when the product would exceed kMaxMergedNodeSelectorTerms.
+  absl::Status mergeAffinity(const PodTemplate& other);
+  static constexpr size_t kMaxMergedNodeSelectorTerms = 64;
   // Adds the volume unless the template has a volume of that name.
   void addVolume(std::string_view name, const VolumeSource& source);
   // A downward API volume: file path -> the pod's field (fieldRef.fieldPath, e.g.
@@ -139,6 +153,7 @@ struct Secret {
   ObjectMeta meta;
   std::string type = "Opaque";
   std::map<std::string, std::string> string_data;
+  bool immutable = false;  // written as immutable: true (the API server refuses any change)
 };
 struct ConfigMap {
   ObjectMeta meta;
