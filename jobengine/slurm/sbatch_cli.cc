@@ -89,7 +89,8 @@ void removeJob(ApiSession& session, const std::string& name) {
 }
 
 // Creates the job and then its Secret, which the job owns (it goes when the job is deleted);
-// without the Secret the job goes again.
+// without the Secret the job goes again. A name already taken (by someone else: ids come from
+// the counter) is AlreadyExists, for submitAll to take fresh ids.
 absl::Status createJob(ApiSession& session, Submission& submission) {
   proto::Request create_job;
   create_job.verb = proto::Verb::kPost;
@@ -97,7 +98,8 @@ absl::Status createJob(ApiSession& session, Submission& submission) {
   create_job.body = proto::encode(submission.job);
   auto created = session.client().callSync(std::move(create_job));
   if (!created.ok())
-    return absl::Status(created.status().code(),
+    return absl::Status(proto::isAlreadyExists(created.status()) ? absl::StatusCode::kAlreadyExists
+                                                                 : created.status().code(),
                         strCat("Batch job submission failed: ", created.status().message()));
   proto::ParallelJob job;
   if (absl::Status s = proto::decodeJson(*created, &job); !s.ok()) return s;
@@ -113,7 +115,8 @@ absl::Status createJob(ApiSession& session, Submission& submission) {
   auto secret = session.client().callSync(std::move(create_secret));
   if (!secret.ok()) {
     removeJob(session, job.meta.name);
-    return absl::Status(secret.status().code(),
+    return absl::Status(proto::isAlreadyExists(secret.status()) ? absl::StatusCode::kAlreadyExists
+                                                                : secret.status().code(),
                         strCat("Batch job submission failed: cannot store the batch script: ",
                                secret.status().message()));
   }
@@ -188,22 +191,18 @@ int sbatchMain(const std::vector<std::string>& args, const GlobalOptions& global
   if (absl::Status s = checkSubmission(*options, *config, ctx); !s.ok()) return fail(err, s);
   ctx.user = whoAmI(**session, env);
 
-  auto id = allocateJobIds((*session)->client(), config->job_ids, jobIdsNeeded(*options));
-  if (!id.ok()) return fail(err, id.status());
-  auto submissions = buildSubmissions(*options, *config, ctx, *id);
+  SubmitSteps steps;
+  steps.allocate_ids = [&](int64_t count) {
+    return allocateJobIds((*session)->client(), config->job_ids, count);
+  };
+  steps.create = [&](Submission& submission) { return createJob(**session, submission); };
+  steps.remove = [&](const std::string& name) { removeJob(**session, name); };
+  auto submissions = submitAll(*options, *config, ctx, steps);
   if (!submissions.ok()) return fail(err, submissions.status());
-  // An array's tasks are created in order; when one cannot be, those created go again, so that
-  // no array is left half submitted.
+  const int64_t id_value = submissions->front().job.spec.slurm->job_id;
+  const int64_t* id = &id_value;
   std::vector<std::string> created;
-  for (Submission& submission : *submissions) {
-    absl::Status s = createJob(**session, submission);
-    if (s.ok()) {
-      created.push_back(submission.job.meta.name);
-      continue;
-    }
-    for (const std::string& name : created) removeJob(**session, name);
-    return fail(err, s);
-  }
+  for (const Submission& s : *submissions) created.push_back(s.job.meta.name);
   const Submission* submission = &submissions->front();
   for (const std::string& note : submission->notes) err << note << "\n";
   if (options->parsable) out << *id << "\n";

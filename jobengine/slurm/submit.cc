@@ -19,6 +19,7 @@
 namespace muster::jobengine::slurm {
 
 using proto::strCat;
+using proto::strAppend;
 
 namespace {
 
@@ -399,6 +400,10 @@ Submission buildOne(const BatchOptions& o, const Shape& s, const SubmitContext& 
   out.batch.meta.name = batchSecretName(job_id);
   out.batch.meta.namespace_ = ctx.ns;
   out.batch.meta.labels[proto::vocabulary::kSlurmJobIdLabel] = strCat(job_id);
+  // Whose it is (admission lets only that user write the annotation), and never changed after
+  // it is created: the job engine checks both before the job's pods mount it (issue 43).
+  out.batch.meta.annotations[proto::vocabulary::kSlurmUserAnnotation] = ctx.user;
+  out.batch.immutable = true;
   out.batch.string_data["script"] = o.wrap ? wrapScript(*o.wrap) : ctx.script;
   out.batch.string_data["environment"] = encodeEnvironment(applyExport(o.export_env, ctx.environment));
   std::string args;
@@ -442,6 +447,37 @@ absl::StatusOr<std::vector<Submission>> buildSubmissions(const BatchOptions& o,
     out.push_back(buildOne(o, *shape, ctx, first_job_id + static_cast<int64_t>(k), task));
   }
   return out;
+}
+
+absl::StatusOr<std::vector<Submission>> submitAll(const BatchOptions& o, const SlurmConfig& config,
+                                                  const SubmitContext& ctx, const SubmitSteps& steps,
+                                                  int tries) {
+  std::vector<int64_t> taken;  // first ids of the tries whose names were taken
+  for (int attempt = 0; attempt < std::max(1, tries); ++attempt) {
+    auto id = steps.allocate_ids(jobIdsNeeded(o));
+    if (!id.ok()) return id.status();
+    auto submissions = buildSubmissions(o, config, ctx, *id);
+    if (!submissions.ok()) return submissions.status();
+    // An array's tasks are created in order; when one cannot be, those created go again, so
+    // that no array is left half submitted.
+    std::vector<std::string> created;
+    absl::Status failed;
+    for (Submission& submission : *submissions) {
+      failed = steps.create(submission);
+      if (!failed.ok()) break;
+      created.push_back(submission.job.meta.name);
+    }
+    if (failed.ok()) return submissions;
+    for (const std::string& name : created) steps.remove(name);
+    if (failed.code() != absl::StatusCode::kAlreadyExists) return failed;
+    taken.push_back(*id);  // a fresh id next time: the counter has moved past this one
+  }
+  std::string ids;
+  for (int64_t id : taken) strAppend(&ids, ids.empty() ? "" : ", ", id);
+  return absl::AlreadyExistsError(
+      strCat("Batch job submission failed: the names of job ids ", ids, " (slurm-<id>, "
+             "slurm-<id>-batch) were already taken in namespace ", ctx.ns,
+             " by objects sbatch did not create; ask an administrator to remove them"));
 }
 
 absl::StatusOr<Submission> buildSubmission(const BatchOptions& o, const SlurmConfig& config,

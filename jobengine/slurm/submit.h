@@ -103,6 +103,29 @@ absl::StatusOr<Submission> buildSubmission(const BatchOptions& options, const Sl
 absl::Status checkSubmission(const BatchOptions& options, const SlurmConfig& config,
                              const SubmitContext& context);
 
+// How sbatch creates what it submits (sbatch_cli.cc talks to the API server; tests use fakes).
+struct SubmitSteps {
+  // Takes `count` consecutive job ids from the counter: the first.
+  std::function<absl::StatusOr<int64_t>(int64_t count)> allocate_ids;
+  // Creates the job and then its Secret. AlreadyExists (absl's code) when either name was taken
+  // by an object sbatch did not create, with whatever this call created removed again.
+  std::function<absl::Status(Submission&)> create;
+  // Deletes job `name` (its Secret goes with it: the job owns it).
+  std::function<void(const std::string& name)> remove;
+};
+// How many times sbatch takes fresh job ids when a name it would use is taken.
+inline constexpr int kSubmitTries = 5;
+// Builds and creates the request's jobs (every task of an array, or none: on an error those
+// created are removed again). slurm-<id> and slurm-<id>-batch are predictable names that anyone
+// who may create objects in the namespace could take first (issue 43): when one is taken,
+// sbatch takes fresh ids and tries again, up to `tries` times, then gives up with an error that
+// says so. Returns what was created, in order (the first job's id is the one sbatch prints).
+absl::StatusOr<std::vector<Submission>> submitAll(const BatchOptions& options,
+                                                  const SlurmConfig& config,
+                                                  const SubmitContext& context,
+                                                  const SubmitSteps& steps,
+                                                  int tries = kSubmitTries);
+
 // NUL-separated KEY=VALUE entries, as /proc/<pid>/environ.
 std::string encodeEnvironment(const std::map<std::string, std::string>& env);
 
