@@ -73,6 +73,64 @@ asio::awaitable<absl::Status> createOne(JobApi& api, std::string ns, std::string
   co_return created.status();
 }
 
+// The job's own Secret (Runtime::jobSecret), read before anything of the attempt is created.
+// OK: it may be mounted. Otherwise `result` says why not: the Secret is not there yet (the
+// attempt waits, retried), or the runtime refuses it (the job is failed here, reason InvalidSpec,
+// with a Warning Event naming the Secret; no pod is created).
+asio::awaitable<bool> jobSecretUsable(JobApi& api, const proto::ParallelJob& job,
+                                      const Runtime& runtime, absl::Time now,
+                                      SupportResult& result) {
+  const std::string name = runtime.jobSecret(job);
+  if (name.empty()) co_return true;
+  const std::string& ns = job.meta.namespace_;
+  const std::string what = "Secret " + proto::objectKey(ns, name);
+  auto got = co_await api.get(proto::resources::kSecrets, ns, name);
+  if (!got.ok()) {
+    if (proto::isNotFound(got.status())) {
+      std::string message = what + ", which the job's pods mount, does not exist yet; no pod is "
+                            "created until it does (sbatch creates it right after the job)";
+      result.events.push_back({"Normal", "WaitingForSecret", message});
+      result.status = absl::UnavailableError(message);
+    } else {
+      result.status = got.status();
+    }
+    co_return false;
+  }
+  auto doc = proto::parseJson(*got);
+  if (!doc.ok()) {
+    result.status = doc.status();
+    co_return false;
+  }
+  auto meta = metaOf(*doc, what);
+  if (!meta.ok()) {
+    result.status = meta.status();
+    co_return false;
+  }
+  if (meta->name.empty()) meta->name = name;
+  absl::Status checked = runtime.checkJobSecret(job, *meta);
+  if (checked.ok()) co_return true;
+  if (checked.code() != absl::StatusCode::kInvalidArgument) {
+    result.status = checked;
+    co_return false;
+  }
+  const std::string message = "the job cannot run: " + std::string(checked.message()) +
+                              ". No pods were created";
+  result.events.push_back({"Warning", "InvalidSpec", message});
+  // The job ends as reconcile ends one with an invalid spec; the next reconcile sees it Failed.
+  proto::ParallelJobStatus failed = failedStatus(job.status, "InvalidSpec", message, proto::rfc3339(now));
+  auto written = co_await api.patchStatus(proto::resources::kParallelJobs, ns, job.meta.name,
+                                          proto::statusPatch(failed));
+  if (!written.ok() && !proto::isNotFound(written.status())) {
+    result.status = written.status();
+    co_return false;
+  }
+  MUSTER_LOG_INFO(2, "Failed ParallelJob: its Secret may not be mounted", "paralleljob",
+                  proto::objectKey(job), "secret", proto::objectKey(ns, name), "why",
+                  checked.message());
+  result.status = absl::FailedPreconditionError(message);
+  co_return false;
+}
+
 }  // namespace
 
 asio::awaitable<absl::Status> runAll(asio::strand<asio::any_io_executor> strand,
@@ -127,7 +185,7 @@ asio::awaitable<BatchResult> createInBatches(
 
 asio::awaitable<SupportResult> ensureSupport(JobApi& api, const proto::ParallelJob& job,
                                              const Runtime& runtime, const AttemptInfo& attempt,
-                                             bool attempt_has_pods) {
+                                             bool attempt_has_pods, absl::Time now) {
   SupportResult result;
   result.ssh_secret = attempt.ssh_secret;
   const std::string& ns = job.meta.namespace_;
@@ -136,6 +194,7 @@ asio::awaitable<SupportResult> ensureSupport(JobApi& api, const proto::ParallelJ
     result.status = objects.status();
     co_return result;
   }
+  if (!co_await jobSecretUsable(api, job, runtime, now, result)) co_return result;
   // The objects with fixed names first: when one of those names is taken the attempt waits, and
   // no Secret is created on each retry meanwhile.
   std::stable_partition(objects->begin(), objects->end(), [](const ApiObject& o) {

@@ -73,10 +73,15 @@ struct SupportResult {
 // Creates what `runtime` builds for the attempt before its pods (Service, SSH Secret, ConfigMap),
 // as described above. `attempt.ssh_secret`, when set, is the attempt's Secret already (none is
 // created); `attempt_has_pods` says whether pods of the attempt exist.
+// First the Secret the job brings (Runtime::jobSecret, Slurm's batch Secret) is read: while it
+// does not exist nothing is created (a Normal Event WaitingForSecret, an error: retried); when
+// Runtime::checkJobSecret refuses it, the job's status is written Failed, reason InvalidSpec (at
+// `now`), with a Warning Event InvalidSpec naming the Secret, and nothing is created.
 proto::asio::awaitable<SupportResult> ensureSupport(JobApi& api, const proto::ParallelJob& job,
                                                     const Runtime& runtime,
                                                     const AttemptInfo& attempt,
-                                                    bool attempt_has_pods);
+                                                    bool attempt_has_pods,
+                                                    absl::Time now = absl::Now());
 
 // Deletes the attempt's Service and ConfigMap (only those whose controller is this job) and the
 // named SSH Secrets (the ones recorded on its pods and in memory).

@@ -51,6 +51,17 @@ absl::Time parseTime(const std::string& rfc3339) {
   return absl::InfinitePast();
 }
 
+// When the launcher pod's launcher container started (the job's first launcherContainerNames
+// entry, else "main"), by the kubelet's report; InfinitePast when not reported.
+absl::Time launcherStarted(const proto::ParallelJob& job, const Pod& launcher) {
+  const std::string name = job.spec.launcher_container_names.empty()
+                               ? std::string("main")
+                               : job.spec.launcher_container_names.front();
+  for (const auto& c : launcher.status.container_statuses)
+    if (c.name == name && !c.started_at.empty()) return parseTime(c.started_at);
+  return absl::InfinitePast();
+}
+
 }  // namespace
 
 bool isGangRollback(const Pod& pod) {
@@ -146,6 +157,18 @@ bool sameStatus(const proto::ParallelJobStatus& a, const proto::ParallelJobStatu
       return false;
   }
   return true;
+}
+
+proto::ParallelJobStatus failedStatus(proto::ParallelJobStatus status, const std::string& reason,
+                                      const std::string& message, const std::string& now) {
+  status.phase = "Failed";
+  status.message = message;
+  if (status.start_time.empty()) status.start_time = now;
+  status.completion_time = now;
+  setCondition(&status.conditions, vocab::kConditionFailed, "True", reason, message, now);
+  if (findCondition(status.conditions, vocab::kConditionRunning))
+    setCondition(&status.conditions, vocab::kConditionRunning, "False", "Failed", message, now);
+  return status;
 }
 
 Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
@@ -261,13 +284,7 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
   }
 
   auto fail = [&](const std::string& reason, const std::string& message) {
-    desired.phase = "Failed";
-    desired.message = message;
-    if (desired.start_time.empty()) desired.start_time = obs.now;
-    desired.completion_time = obs.now;
-    setCondition(&desired.conditions, vocab::kConditionFailed, "True", reason, message, obs.now);
-    if (findCondition(desired.conditions, vocab::kConditionRunning))
-      setCondition(&desired.conditions, vocab::kConditionRunning, "False", "Failed", message, obs.now);
+    desired = failedStatus(std::move(desired), reason, message, obs.now);
     plan.events.push_back({"Warning", reason, message});
     releaseAfterFailure();
     return finish(message);
@@ -528,13 +545,19 @@ Plan reconcile(const Observation& obs, const RuntimeRegistry& runtimes) {
                  obs.now);
   }
 
-  // A running attempt past its time limit ends the job; its pods are stopped.
+  // A running attempt past its time limit ends the job; its pods are stopped. The limit runs
+  // from when the launcher's container started, as the kubelet reports it (issue 43: counted
+  // from when all pods ran, by the engine's clock, it took the pods' start-up and the wait for
+  // SSH out of the job's time). Only when no start is reported, from the Running condition.
   if (std::optional<absl::Duration> limit = runtime->timeLimit(job);
       limit && job.status.phase == "Running") {
     const proto::Condition* running_cond = findCondition(job.status.conditions, vocab::kConditionRunning);
-    const absl::Time since = running_cond != nullptr && running_cond->status == "True"
-                                 ? parseTime(running_cond->last_transition_time)
-                                 : absl::InfinitePast();
+    absl::Time since = running_cond != nullptr && running_cond->status == "True"
+                           ? parseTime(running_cond->last_transition_time)
+                           : absl::InfinitePast();
+    if (since != absl::InfinitePast() && launcher_pod != nullptr)
+      if (absl::Time started = launcherStarted(job, *launcher_pod); started != absl::InfinitePast())
+        since = started;
     if (since != absl::InfinitePast()) {
       if (now - since >= *limit) {
         for (const auto& [i, pod] : current)

@@ -137,5 +137,10 @@ void setCondition(std::vector<proto::Condition>* conditions, const std::string& 
 const proto::Condition* findCondition(const std::vector<proto::Condition>& conditions,
                                       std::string_view type);
 bool sameStatus(const proto::ParallelJobStatus& a, const proto::ParallelJobStatus& b);
+// `status` as that of a job that ended now (RFC 3339 `now`): phase Failed, condition Failed True
+// with `reason` and `message`, Running False. What reconcile writes when it fails a job, and
+// what the engine writes when a check before the pods fails it (ensureSupport).
+proto::ParallelJobStatus failedStatus(proto::ParallelJobStatus status, const std::string& reason,
+                                      const std::string& message, const std::string& now);
 
 }  // namespace muster::jobengine

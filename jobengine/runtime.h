@@ -179,6 +179,17 @@ class Runtime {
   // Whether the pods of the last attempt stay when the job fails (for kubectl logs). The default
   // keeps them all; a runtime whose idle pods hold nodes (workers running sshd) keeps fewer.
   virtual bool keepOnFailure(int32_t /*index*/) const { return true; }
+  // A Secret the job brings for its pods to mount (Slurm's batch Secret, spec.slurm.batchSecret):
+  // its name, "" for none (the default). The engine reads it (ensureSupport, attempt_objects.h)
+  // before it creates anything of an attempt: while it does not exist the attempt waits
+  // (retried), and when checkJobSecret refuses it the job fails, reason InvalidSpec.
+  virtual std::string jobSecret(const proto::ParallelJob& /*job*/) const { return ""; }
+  // Whether the job may mount that Secret, given its metadata as the API server has it: OK, or
+  // InvalidArgument with a message for the job's owner that names the Secret and says why not.
+  virtual absl::Status checkJobSecret(const proto::ParallelJob& /*job*/,
+                                      const proto::ObjectMeta& /*secret*/) const {
+    return absl::OkStatus();
+  }
   // Adds runtime-specific status (status.slurm) to the status the engine is about to write.
   // `launcher` is the attempt's pod 0 when it exists.
   virtual void decorateStatus(const proto::ParallelJob& /*job*/, const proto::Pod* /*launcher*/,

@@ -132,6 +132,10 @@ void prepareSshPod(PodTemplate& pod, const proto::ParallelJob& /*job*/, const At
   pod.setSubdomain(attempt.group);
   pod.setSchedulerNameIfUnset(scheduler_name);
   pod.setRestartPolicyIfUnset("Never");
+  // A job's pods hold no API credentials unless the template asks for them (issue 43): the
+  // ServiceAccount token is not mounted when the template does not say (the Slurm runtime never
+  // mounts it, whatever the partition's template says).
+  pod.setAutomountServiceAccountToken(false, /*only_if_unset=*/true);
   // Owner-only (root; group read for the pod's fsGroup); setup.sh copies the keys to 0600 files
   // of the container's user.
   pod.addVolume(kSshVolume, {VolumeSource::Kind::kSecret, attempt.ssh_secret, kSshSecretMode});

@@ -69,8 +69,8 @@ absl::StatusOr<std::vector<ApiObject>> sshSupportObjects(const proto::ParallelJo
                                                          const AttemptInfo& attempt,
                                                          std::map<std::string, std::string> files);
 
-// Hostname, subdomain, scheduler name and restart policy (when the template has none), and the
-// three volumes.
+// Hostname, subdomain, scheduler name and restart policy (when the template has none),
+// automountServiceAccountToken false (when the template has none), and the three volumes.
 void prepareSshPod(proto::PodTemplate& pod, const proto::ParallelJob& job,
                    const AttemptInfo& attempt, std::string_view name,
                    std::string_view scheduler_name);

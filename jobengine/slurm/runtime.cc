@@ -184,6 +184,16 @@ std::string arraySlotKey(std::string_view ns, int64_t array_job_id) {
   return strCat("slurm-array-slot:", ns, "/", array_job_id);
 }
 
+// The user whose tasks make up array `array_job_id` (see evaluateJobDependency): the user of
+// job slurm-<array_job_id> (the array's head) while it exists, else `fallback_user`.
+std::string arrayOwner(std::string_view ns, int64_t array_job_id, const std::string& fallback_user,
+                       const JobDirectory& jobs) {
+  auto head = jobs.get(ns, jobObjectName(array_job_id));
+  if (head != nullptr && head->spec.slurm && head->spec.slurm->job_id == array_job_id)
+    return head->spec.slurm->user;
+  return fallback_user;
+}
+
 // What a dependency sees of another Slurm job.
 DependencyTargetState targetState(const proto::ParallelJob& job) {
   DependencyTargetState t;
@@ -228,11 +238,19 @@ std::optional<DependencyVerdict> evaluateJobDependency(const proto::ParallelJob&
   std::map<uint32_t, std::optional<DependencyTargetState>> plain;
   auto arrayOf = [&](uint32_t id) -> ArrayTasks& {
     auto [it, added] = arrays.try_emplace(id);
-    if (added)
+    if (added) {
+      // Whose tasks make up array `id` (issue 43): anyone may create a job that claims an
+      // arrayJobId, so only tasks of the array's owner count, or a user could decide another
+      // user's afterok/afterany with fake tasks. The owner is the user of job `id` itself (the
+      // array's head: the first task takes the array's id, and its name slurm-<id> is unique
+      // in the namespace); when that job is gone, the dependent job's own user (a fake task
+      // then has to be created as that user, which the owner admission policy refuses).
+      const std::string owner = arrayOwner(job.meta.namespace_, id, s.user, jobs);
       for (const auto& other : jobs.knownAs(arrayKey(job.meta.namespace_, id)))
         if (other->spec.slurm && other->spec.slurm->array &&
-            other->spec.slurm->array->array_job_id == id)
+            other->spec.slurm->array->array_job_id == id && other->spec.slurm->user == owner)
           it->second.by_task.try_emplace(other->spec.slurm->array->task_id, targetState(*other));
+    }
     return it->second;
   };
   context.lookup = [&](uint32_t id, std::optional<uint32_t> task,
@@ -251,6 +269,8 @@ std::optional<DependencyVerdict> evaluateJobDependency(const proto::ParallelJob&
       return array.whole;
     }
     if (all_tasks) return std::nullopt;
+    // A plain job id: its job is slurm-<id>, a name unique in the namespace (the CRD requires a
+    // Slurm job's name to be slurm-<jobId>), so no other user's job can stand for it.
     auto [known, added] = plain.try_emplace(id);
     if (added) {
       auto target = jobs.get(job.meta.namespace_, jobObjectName(id));
@@ -419,13 +439,17 @@ absl::StatusOr<std::string> SlurmRuntime::buildPod(const proto::ParallelJob& job
   // it as already delivered, not as a new request for this run).
   for (const auto& [key, value] : podAnnotations(job, index)) meta.annotations[key] = value;
   prepareSshPod(pod, job, attempt, meta.name, options_.scheduler_name);
+  // A Slurm job's processes hold no Kubernetes credentials (the README's model): no token.
+  pod.setAutomountServiceAccountToken(false, /*only_if_unset=*/false);
   // Short node names resolve through the headless Service's domain.
   pod.addDnsSearches({strCat(attempt.group, ".", job.meta.namespace_, ".svc.",
                              options_.cluster_domain)});
-  // Node selection: the partition's nodes, and what the job asked for (-w, -x, -C).
+  // Node selection: the partition's nodes, and what the job asked for (-w, -x, -C), both: the
+  // job's affinity is added to the partition template's, never replaces it (issue 43: -w, -x
+  // and -C dropped the partition's node restriction).
   pod.addNodeSelector(partition->node_selector);
   pod.addNodeSelector(requested->nodeSelector());  // the partition's keys win over the job's
-  pod.copySpecFields(*requested, {"affinity"});
+  if (absl::Status merged = pod.mergeAffinity(*requested); !merged.ok()) return merged;
   if (!partition->priority_class_name.empty()) pod.setPriorityClassName(partition->priority_class_name);
   if (std::optional<int64_t> limit = timeLimitSeconds(job))
     pod.setActiveDeadlineSeconds(*limit + 300);  // the engine stops it on time
@@ -449,7 +473,9 @@ absl::StatusOr<std::string> SlurmRuntime::buildPod(const proto::ParallelJob& job
     main = pod.setContainer("main");
     makeSshdMain(*main, *base.container("main"), /*keep_mounts=*/true);
   }
-  main->copyFields(*requested_main, {"resources"});
+  // The job's requests and limits replace the partition's of the same resource; the partition's
+  // others stay (a limit the partition sets on every job is not lost to a job's request).
+  if (absl::Status merged = main->mergeResources(*requested_main); !merged.ok()) return merged;
   mountSsh(*main);
   for (const auto& [k, v] : nodeEnvironment(job, attempt, index)) main->addEnv(k, v);
   const bool accelerators = pod.requestsAny(deviceResources());
@@ -541,9 +567,12 @@ std::optional<StartGate> throttleGate(const proto::ParallelJob& job, const JobDi
   const proto::SlurmArrayTask& a = *s.array;
   int64_t running = 0;
   std::vector<int64_t> waiting{a.task_id};
+  // Only tasks of this task's own user count (issue 43): anyone may create a job that claims
+  // this arrayJobId, and a fake task of another user that "runs" or waits ahead would hold the
+  // throttle's places. A real array's tasks are all of one user (sbatch submits them at once).
   for (const auto& other : jobs.knownAs(arrayKey(job.meta.namespace_, a.array_job_id))) {
     if (other->meta.uid == job.meta.uid || !other->spec.slurm || !other->spec.slurm->array ||
-        other->spec.slurm->array->array_job_id != a.array_job_id)
+        other->spec.slurm->array->array_job_id != a.array_job_id || other->spec.slurm->user != s.user)
       continue;
     const JobState state = targetState(*other).state;
     if (isFinished(state)) continue;
@@ -651,6 +680,34 @@ StartGate SlurmRuntime::startGate(const proto::ParallelJob& job, absl::Time now,
   if (!job.spec.slurm) return {};
   if (std::optional<StartGate> limit = partitionLimitGate(job)) return *limit;
   return gateOf(job, now, jobs, verdictOf(job, now, jobs));
+}
+
+std::string SlurmRuntime::jobSecret(const proto::ParallelJob& job) const {
+  return job.spec.slurm ? job.spec.slurm->batch_secret : "";
+}
+
+absl::Status SlurmRuntime::checkJobSecret(const proto::ParallelJob& job,
+                                          const proto::ObjectMeta& secret) const {
+  if (!job.spec.slurm) return absl::OkStatus();
+  const proto::SlurmJobSpec& s = *job.spec.slurm;
+  const std::string what = strCat("the batch Secret ", proto::objectKey(job.meta.namespace_, secret.name));
+  auto user = secret.annotations.find(proto::vocabulary::kSlurmUserAnnotation);
+  if (user == secret.annotations.end())
+    return absl::InvalidArgumentError(
+        strCat(what, " has no annotation ", proto::vocabulary::kSlurmUserAnnotation,
+               ": it was not written by sbatch for this job, and is not mounted"));
+  if (user->second != s.user)
+    return absl::InvalidArgumentError(
+        strCat(what, " belongs to user \"", cut(user->second, 256), "\", not to the job's user \"",
+               cut(s.user, 256), "\" (annotation ", proto::vocabulary::kSlurmUserAnnotation,
+               "), and is not mounted"));
+  const bool owned = std::any_of(secret.owner_references.begin(), secret.owner_references.end(),
+                                 [&](const proto::OwnerReference& r) { return r.uid == job.meta.uid; });
+  if (!owned)
+    return absl::InvalidArgumentError(
+        strCat(what, " is not owned by this job (no owner reference with its uid ", job.meta.uid,
+               "): it was written for another job, and is not mounted"));
+  return absl::OkStatus();
 }
 
 std::optional<std::string> SlurmRuntime::cancelled(const proto::ParallelJob& job) const {

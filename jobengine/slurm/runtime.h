@@ -81,6 +81,13 @@ class SlurmRuntime final : public Runtime {
   std::optional<absl::Duration> timeLimit(const proto::ParallelJob& job) const override;
   std::optional<int64_t> timeLimitSeconds(const proto::ParallelJob& job) const;
   std::optional<std::string> cancelled(const proto::ParallelJob& job) const override;
+  // The batch Secret (spec.slurm.batchSecret) holds a user's script and exported environment,
+  // and any Secret of the namespace could be named there: it is mounted only when it is this
+  // job's (issue 43), i.e. its annotation muster.dev/slurm-user is spec.slurm.user (an admission
+  // policy lets only that user write it) and it has an owner reference with the job's uid.
+  std::string jobSecret(const proto::ParallelJob& job) const override;
+  absl::Status checkJobSecret(const proto::ParallelJob& job,
+                              const proto::ObjectMeta& secret) const override;
   std::optional<std::string> requeueRequested(const proto::ParallelJob& job) const override;
   // PreemptMode=REQUEUE: requeued unless --no-requeue, which ends the job PREEMPTED.
   bool requeueOnPreemption(const proto::ParallelJob& job) const override;
