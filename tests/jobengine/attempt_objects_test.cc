@@ -11,6 +11,7 @@
 
 #include "jobengine/attempt_objects.h"
 #include "jobengine/mpi_openmpi.h"
+#include "jobengine/slurm/runtime.h"
 #include "jobengine/ssh_attempt.h"
 #include "proto/json.h"
 #include "tests/jobengine/builders.h"
@@ -95,9 +96,12 @@ class FakeApi final : public JobApi {
     co_return std::string("{}");
   }
   asio::awaitable<absl::StatusOr<std::string>> patchStatus(const proto::Resource&, std::string_view,
-                                                           std::string_view, std::string) override {
+                                                           std::string_view,
+                                                           std::string body) override {
+    status_patches.push_back(std::move(body));
     co_return std::string("{}");
   }
+  std::vector<std::string> status_patches;
 
   std::vector<std::string> creates() const {
     std::vector<std::string> out;
@@ -357,6 +361,106 @@ TEST_CASE("teardown deletes only the job's own Service and ConfigMap, by UID, an
   CHECK(std::count(api.calls.begin(), api.calls.end(),
                    "delete configmaps/mpi-sample-job-0-mpi uid=uid-mpi-sample-job-0-mpi") == 1);
   CHECK(std::count(api.calls.begin(), api.calls.end(), "delete services/mpi-sample-job-0") == 0);
+}
+
+
+// ---- the job's own Secret (Slurm's batch Secret, issue 43) -------------------------------------
+
+// The Open MPI runtime's objects, and the Slurm runtime's rule for the batch Secret the job
+// names (spec.slurm.batchSecret).
+class BringsSecret final : public Runtime {
+ public:
+  std::string_view name() const override { return "brings-secret"; }
+  absl::StatusOr<std::vector<ApiObject>> buildSupport(const proto::ParallelJob& job,
+                                                      const AttemptInfo& attempt) const override {
+    return mpi_.buildSupport(job, attempt);
+  }
+  absl::StatusOr<std::string> buildPod(const proto::ParallelJob& job, const AttemptInfo& attempt,
+                                       int32_t index) const override {
+    return mpi_.buildPod(job, attempt, index);
+  }
+  std::string jobSecret(const proto::ParallelJob& job) const override { return slurm_.jobSecret(job); }
+  absl::Status checkJobSecret(const proto::ParallelJob& job,
+                              const proto::ObjectMeta& secret) const override {
+    return slurm_.checkJobSecret(job, secret);
+  }
+
+ private:
+  OpenMpiRuntime mpi_{RuntimeOptions{}};
+  slurm::SlurmRuntime slurm_{RuntimeOptions{}};
+};
+
+proto::ParallelJob aliceJob() {
+  proto::ParallelJob job = seedJob();
+  proto::SlurmJobSpec& s = job.spec.slurm.emplace();
+  s.job_id = 7;
+  s.user = "alice";
+  s.batch_secret = "slurm-7-batch";
+  return job;
+}
+
+// The batch Secret as sbatch of `user` writes it, owned by the job with uid `owner_uid`.
+void putBatchSecret(FakeApi& api, const std::string& user, const std::string& owner_uid) {
+  std::string annotations = user.empty() ? "{}" : R"({"muster.dev/slurm-user":")" + user + R"("})";
+  api.objects["secrets/slurm-7-batch"] =
+      R"({"metadata":{"name":"slurm-7-batch","namespace":"default","uid":"uid-b","annotations":)" +
+      annotations + R"(,"ownerReferences":[{"apiVersion":"preferred.jp/v1alpha1","kind":"ParallelJob",)"
+      R"("name":"slurm-7","uid":")" + owner_uid + R"("}]},"immutable":true,"data":{"script":"eA=="}})";
+}
+
+SupportResult ensureBrought(FakeApi& api) {
+  proto::ParallelJob job = aliceJob();
+  BringsSecret runtime;
+  return run([&](auto) {
+    return ensureSupport(api, job, runtime, kAttempt, false, absl::FromUnixSeconds(1767225600));
+  });
+}
+
+TEST_CASE("a batch Secret not there yet: the attempt waits, nothing is created", "[attempt][secret]") {
+  FakeApi api;
+  SupportResult r = ensureBrought(api);
+  CHECK(r.status.code() == absl::StatusCode::kUnavailable);
+  CHECK(api.creates().empty());
+  CHECK(api.status_patches.empty());
+  REQUIRE(r.events.size() == 1);
+  CHECK(r.events[0].reason == "WaitingForSecret");
+  CHECK(r.events[0].message.find("Secret default/slurm-7-batch") != std::string::npos);
+  // sbatch wrote it: the attempt goes ahead.
+  putBatchSecret(api, "alice", kUid);
+  SupportResult again = ensureBrought(api);
+  CHECK(again.status.ok());
+  CHECK(api.creates().size() == 3);
+}
+
+TEST_CASE("another user's batch Secret, or one this job does not own, fails the job InvalidSpec "
+          "before anything is created", "[attempt][secret]") {
+  struct Case {
+    std::string user, owner, why;
+  };
+  for (const Case& c : {Case{"bob", kUid, "belongs to user \"bob\", not to the job's user \"alice\""},
+                        Case{"", kUid, "has no annotation muster.dev/slurm-user"},
+                        Case{"alice", "uid-of-another-job", "is not owned by this job"}}) {
+    FakeApi api;
+    putBatchSecret(api, c.user, c.owner);
+    SupportResult r = ensureBrought(api);
+    INFO(r.status.ToString());
+    CHECK(r.status.code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(api.creates().empty());
+    REQUIRE(r.events.size() == 1);
+    CHECK(r.events[0].type == "Warning");
+    CHECK(r.events[0].reason == "InvalidSpec");
+    CHECK(r.events[0].message.find("the batch Secret default/slurm-7-batch " + c.why) != std::string::npos);
+    REQUIRE(api.status_patches.size() == 1);
+    auto patch = proto::parseJson(api.status_patches[0]);
+    REQUIRE(patch.ok());
+    const auto& status = (*patch)["status"];
+    CHECK(std::string(status["phase"].GetString()) == "Failed");
+    bool invalid = false;
+    for (const auto& cond : status["conditions"].GetArray())
+      invalid |= std::string(cond["type"].GetString()) == "Failed" &&
+                 std::string(cond["reason"].GetString()) == "InvalidSpec";
+    CHECK(invalid);
+  }
 }
 
 }  // namespace

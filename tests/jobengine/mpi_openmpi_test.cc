@@ -404,5 +404,20 @@ TEST_CASE("a generated pod decodes as a Pod", "[mpi]") {
   CHECK(pod.meta.controllerRef() != nullptr);
 }
 
+
+TEST_CASE("pods get no ServiceAccount token unless the launcher template asks for one",
+          "[mpi][tenancy]") {
+  for (int32_t index : {0, 1}) {
+    rapidjson::Document pod = podJson(seedJob(), index);
+    REQUIRE(pod["spec"].HasMember("automountServiceAccountToken"));
+    CHECK_FALSE(pod["spec"]["automountServiceAccountToken"].GetBool());
+  }
+  std::string json = seedJobJson();
+  json.replace(json.find(R"("launcher":{"spec":{)"), 20,
+               R"("launcher":{"spec":{"automountServiceAccountToken":true,)");
+  rapidjson::Document asked = podJson(decodeJob(json), 0);
+  CHECK(asked["spec"]["automountServiceAccountToken"].GetBool());
+}
+
 }  // namespace
 }  // namespace muster::jobengine

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 
 #include "jobengine/naming.h"
@@ -218,6 +219,13 @@ TEST_CASE("the batch Secret holds the script and the environment after --export,
   CHECK(env.find(std::string("EXTRA=1\0", 8)) != std::string::npos);
   CHECK(env.find("SECRET_TOKEN") == std::string::npos);
   CHECK(env.find("HOME=") == std::string::npos);
+  // Whose it is, and unchangeable once created (issue 43).
+  CHECK(s->batch.meta.annotations.at("muster.dev/slurm-user") == "alice@example.com");
+  auto doc = proto::parseJson(proto::encode(s->batch));
+  REQUIRE(doc.ok());
+  CHECK((*doc)["immutable"].GetBool());
+  CHECK(std::string((*doc)["metadata"]["annotations"]["muster.dev/slurm-user"].GetString()) ==
+        "alice@example.com");
 }
 
 TEST_CASE("what no partition can ever run is refused with Slurm's words", "[slurm]") {
@@ -1384,6 +1392,234 @@ TEST_CASE("step times a job writes past 9999 are clamped, so that its status can
   REQUIRE(p.status->slurm->steps.size() == 1);
   CHECK(p.status->slurm->steps[0].start_time == "9999-12-31T23:59:59Z");
   CHECK(p.status->slurm->steps[0].end_time == "9999-12-31T23:59:59Z");
+}
+
+
+TEST_CASE("another user's job that claims an array's id neither holds its %N throttle nor decides "
+          "a dependency on the array", "[slurm][tenancy]") {
+  Directory dir;
+  auto tasks = dir.addArray({"-N", "1", "--array=0-1%1"}, 300);
+  // mallory's job 310 says it is task 0 of array 300, and runs; another says task 5 and FAILED.
+  auto fake = dir.add(310, "RUNNING", {"-N", "1", "--array=0%1"});
+  fake->spec.slurm->user = "mallory@example.com";
+  fake->spec.slurm->array->array_job_id = 300;
+  fake->spec.slurm->array->task_id = 0;
+  auto failed = dir.add(311, "FAILED", {"-N", "1", "--array=5"});
+  failed->spec.slurm->user = "mallory@example.com";
+  failed->spec.slurm->array->array_job_id = 300;
+  failed->spec.slurm->array->task_id = 5;
+  // alice's task 0 still has the throttle's one place.
+  Job first;
+  first.becomeTask({"-N", "1", "--array=0-1%1"}, 300, 0);
+  first.jobs = &dir;
+  first.apply(first.run());
+  CHECK(first.run().create_pods_needed);
+  // A dependency on alice's array is hers alone: her tasks completed, so afterok:300 is met.
+  tasks[0]->status.slurm->state = "COMPLETED";
+  tasks[1]->status.slurm->state = "COMPLETED";
+  Job after({"-N", "1", "-d", "afterok:300"}, 320);
+  after.jobs = &dir;
+  after.apply(after.run());
+  Plan p = after.run();
+  CHECK(p.create_pods_needed);
+  // With the head (job 300) gone, the tasks of the dependent job's own user count.
+  dir.jobs.erase(dir.jobs.begin());
+  Job later({"-N", "1", "-d", "afterok:300"}, 321);
+  later.jobs = &dir;
+  later.apply(later.run());
+  CHECK(later.run().create_pods_needed);
+}
+
+
+TEST_CASE("sbatch takes fresh job ids when slurm-<id> or its Secret's name is taken, and gives up "
+          "after 5 tries", "[slurm][tenancy]") {
+  // A fake API: names taken beforehand by someone else; the counter hands out ids from 40.
+  std::set<std::string> taken{"slurm-40", "slurm-42-batch"};
+  std::vector<std::string> removed;
+  int64_t next = 40;
+  SubmitSteps steps;
+  steps.allocate_ids = [&](int64_t count) -> absl::StatusOr<int64_t> {
+    int64_t first = next;
+    next += count;
+    return first;
+  };
+  steps.create = [&](Submission& sub) {
+    if (taken.count(sub.job.meta.name)) return absl::AlreadyExistsError(sub.job.meta.name);
+    if (taken.count(sub.batch.meta.name)) {
+      removed.push_back(sub.job.meta.name);  // createJob removes the job it made
+      return absl::AlreadyExistsError(sub.batch.meta.name);
+    }
+    taken.insert(sub.job.meta.name);
+    taken.insert(sub.batch.meta.name);
+    return absl::OkStatus();
+  };
+  steps.remove = [&](const std::string& name) {
+    removed.push_back(name);
+    taken.erase(name);
+  };
+  // 40's job name is taken: 41 is used.
+  auto one = submitAll(options({"-N", "1"}), config(), context(), steps);
+  REQUIRE(one.ok());
+  CHECK(one->front().job.spec.slurm->job_id == 41);
+  CHECK(one->front().job.spec.slurm->batch_secret == "slurm-41-batch");
+  // An array of 2 from 42: task 0's Secret name is taken; 44 and 45 are used instead.
+  auto array = submitAll(options({"-N", "1", "--array=0-1"}), config(), context(), steps);
+  REQUIRE(array.ok());
+  CHECK(array->front().job.spec.slurm->job_id == 44);
+  CHECK(array->back().job.spec.slurm->array->array_job_id == 44);
+  CHECK(removed == std::vector<std::string>{"slurm-42"});
+  // Every id taken: 5 tries, then an error that says why; nothing is left behind.
+  steps.create = [&](Submission& sub) { return absl::AlreadyExistsError(sub.job.meta.name); };
+  auto none = submitAll(options({"-N", "1"}), config(), context(), steps);
+  REQUIRE_FALSE(none.ok());
+  CHECK(next == 51);
+  CHECK(std::string(none.status().message()) ==
+        "Batch job submission failed: the names of job ids 46, 47, 48, 49, 50 (slurm-<id>, "
+        "slurm-<id>-batch) were already taken in namespace alice by objects sbatch did not "
+        "create; ask an administrator to remove them");
+  // Another error is not retried.
+  steps.create = [&](Submission&) { return absl::PermissionDeniedError("forbidden"); };
+  CHECK(submitAll(options({"-N", "1"}), config(), context(), steps).status().code() ==
+        absl::StatusCode::kPermissionDenied);
+  CHECK(next == 52);
+}
+
+
+// A partition whose template restricts nodes and sets limits of its own.
+constexpr char kPinnedConfig[] = R"(
+slurm:
+  partitions:
+  - name: pinned
+    template:
+      spec:
+        automountServiceAccountToken: true
+        affinity:
+          nodeAffinity:
+            requiredDuringSchedulingIgnoredDuringExecution:
+              nodeSelectorTerms:
+              - matchExpressions: [{key: zone, operator: In, values: [a]}]
+              - matchExpressions: [{key: zone, operator: In, values: [b]}]
+          podAntiAffinity:
+            requiredDuringSchedulingIgnoredDuringExecution:
+            - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {noisy: "true"}}}
+        containers:
+        - name: main
+          image: registry.example.com/hpc:1
+          resources:
+            limits: {memory: 64Gi, example.com/scratch: "1"}
+            requests: {example.com/scratch: "1"}
+)";
+
+TEST_CASE("-w, -x and -C add to the partition's node restriction and a job's resources to its "
+          "limits, instead of replacing them", "[slurm][tenancy]") {
+  auto parsed = parseSlurmSection(kPinnedConfig);
+  INFO(parsed.status().ToString());
+  REQUIRE(parsed.ok());
+  SubmitContext ctx = context();
+  ctx.nodes.reset();
+  auto s = buildSubmissions(options({"-N", "2", "-p", "pinned", "-w", "gpu-0", "-C", "nvme", "--mem=8G"}),
+                            *parsed, ctx, 12);
+  INFO(s.status().ToString());
+  REQUIRE(s.ok());
+  const proto::ParallelJob job = submitted(s->front());
+  RuntimeOptions o;
+  o.slurm = *parsed;
+  SlurmRuntime runtime(o);
+  for (int index : {0, 1}) {
+    rapidjson::Document pod = podOf(runtime, job, 0, index);
+    const auto& spec = pod["spec"];
+    // (zone a | zone b) & (gpu-0 & nvme): each of the partition's terms with the job's.
+    const auto& terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                            ["nodeSelectorTerms"];
+    REQUIRE(terms.Size() == 2);
+    for (rapidjson::SizeType t = 0; t < 2; ++t) {
+      const auto& exprs = terms[t]["matchExpressions"];
+      REQUIRE(exprs.Size() == 3);
+      CHECK(std::string(exprs[0]["key"].GetString()) == "zone");
+      CHECK(std::string(exprs[0]["values"][0].GetString()) == (t == 0 ? "a" : "b"));
+      CHECK(std::string(exprs[1]["operator"].GetString()) == "In");
+      CHECK(std::string(exprs[1]["values"][0].GetString()) == "gpu-0");
+      CHECK(std::string(exprs[2]["key"].GetString()) == "nvme");
+    }
+    CHECK(spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].Size() == 1);
+    // The job's memory replaces the partition's; the partition's scratch limit stays.
+    const auto& res = spec["containers"][spec["containers"].Size() - 1]["resources"];
+    CHECK(std::string(res["limits"]["example.com/scratch"].GetString()) == "1");
+    CHECK(std::string(res["requests"]["example.com/scratch"].GetString()) == "1");
+    CHECK(std::string(res["requests"]["memory"].GetString()) == "8192Mi");
+    // A Slurm job's pods get no ServiceAccount token, whatever the partition's template says.
+    CHECK(spec["automountServiceAccountToken"].IsBool());
+    CHECK_FALSE(spec["automountServiceAccountToken"].GetBool());
+  }
+  // A request over the partition's limit would be refused by the API server: InvalidSpec.
+  auto big = buildSubmissions(options({"-N", "1", "-p", "pinned", "--mem=100G"}), *parsed, ctx, 13);
+  REQUIRE(big.ok());
+  auto body = runtime.buildPod(submitted(big->front()), {0, "slurm-13-0"}, 0);
+  REQUIRE_FALSE(body.ok());
+  CHECK(std::string(body.status().message()).find("over its limit 64Gi") != std::string::npos);
+}
+
+TEST_CASE("a job's pods get no ServiceAccount token", "[slurm][tenancy]") {
+  Job j({"-N", "2"});
+  for (int index : {0, 1}) {
+    rapidjson::Document pod = podOf(*static_cast<const SlurmRuntime*>(j.runtimes.find("slurm")), j.job, 0, index);
+    CHECK(pod["spec"].HasMember("automountServiceAccountToken"));
+    CHECK_FALSE(pod["spec"]["automountServiceAccountToken"].GetBool());
+  }
+}
+
+TEST_CASE("the time limit runs from the batch container's start as the kubelet reports it, not "
+          "from when the engine saw every pod run", "[slurm][tenancy]") {
+  Job j({"-N", "2", "-t", "10"});
+  j.startRunning();  // Running since 1767225600 by the engine's clock
+  const absl::Time seen = absl::FromUnixSeconds(1767225600);
+  // Pods took 3 minutes to start and wait for SSH: the batch step started 3 minutes later.
+  proto::ContainerStatus main;
+  main.name = "main";
+  main.state = "running";
+  main.started_at = proto::rfc3339(seen + absl::Minutes(3));
+  j.pod(0).status.container_statuses = {main};
+  Plan early = j.run(seen + absl::Minutes(10));
+  CHECK_FALSE(early.status);
+  REQUIRE(early.requeue_after);
+  CHECK(*early.requeue_after == std::chrono::milliseconds(3 * 60000));
+  Plan late = j.run(seen + absl::Minutes(13));
+  REQUIRE(late.status);
+  CHECK(late.status->slurm->state == "TIMEOUT");
+  // As the API server sends it.
+  proto::Pod decoded;
+  REQUIRE(proto::decodeJson(R"({"metadata":{"name":"p"},"status":{"containerStatuses":[{"name":"main",)"
+                            R"("state":{"running":{"startedAt":"2026-01-01T00:03:00Z"}}}]}})",
+                            &decoded).ok());
+  REQUIRE(decoded.status.container_statuses.size() == 1);
+  CHECK(decoded.status.container_statuses[0].started_at == "2026-01-01T00:03:00Z");
+}
+
+TEST_CASE("the batch Secret is mounted only when it is the job's: its user's annotation and an "
+          "owner reference with the job's uid", "[slurm][tenancy]") {
+  Job j({"-N", "1"});
+  const SlurmRuntime& runtime = *static_cast<const SlurmRuntime*>(j.runtimes.find("slurm"));
+  CHECK(runtime.jobSecret(j.job) == "slurm-55-batch");
+  proto::ObjectMeta secret;
+  secret.name = "slurm-55-batch";
+  secret.annotations["muster.dev/slurm-user"] = "alice@example.com";
+  proto::OwnerReference owner;
+  owner.kind = "ParallelJob";
+  owner.name = "slurm-55";
+  owner.uid = j.job.meta.uid;
+  secret.owner_references = {owner};
+  CHECK(runtime.checkJobSecret(j.job, secret).ok());
+  proto::ObjectMeta bobs = secret;
+  bobs.annotations["muster.dev/slurm-user"] = "bob@example.com";
+  CHECK(runtime.checkJobSecret(j.job, bobs).message() ==
+        "the batch Secret alice/slurm-55-batch belongs to user \"bob@example.com\", not to the "
+        "job's user \"alice@example.com\" (annotation muster.dev/slurm-user), and is not mounted");
+  proto::ObjectMeta other_job = secret;
+  other_job.owner_references[0].uid = "uid-of-bobs-job";
+  CHECK(runtime.checkJobSecret(j.job, other_job).code() == absl::StatusCode::kInvalidArgument);
+  proto::ObjectMeta unmarked = secret;
+  unmarked.annotations.clear();
+  CHECK(runtime.checkJobSecret(j.job, unmarked).code() == absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
