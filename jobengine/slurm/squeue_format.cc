@@ -347,7 +347,10 @@ std::string renderSqueueLine(const SqueueFormat& format, const SqueueValue& valu
     if (!f.literal) {
       SqueueCell cell = value ? value(f) : SqueueCell{};
       bool truncate = cell.truncate.value_or(fieldTruncates(f, kind));
-      line += padSqueueField(cell.text, f.width, f.right_justify, truncate);
+      // Values are other users' text (job names, comments, reasons): no control character
+      // reaches the terminal (util.h terminalSafe), nor a multi-byte character the width cut.
+      line += terminalSafe(
+          padSqueueField(terminalSafe(cell.text), f.width, f.right_justify, truncate));
     }
     line += f.suffix;
   }

@@ -85,7 +85,8 @@ struct SqueueCell {
 };
 using SqueueValue = std::function<SqueueCell(const SqueueField&)>;
 
-// One line, without the newline squeue prints after it.
+// One line, without the newline squeue prints after it. Each value is printed terminalSafe
+// (util.h): a control character in a job's name or comment prints as '?'.
 std::string renderSqueueLine(const SqueueFormat& format, const SqueueValue& value,
                              SqueueKind kind = SqueueKind::kJobs);
 // The header line (squeue -h omits it).

@@ -83,4 +83,50 @@ int64_t strtolPrefix(std::string_view s, size_t* consumed) {
   return value;
 }
 
+std::string terminalSafe(std::string_view s) {
+  auto cont = [&](size_t i) {
+    return i < s.size() && (static_cast<unsigned char>(s[i]) & 0xc0) == 0x80;
+  };
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // The length of a valid sequence led by `c` (RFC 3629's table), 0 when there is none.
+    size_t n = 0;
+    if (c >= 0xc2 && c <= 0xdf) {
+      n = cont(i + 1) ? 2 : 0;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      const unsigned char c1 = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
+      const bool ok1 = c == 0xe0 ? (c1 >= 0xa0 && c1 <= 0xbf)    // not overlong
+                       : c == 0xed ? (c1 >= 0x80 && c1 <= 0x9f)  // not a surrogate
+                                   : cont(i + 1);
+      n = ok1 && cont(i + 2) ? 3 : 0;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      const unsigned char c1 = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
+      const bool ok1 = c == 0xf0 ? (c1 >= 0x90 && c1 <= 0xbf)    // not overlong
+                       : c == 0xf4 ? (c1 >= 0x80 && c1 <= 0x8f)  // at most U+10FFFF
+                                   : cont(i + 1);
+      n = ok1 && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    }
+    if (n == 0) {  // not UTF-8: this byte alone
+      out += '?';
+      ++i;
+      continue;
+    }
+    // C1 controls: U+0080-U+009F, 0xc2 0x80-0xc2 0x9f.
+    if (n == 2 && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) <= 0x9f)
+      out += '?';
+    else
+      out.append(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
 }  // namespace muster::jobengine::slurm

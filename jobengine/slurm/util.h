@@ -47,4 +47,16 @@ std::optional<uint64_t> parseLeadingDigits(std::string_view s, size_t* consumed)
 // was found, as strtol leaves end == s). Values outside int64 saturate, as strtol's do.
 int64_t strtolPrefix(std::string_view s, size_t* consumed);
 
+// `s` made safe to print to a terminal (issue 43, item 7): squeue, scontrol and sacct print other
+// users' job names, comments, paths and messages, and a terminal obeys the escape sequences in
+// them (ESC, CSI, OSC: cursor moves, screen rewrites, window titles, clipboard writes). Every
+// control character becomes '?': the C0 bytes 0x00-0x1f (tab and newline included: one value
+// must not start a line of its own), DEL (0x7f) and the C1 code points U+0080-U+009F in their
+// UTF-8 form (0xc2 0x80-0x9f; a C1-aware terminal takes U+009B as CSI). A byte that is not part
+// of valid UTF-8 (a stray continuation, a bad or overlong lead, a surrogate, above U+10FFFF)
+// becomes '?' too, so a raw 0x9b cannot reach a terminal in an 8-bit mode. Valid printable
+// UTF-8 is kept as it is. The caller's own command line is not its business: it is for values
+// read from the cluster.
+std::string terminalSafe(std::string_view s);
+
 }  // namespace muster::jobengine::slurm

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "jobengine/slurm/squeue_format.h"
+#include "jobengine/slurm/util.h"
 
 namespace muster::jobengine::slurm {
 namespace {
@@ -169,6 +170,45 @@ TEST_CASE("huge field widths are capped, so a short format cannot ask for gigaby
   // Widths up to the cap are kept as written.
   CHECK(parseSqueueFormat("%.10000i").fields[0].width == 10000);
   CHECK(parseSqueueFormat("%9999i").fields[0].width == 9999);
+}
+
+// Issue 43, item 7: other users' job names and comments reach squeue, scontrol and sacct, and a
+// terminal obeys the escape sequences in them.
+TEST_CASE("terminalSafe turns every control character and every byte that is not UTF-8 into '?'",
+          "[squeue]") {
+  // C0 (ESC, BEL, NUL, tab, newline, CR), DEL.
+  CHECK(terminalSafe("\x1b]0;pwned\x07job\x1b[2J") == "?]0;pwned?job?[2J");
+  CHECK(terminalSafe(std::string("a\0b\tc\nd\re\x7f", 10)) == "a?b?c?d?e?");
+  // C1 controls in UTF-8 (U+009B is CSI, U+0085 NEL); the character just past them is kept.
+  CHECK(terminalSafe("x\xc2\x9b" "31my\xc2\x85z\xc2\xa0") == "x?31my?z\xc2\xa0");
+  // Printable UTF-8 is kept whole: 2, 3 and 4 bytes.
+  CHECK(terminalSafe("caf\xc3\xa9 \xe5\xad\xa6\xe7\xbf\x92 \xf0\x9f\x9a\x80") ==
+        "caf\xc3\xa9 \xe5\xad\xa6\xe7\xbf\x92 \xf0\x9f\x9a\x80");
+  // Not UTF-8: a raw C1 byte (0x9b is CSI to an 8-bit terminal), a stray continuation, a lead
+  // without its continuation, overlong forms, a surrogate, above U+10FFFF, 0xff.
+  CHECK(terminalSafe("a\x9b" "b") == "a?b");
+  CHECK(terminalSafe("\x80") == "?");
+  CHECK(terminalSafe("\xc3") == "?");
+  CHECK(terminalSafe("\xe5\xad") == "??");
+  CHECK(terminalSafe("\xc0\x9b") == "??");
+  CHECK(terminalSafe("\xe0\x82\x9b") == "???");
+  CHECK(terminalSafe("\xed\xa0\x80") == "???");
+  CHECK(terminalSafe("\xf4\x90\x80\x80") == "????");
+  CHECK(terminalSafe("\xff") == "?");
+  CHECK(terminalSafe("plain text, 100% safe") == "plain text, 100% safe");
+  CHECK(terminalSafe("") == "");
+}
+
+TEST_CASE("a squeue value with control characters prints them as '?', its width kept",
+          "[squeue]") {
+  auto value = [](const SqueueField& f) {
+    return SqueueCell{f.letter == 'j' ? "\x1b[2Jname" : "\xc2\x9b" "1;1H", std::nullopt};
+  };
+  CHECK(renderSqueueLine(parseSqueueFormat("%.10j|%k"), value) == "  ?[2Jname|?1;1H");
+  // A cut through a multi-byte character leaves no lone byte behind ("\xe2\x9b\x94" is U+26D4;
+  // its second byte alone is CSI to an 8-bit terminal).
+  auto long_value = [](const SqueueField&) { return SqueueCell{"ab\xe2\x9b\x94", std::nullopt}; };
+  CHECK(renderSqueueLine(parseSqueueFormat("%4j"), long_value) == "ab??");
 }
 
 }  // namespace
