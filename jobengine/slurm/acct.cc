@@ -174,16 +174,19 @@ std::string renderLine(const SacctOptions& o, const std::vector<std::string>& va
                        bool header = false) {
   std::string out;
   for (size_t i = 0; i < values.size(); ++i) {
+    // Values are other users' text (job names, comments, accounts, paths): no control character
+    // reaches the terminal (util.h terminalSafe), nor a multi-byte character the width cut.
+    const std::string value = terminalSafe(values[i]);
     if (o.parsable2) {
       if (i > 0) out += o.delimiter;
-      out += values[i];
+      out += value;
     } else if (o.parsable) {
-      out += values[i] + o.delimiter;
+      out += value + o.delimiter;
     } else {
       const int width = o.fields[i].width;
       // A header name is cut without '+'.
       const size_t w = static_cast<size_t>(width < 0 ? -width : width);
-      out += cell(header && values[i].size() > w ? values[i].substr(0, w) : values[i], width) + " ";
+      out += terminalSafe(cell(header && value.size() > w ? value.substr(0, w) : value, width)) + " ";
     }
   }
   return out + "\n";

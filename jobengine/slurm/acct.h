@@ -82,7 +82,8 @@ absl::StatusOr<SacctOptions> parseSacctArgs(const std::vector<std::string>& args
 bool sacctSelects(const SacctOptions& options, const JobView& job, const std::string& me,
                   absl::Time now);
 
-// The whole output for these jobs, sorted by job id.
+// The whole output for these jobs, sorted by job id. Every value is printed terminalSafe
+// (util.h): a control character in a job's name or comment prints as '?'.
 std::string renderSacct(const SacctOptions& options, std::vector<JobView> jobs,
                         const std::string& me, absl::Time now);
 

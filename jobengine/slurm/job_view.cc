@@ -580,7 +580,24 @@ std::string renderSqueueJson(const SqueueOptions& o, std::vector<JobView> jobs, 
   return w.str() + "\n";
 }
 
-std::string renderShowJob(const JobView& j, absl::Time now) {
+JobView terminalSafeView(const JobView& job) {
+  JobView j = job;
+  for (std::string* s :
+       {&j.array_tasks, &j.object_name, &j.name, &j.partition, &j.user, &j.account, &j.qos,
+        &j.comment, &j.command, &j.work_dir, &j.submit_host, &j.stdout_path, &j.stderr_path,
+        &j.stdin_path, &j.reason, &j.message, &j.dependency, &j.gpu_type, &j.exit_code})
+    *s = terminalSafe(*s);
+  for (auto* list : {&j.nodes, &j.required_nodes, &j.excluded_nodes})
+    for (std::string& s : *list) s = terminalSafe(s);
+  for (JobView::Step& step : j.steps)
+    for (std::string* s : {&step.name, &step.state, &step.exit_code, &step.node_list})
+      *s = terminalSafe(*s);
+  return j;
+}
+
+std::string renderShowJob(const JobView& job, absl::Time now) {
+  // Other users' text: no control character reaches the terminal.
+  const JobView j = terminalSafeView(job);
   const std::string nodelist = j.nodes.empty() ? "(null)" : compressHostlist(j.nodes);
   std::string out;
   absl::StrAppend(&out, "JobId=", j.job_id);

@@ -123,18 +123,23 @@ std::string_view squeueUsage();
 // Whether a job passes squeue's filters; `me` is the caller's user name (for --me).
 bool squeueSelects(const SqueueOptions& options, const JobView& job, const std::string& me);
 
-// The whole output of squeue for these jobs (header unless -h), each line ending in '\n'.
+// The whole output of squeue for these jobs (header unless -h), each line ending in '\n'. Every
+// value is printed terminalSafe (squeue_format.h renderSqueueLine).
 std::string renderSqueue(const SqueueOptions& options, std::vector<JobView> jobs,
                          const std::string& me, absl::Time now);
 
 // squeue --json: Slurm's data_parser layout (v0.0.41: {"jobs": [...], "meta": ..., "errors": [],
 // "warnings": []}; numbers that may be unset as {"set", "infinite", "number"}, times in Unix
 // seconds, time_limit in minutes, job_state a list), for the fields JobView has; one record per
-// array task. Compact, one line.
+// array task. Compact, one line. Strings are JSON-escaped (control characters as \u00XX).
 std::string renderSqueueJson(const SqueueOptions& options, std::vector<JobView> jobs,
                              const std::string& me, absl::Time now, const std::string& cluster);
 
+// The job with every text field made terminalSafe (util.h): what the text renderers print,
+// since a job's name, comment, paths, reason and message are other users' text.
+JobView terminalSafeView(const JobView& job);
 // `scontrol show job`: one block per job, blocks separated by an empty line, as Slurm prints.
+// Every value is printed terminalSafe (a control character in a job's name prints as '?').
 std::string renderShowJob(const JobView& job, absl::Time now);
 
 // Why `scontrol requeue` cannot put the job back to PENDING (Slurm's words, with Muster's reason),

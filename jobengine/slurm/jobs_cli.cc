@@ -334,7 +334,8 @@ int scancelMain(const std::vector<std::string>& args, const GlobalOptions& globa
   auto confirmed = [&](const JobView& j) {
     if (!interactive) return true;
     out << (signal ? absl::StrCat("Signal ", *signal, " to") : std::string("Cancel"))
-        << " job_id=" << jobIdText(j) << " name=" << j.name << " partition=" << j.partition
+        << " job_id=" << jobIdText(j) << " name=" << terminalSafe(j.name)
+        << " partition=" << terminalSafe(j.partition)
         << " [y/n]? " << std::flush;
     std::string answer;
     if (!std::getline(std::cin, answer)) return false;
@@ -360,7 +361,7 @@ int scancelMain(const std::vector<std::string>& args, const GlobalOptions& globa
       err << "scancel: Terminating job " << jobIdText(j) << "\n";
     }
     if (absl::Status s = patchSlurmSpec(**session, j, patch); !s.ok()) {
-      err << "scancel: error: Kill job error on job id " << jobIdText(j) << ": " << s.message() << "\n";
+      err << "scancel: error: Kill job error on job id " << jobIdText(j) << ": " << terminalSafe(std::string(s.message())) << "\n";
       rc = 1;
     }
   };
@@ -567,7 +568,7 @@ int scontrolUpdateJobMain(const std::vector<std::string>& args, const GlobalOpti
       const std::string patch =
           *limit ? absl::StrCat(R"({"timeLimitSeconds":)", **limit, "}") : R"({"timeLimitSeconds":null})";
       if (absl::Status s = patchSlurmSpec(**session, *j, patch); !s.ok()) {
-        err << "slurm_update error: job " << jobIdText(*j) << ": " << s.message() << "\n";
+        err << "slurm_update error: job " << jobIdText(*j) << ": " << terminalSafe(std::string(s.message())) << "\n";
         rc = 1;
       }
     }
@@ -644,7 +645,7 @@ int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& g
         const std::string patch = absl::StrCat(R"({"requeueAttempt":)", j->restarts,
                                                and_hold ? R"(,"hold":true})" : "}");
         if (absl::Status s = patchSlurmSpec(**session, *j, patch); !s.ok()) {
-          err << "slurm_requeue error: job " << jobIdText(*j) << ": " << s.message() << "\n";
+          err << "slurm_requeue error: job " << jobIdText(*j) << ": " << terminalSafe(std::string(s.message())) << "\n";
           rc = 1;
         }
       }
@@ -667,7 +668,7 @@ int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& g
       if (j->hold == hold) continue;
       if (absl::Status s = patchSlurmSpec(**session, *j, hold ? R"({"hold":true})" : R"({"hold":false})");
           !s.ok()) {
-        err << "scontrol: error: job " << jobIdText(*j) << ": " << s.message() << "\n";
+        err << "scontrol: error: job " << jobIdText(*j) << ": " << terminalSafe(std::string(s.message())) << "\n";
         rc = 1;
       }
     }

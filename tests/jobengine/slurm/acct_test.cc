@@ -208,5 +208,22 @@ TEST_CASE("sacct lists the steps srun ran after the batch step, and -X leaves th
   CHECK(renderSacct(parse({"-P", "-n", "-j", "70.7", "-o", "JobID"}), {*v}, "alice", kNow).empty());
 }
 
+// Issue 43, item 7: a job name and comment another user wrote are printed, not obeyed.
+TEST_CASE("sacct prints the control characters of another user's job name and comment as '?'",
+          "[slurm]") {
+  JobView hostile = job(44, "\x1b]0;owned\x07\x1b[2J", "mallory", "PENDING", 1,
+                        "2026-01-01T11:55:00Z");
+  hostile.comment = "see\x1b[8m hidden\xc2\x9b" "31m";
+  const std::string parsable =
+      renderSacct(parse({"-P", "-n", "-a", "-o", "JobID,JobName,Comment"}), {hostile}, "", kNow);
+  CHECK(parsable == "44|?]0;owned??[2J|see?[8m hidden?31m\n");
+  const std::string columns =
+      renderSacct(parse({"-a", "-o", "JobID,JobName%30,Comment%30"}), {hostile}, "", kNow);
+  CHECK(columns.find("?]0;owned??[2J") != std::string::npos);
+  CHECK(columns.find("see?[8m hidden?31m") != std::string::npos);
+  for (char c : parsable + columns)
+    CHECK((c == '\n' || static_cast<unsigned char>(c) >= 0x20));
+}
+
 }  // namespace
 }  // namespace muster::jobengine::slurm

@@ -319,5 +319,39 @@ TEST_CASE("squeue --json prints Slurm's data_parser layout for the selected jobs
   CHECK((*tasks)["jobs"][2]["array_max_tasks"]["number"].GetInt64() == 2);
 }
 
+// Issue 43, item 7: a job name and comment another user wrote are printed, not obeyed.
+TEST_CASE("squeue and scontrol show job print the control characters of another user's job name "
+          "and comment as '?'",
+          "[squeue]") {
+  auto hostile = slurmJob(44, "\x1b]0;owned\x07\x1b[2J", "mallory", "PENDING", 1);
+  hostile.spec.slurm->comment = "see\x1b[8m hidden\xc2\x9b" "31m";
+  hostile.spec.slurm->work_dir = "/home/mallory\r/home/alice";
+  hostile.status.slurm->reason = "Resources";
+  const std::vector<JobView> jobs{view(hostile)};
+
+  const std::string squeue = renderSqueue(parse({"-h", "-o", "%i|%j|%k"}), jobs, "", kNow);
+  CHECK(squeue == "44|?]0;owned??[2J|see?[8m hidden?31m\n");
+  CHECK(renderSqueue(parse({"-h", "-O", "Name:0,Comment:0"}), jobs, "", kNow) ==
+        "?]0;owned??[2Jsee?[8m hidden?31m\n");
+  // The default layout cuts the name to 8 columns: still no ESC.
+  CHECK(renderSqueue(parse({}), jobs, "", kNow).find('\x1b') == std::string::npos);
+
+  const std::string shown = renderShowJob(jobs[0], kNow);
+  CHECK(shown.find("JobName=?]0;owned??[2J\n") != std::string::npos);
+  CHECK(shown.find("   Comment=see?[8m hidden?31m\n") != std::string::npos);
+  CHECK(shown.find("   WorkDir=/home/mallory?/home/alice\n") != std::string::npos);
+  for (char c : squeue + shown)
+    CHECK((c == '\n' || static_cast<unsigned char>(c) >= 0x20));
+  CHECK(shown.find("\xc2\x9b") == std::string::npos);
+
+  // --json: JSON's own escaping, which a JSON reader undoes.
+  const std::string json = renderSqueueJson(parse({"--json"}), jobs, "", kNow, "c");
+  CHECK(json.find('\x1b') == std::string::npos);
+  CHECK(json.find("\\u001B]0;owned\\u0007\\u001B[2J") != std::string::npos);
+  auto doc = proto::parseJson(json);
+  REQUIRE(doc.ok());
+  CHECK(std::string((*doc)["jobs"][0]["name"].GetString()) == "\x1b]0;owned\x07\x1b[2J");
+}
+
 }  // namespace
 }  // namespace muster::jobengine::slurm
