@@ -194,7 +194,8 @@ asio::awaitable<SupportResult> ensureSupport(JobApi& api, const proto::ParallelJ
     result.status = objects.status();
     co_return result;
   }
-  if (!co_await jobSecretUsable(api, job, runtime, now, result)) co_return result;
+  const bool usable = co_await jobSecretUsable(api, job, runtime, now, result);
+  if (!usable) co_return result;
   // The objects with fixed names first: when one of those names is taken the attempt waits, and
   // no Secret is created on each retry meanwhile.
   std::stable_partition(objects->begin(), objects->end(), [](const ApiObject& o) {

@@ -160,8 +160,10 @@ class Runtime {
   // created again, restarts unchanged) rather than ended Failed with reason Preempted. Default:
   // requeued.
   virtual bool requeueOnPreemption(const proto::ParallelJob& /*job*/) const { return true; }
-  // How long an attempt may run once all its pods run; nullopt: no limit. Past it the job ends
-  // with reason TimeLimitExceeded and its pods are deleted.
+  // How long an attempt may run; nullopt: no limit. It runs from when the launcher pod's launcher
+  // container started, as the kubelet reports it (startedAt), or, while none is reported, from
+  // when all its pods ran. Past it the job ends with reason TimeLimitExceeded and its pods are
+  // deleted.
   virtual std::optional<absl::Duration> timeLimit(const proto::ParallelJob& /*job*/) const {
     return std::nullopt;
   }
