@@ -659,7 +659,7 @@ expect_fail "bob cannot change its pod template either" "may not create pods in 
 # What creates no pods passes: a label (no change of spec), and the status subresource, which a
 # rule on "paralleljobs" does not match (bob is given paralleljobs/status for this check).
 expect_ok "bob may still label it (no change of its spec)" as bob label paralleljob plain-1 muster-test/label=1
-k create role -n "$SNS" pj-status --verb=patch --resource=paralleljobs.preferred.jp/status >/dev/null
+k create role -n "$SNS" pj-status --verb=get,patch --resource=paralleljobs.preferred.jp/status >/dev/null
 k create rolebinding -n "$SNS" pj-status --role=pj-status --serviceaccount="$SNS:bob" >/dev/null
 bob_status() { as bob patch paralleljob plain-1 --subresource=status --type merge -p '{"status":{"message":"bob"}}'; }
 if wait_until 60 bob_status; then ok "bob, with paralleljobs/status, writes its status (the policy does not match the subresource)"
