@@ -635,6 +635,17 @@ expect_fail "alice cannot hand her job to bob" "spec.slurm.user is immutable" \
 if [ -x "$SLURM_BIN" ]; then expect_ok "the operator's scancel of bob's job" slurm_as op scancel 2
 else expect_ok "the operator cancels bob's job" as op patch paralleljob slurm-2 --type merge -p '{"spec":{"slurm":{"cancel":true}}}'; fi
 expect_eq "bob's job is cancelled" "true" as alice get paralleljob slurm-2 -o 'jsonpath={.spec.slurm.cancel}'
+# scontrol update TimeLimit=: the owner lowers her job's limit, only an operator raises it.
+expect_ok "alice's job gets a time limit of 1 h (a lowering of none)" \
+  as alice patch paralleljob slurm-1 --type merge -p '{"spec":{"slurm":{"timeLimitSeconds":3600}}}'
+expect_ok "alice lowers it to 30 min" \
+  as alice patch paralleljob slurm-1 --type merge -p '{"spec":{"slurm":{"timeLimitSeconds":1800}}}'
+expect_fail "alice cannot raise it" "only a Slurm operator raises the time limit of Slurm job 1 (1800 s)" \
+  as alice patch paralleljob slurm-1 --type merge -p '{"spec":{"slurm":{"timeLimitSeconds":7200}}}'
+expect_fail "nor take it away (0 is no limit)" "only a Slurm operator raises the time limit" \
+  as alice patch paralleljob slurm-1 --type merge -p '{"spec":{"slurm":{"timeLimitSeconds":0}}}'
+expect_ok "the operator raises it" \
+  as op patch paralleljob slurm-1 --type merge -p '{"spec":{"slurm":{"timeLimitSeconds":7200}}}'
 expect_ok "alice deletes her own job" as alice delete paralleljob slurm-1 --wait=false
 
 # Issue 43. Creating a ParallelJob whose runtime builds pods from the user's template is creating
