@@ -40,6 +40,9 @@ class SlurmFixture {
     kubectl({"apply", "-f", std::string(MUSTER_SOURCE_DIR) + "/manifests/crds/"});
     kubectl({"wait", "--for", "condition=established", "--timeout=60s", "crd/paralleljobs.preferred.jp"});
     kubectl({"create", "namespace", ns_});
+    // As the chart creates Slurm users' namespaces (slurm.users.createNamespaces): every job pod of
+    // these tests must pass Pod Security baseline, or the API server refuses it and the job fails.
+    kubectl({"label", "namespace", ns_, "pod-security.kubernetes.io/enforce=baseline"});
     for (int r = 0; r < 2; ++r)
       for (int i = 0; i < 4; ++i)
         createNode(*client_, absl::StrCat(run_, "-r", r, "-", i), run_,
