@@ -1510,7 +1510,7 @@ slurm:
             requests: {example.com/scratch: "1"}
 )";
 
-TEST_CASE("-w, -x and -C add to the partition's node restriction and a job's resources to its "
+TEST_CASE("sbatch -w, -x and -C add to the partition's node restriction and a job's resources to its "
           "limits, instead of replacing them", "[slurm][tenancy]") {
   auto parsed = parseSlurmSection(kPinnedConfig);
   INFO(parsed.status().ToString());
