@@ -31,6 +31,18 @@ absl::StatusOr<proto::ObjectMeta> metaOf(const rapidjson::Value& doc, std::strin
   return meta;
 }
 
+// The metadata of the object `name` (GET, then its metadata decoded); the API's status as it came
+// (NotFound included) when it cannot be read.
+asio::awaitable<absl::StatusOr<proto::ObjectMeta>> getMeta(JobApi& api, const proto::Resource& resource,
+                                                           const std::string& ns, const std::string& name,
+                                                           std::string_view what) {
+  auto got = co_await api.get(resource, ns, name);
+  if (!got.ok()) co_return got.status();
+  auto doc = proto::parseJson(*got);
+  if (!doc.ok()) co_return doc.status();
+  co_return metaOf(*doc, what);
+}
+
 // Deletes the object that stands under obj's name (only the one with `uid`) and creates obj.
 asio::awaitable<absl::Status> recreate(JobApi& api, const ApiObject& obj, const std::string& ns,
                                        const std::string& uid) {
@@ -84,26 +96,16 @@ asio::awaitable<bool> jobSecretUsable(JobApi& api, const proto::ParallelJob& job
   if (name.empty()) co_return true;
   const std::string& ns = job.meta.namespace_;
   const std::string what = "Secret " + proto::objectKey(ns, name);
-  auto got = co_await api.get(proto::resources::kSecrets, ns, name);
-  if (!got.ok()) {
-    if (proto::isNotFound(got.status())) {
+  auto meta = co_await getMeta(api, proto::resources::kSecrets, ns, name, what);
+  if (!meta.ok()) {
+    if (proto::isNotFound(meta.status())) {
       std::string message = what + ", which the job's pods mount, does not exist yet; no pod is "
                             "created until it does (sbatch creates it right after the job)";
       result.events.push_back({"Normal", "WaitingForSecret", message});
       result.status = absl::UnavailableError(message);
     } else {
-      result.status = got.status();
+      result.status = meta.status();
     }
-    co_return false;
-  }
-  auto doc = proto::parseJson(*got);
-  if (!doc.ok()) {
-    result.status = doc.status();
-    co_return false;
-  }
-  auto meta = metaOf(*doc, what);
-  if (!meta.ok()) {
-    result.status = meta.status();
     co_return false;
   }
   if (meta->name.empty()) meta->name = name;
@@ -302,19 +304,9 @@ asio::awaitable<absl::Status> deleteSupport(JobApi& api, const proto::ParallelJo
       {&proto::resources::kServices, attempt.group},
       {&proto::resources::kConfigMaps, configMapName(attempt.group)}};
   for (const auto& [resource, name] : named) {
-    auto existing = co_await api.get(*resource, ns, name);
-    if (!existing.ok()) {
-      if (!proto::isNotFound(existing.status())) result.Update(existing.status());
-      continue;
-    }
-    auto doc = proto::parseJson(*existing);
-    if (!doc.ok()) {
-      result.Update(doc.status());
-      continue;
-    }
-    auto meta = metaOf(*doc, name);
+    auto meta = co_await getMeta(api, *resource, ns, name, name);
     if (!meta.ok()) {
-      result.Update(meta.status());
+      if (!proto::isNotFound(meta.status())) result.Update(meta.status());
       continue;
     }
     const proto::OwnerReference* ref = meta->controllerRef();
