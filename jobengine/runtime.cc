@@ -2,7 +2,7 @@
 
 #include "jobengine/mpi_openmpi.h"
 #include "jobengine/naming.h"
-#include "jobengine/slurm/runtime.h"
+#include "jobengine/slurm/runtime/runtime.h"
 
 namespace muster::jobengine {
 

@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "jobengine/naming.h"
-#include "jobengine/slurm/cluster_config.h"
+#include "jobengine/slurm/runtime/cluster_config.h"
 #include "proto/client.h"
 #include "proto/objects.h"
 

@@ -458,9 +458,9 @@ struct WorkloadPodGroup {
 };
 
 // spec.slurm of a ParallelJob with runtimeRef slurm: what `sbatch` was asked for, as the job
-// engine's Slurm runtime needs it (jobengine/slurm/runtime.h). The pod resources, node selection
-// and topology are already in spec.launcher; the batch script and the submission environment are
-// in the Secret `batch_secret` (they may hold secrets).
+// engine's Slurm runtime needs it (jobengine/slurm/runtime/runtime.h). The pod resources, node
+// selection and topology are already in spec.launcher; the batch script and the submission
+// environment are in the Secret `batch_secret` (they may hold secrets).
 // spec.slurm.array: the task of a job array (sbatch --array) this job is. Each task is a
 // ParallelJob of its own, with its own job id; the array's job id is the first task's.
 struct SlurmArrayTask {
@@ -515,7 +515,7 @@ struct SlurmJobSpec {
   bool requeue = true;                        // --requeue (Slurm's JobRequeue=1 default)
   bool hold = false;                          // -H: not started until released
   std::string begin_time;                     // --begin, RFC 3339; empty: at once
-  std::string dependency;                     // -d, as given (jobengine/slurm/dependency.h)
+  std::string dependency;                     // -d, as given (jobengine/slurm/core/dependency.h)
   bool kill_on_invalid_dep = true;            // a -d never met ends the job (CANCELLED)
   bool exclusive = false;
   std::vector<std::string> required_nodes;  // -w: the nodes the job must use
@@ -530,7 +530,7 @@ struct SlurmJobSpec {
 
 // status.slurm: the job as Slurm's tools show it.
 // One step srun ran in a Slurm job (sacct's "<id>.<step>" line), from the batch pod's
-// termination message once the batch step ended (jobengine/slurm/step_record.h).
+// termination message once the batch step ended (jobengine/slurm/core/step_record.h).
 struct SlurmStepStatus {
   int32_t id = 0;
   std::string name;

@@ -135,7 +135,7 @@ inline constexpr char kSlurmJobIdLabel[] = "muster.dev/slurm-job-id";
 inline constexpr char kSlurmArrayJobIdLabel[] = "muster.dev/slurm-array-job-id";
 // On a Slurm job's batch Secret (slurm-<id>-batch), written by sbatch: the submitting user.
 // An admission policy lets only that user write it; the job engine runs the Secret only for a
-// job of that spec.slurm.user which owns it (jobengine/slurm/runtime.h).
+// job of that spec.slurm.user which owns it (jobengine/slurm/runtime/runtime.h).
 inline constexpr char kSlurmUserAnnotation[] = "muster.dev/slurm-user";
 // On a Slurm job's batch pod, written by the job engine: the latest scancel --signal,
 // "<seq>:<signal number>:<steps|batch|full>" (spec.slurm.signal). The pod reads it through a

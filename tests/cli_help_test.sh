@@ -4,7 +4,7 @@
 # and not to its usage (or dropped from the usage) fails here:
 #   muster-scheduler, musterctl, muster-topology, muster-slurm's global options, scancel, sinfo,
 #   scontrol: the `a == "--x"` / `value("--x")` words of the parsing function;
-#   sbatch, srun: the kSpecs table of jobengine/slurm/options.cc (their usage is made from it);
+#   sbatch, srun: the kSpecs table of jobengine/slurm/core/options.cc (their usage is made from it);
 #   squeue: the kValued, kFlags and kLongFlags tables of parseSqueueArgs;
 #   sacct: the kOptions table of parseSacctArgs.
 # scontrol also accepts and ignores any other option before its command: the ones scontrol.h names
@@ -39,7 +39,7 @@ parser_words() {  # FILE START END
 
 # sbatch's or srun's options: the kSpecs rows whose program is PROGRAM (Sbatch or Srun) or Both.
 spec_options() {  # PROGRAM
-  sed -n '/constexpr std::array kSpecs = {/,/^};/p' "$SRC/jobengine/slurm/options.cc" |
+  sed -n '/constexpr std::array kSpecs = {/,/^};/p' "$SRC/jobengine/slurm/core/options.cc" |
     sed -nE "s/^ *Spec\\{\"([^\"]+)\", [NRO], ('(.)'|0), k($1|Both),.*/\\1 \\3/p" |
     while read -r long short; do
       echo "--$long"
@@ -50,7 +50,7 @@ spec_options() {  # PROGRAM
 squeue_options() {
   local body
   body=$(sed -n '/^absl::StatusOr<SqueueOptions> parseSqueueArgs/,/for (size_t i = 0; i < args.size/p' \
-    "$SRC/jobengine/slurm/job_view.cc")
+    "$SRC/jobengine/slurm/cli/job_view.cc")
   # {'o', "format"}: -o and --format, in kValued and kFlags.
   grep -oE "\\{'.', \"[A-Za-z-]+\"\\}" <<<"$body" | sed -E "s/^\\{'(.)', \"([A-Za-z-]+)\"\\}$/-\\1\\n--\\2/"
   # kLongFlags: "noheader", "long", ...
@@ -59,7 +59,7 @@ squeue_options() {
 
 sacct_options() {
   # {"jobs", 'j', true}: --jobs and -j; '\0' for no letter.
-  sed -n '/static constexpr Option kOptions\[\] = {/,/};/p' "$SRC/jobengine/slurm/acct.cc" |
+  sed -n '/static constexpr Option kOptions\[\] = {/,/};/p' "$SRC/jobengine/slurm/cli/acct.cc" |
     grep -oE "\\{\"[a-z0-9-]+\", '[^']+', (true|false)\\}" |
     sed -E "s/^\\{\"([a-z0-9-]+)\", '([^']+)'.*/\\1 \\2/" |
     while read -r long short; do
@@ -113,7 +113,7 @@ for command in agent show rdma-conf device-plugin version; do
   check_help "muster-topology $command" 0 "" "$TOPOLOGY" "$command"
 done
 check_help muster-slurm 5 \
-  "$(parser_words jobengine/slurm/cli.cc '^absl::StatusOr<Invocation> parseInvocation' '^}')" "$SLURM"
+  "$(parser_words jobengine/slurm/cli/cli.cc '^absl::StatusOr<Invocation> parseInvocation' '^}')" "$SLURM"
 check_dash_h muster-slurm "$SLURM"
 
 # The Slurm commands as users call them: symlinks named after them.
@@ -127,15 +127,15 @@ check_help srun 100 "$(spec_options Srun)" "$WORK/bin/srun"
 check_dash_h srun "$WORK/bin/srun"
 check_help squeue 40 "$(squeue_options | sort -u)" "$WORK/bin/squeue"
 check_help scancel 30 \
-  "$(parser_words jobengine/slurm/jobs_cli.cc '^int scancelMain' 'if (ids.empty() && !any_filter)')" \
+  "$(parser_words jobengine/slurm/cli/jobs_cli.cc '^int scancelMain' 'if (ids.empty() && !any_filter)')" \
   "$WORK/bin/scancel"
 check_help sinfo 35 \
-  "$(parser_words jobengine/slurm/node_view.cc '^absl::StatusOr<SinfoOptions> parseSinfoArgs' '^}')" \
+  "$(parser_words jobengine/slurm/cli/node_view.cc '^absl::StatusOr<SinfoOptions> parseSinfoArgs' '^}')" \
   "$WORK/bin/sinfo"
 check_help sacct 60 "$(sacct_options)" "$WORK/bin/sacct"
 check_dash_h sacct "$WORK/bin/sacct"
 check_help scontrol 15 \
-  "$(parser_words jobengine/slurm/scontrol.cc '^int scontrolMain' '^}') $kScontrolIgnored" \
+  "$(parser_words jobengine/slurm/steps/scontrol.cc '^int scontrolMain' '^}') $kScontrolIgnored" \
   "$WORK/bin/scontrol"
 check_dash_h scontrol "$WORK/bin/scontrol"
 # The same through muster-slurm COMMAND.

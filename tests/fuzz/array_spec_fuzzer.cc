@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "jobengine/slurm/array.h"
+#include "jobengine/slurm/core/array.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace muster;

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "jobengine/slurm/dependency.h"
+#include "jobengine/slurm/core/dependency.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace muster;

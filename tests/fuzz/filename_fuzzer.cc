@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "jobengine/slurm/filename.h"
+#include "jobengine/slurm/core/filename.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace muster;

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <set>
 
-#include "jobengine/slurm/hostlist.h"
+#include "jobengine/slurm/core/hostlist.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace muster;

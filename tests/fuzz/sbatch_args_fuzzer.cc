@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "jobengine/slurm/options.h"
+#include "jobengine/slurm/core/options.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace muster;

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "jobengine/slurm/cluster_config.h"
+#include "jobengine/slurm/runtime/cluster_config.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace muster;

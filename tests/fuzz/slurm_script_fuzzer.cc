@@ -4,11 +4,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "jobengine/slurm/array.h"
-#include "jobengine/slurm/dependency.h"
-#include "jobengine/slurm/hostlist.h"
-#include "jobengine/slurm/options.h"
-#include "jobengine/slurm/script.h"
+#include "jobengine/slurm/core/array.h"
+#include "jobengine/slurm/core/dependency.h"
+#include "jobengine/slurm/core/hostlist.h"
+#include "jobengine/slurm/core/options.h"
+#include "jobengine/slurm/core/script.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace muster;

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "absl/time/civil_time.h"
-#include "jobengine/slurm/time.h"
+#include "jobengine/slurm/core/time.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace muster;

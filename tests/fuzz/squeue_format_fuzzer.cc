@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "jobengine/slurm/squeue_format.h"
+#include "jobengine/slurm/core/squeue_format.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace muster;

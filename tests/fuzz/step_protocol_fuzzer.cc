@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "jobengine/slurm/step_protocol.h"
+#include "jobengine/slurm/steps/step_protocol.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace muster;

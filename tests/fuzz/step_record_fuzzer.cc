@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "jobengine/slurm/signal_request.h"
-#include "jobengine/slurm/step_record.h"
+#include "jobengine/slurm/core/signal_request.h"
+#include "jobengine/slurm/core/step_record.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace muster;

@@ -11,7 +11,7 @@
 
 #include "jobengine/attempt_objects.h"
 #include "jobengine/mpi_openmpi.h"
-#include "jobengine/slurm/runtime.h"
+#include "jobengine/slurm/runtime/runtime.h"
 #include "jobengine/ssh_attempt.h"
 #include "proto/json.h"
 #include "tests/jobengine/builders.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "jobengine/controller.h"
-#include "jobengine/slurm/cluster_config.h"
+#include "jobengine/slurm/runtime/cluster_config.h"
 #include "proto/client.h"
 #include "proto/event_recorder.h"
 #include "proto/informer_factory.h"

@@ -19,9 +19,9 @@
 #include <string>
 
 #include "jobengine/naming.h"
-#include "jobengine/slurm/runtime.h"
-#include "jobengine/slurm/script.h"
-#include "jobengine/slurm/submit.h"
+#include "jobengine/slurm/core/script.h"
+#include "jobengine/slurm/runtime/runtime.h"
+#include "jobengine/slurm/runtime/submit.h"
 #include "jobengine/ssh_attempt.h"
 #include "proto/codec.h"
 #include "proto/json.h"

@@ -18,8 +18,8 @@ sshd_bin=$(command -v sshd || echo /usr/sbin/sshd)
 
 tool=$(realpath "$1")
 rsh=""  # set below, once the ssh config exists
-# shellcheck source=slurm/steps_lib.sh
-. "$(dirname "$0")/slurm/steps_lib.sh"
+# shellcheck source=slurm/steps/steps_lib.sh
+. "$(dirname "$0")/slurm/steps/steps_lib.sh"
 
 ssh_dir="$work/ssh"
 mkdir -p "$ssh_dir"

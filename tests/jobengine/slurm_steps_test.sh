@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Real batch scripts through batch-step, srun and step-tasks, with real processes, outside
 # Kubernetes: a 3-node job n[1-3] whose "nodes" all live on this machine. srun reaches n2 and n3
-# through slurm/fake_rsh.sh, a test-only stand-in for ssh (it scrubs the environment like sshd
+# through slurm/steps/fake_rsh.sh, a test-only stand-in for ssh (it scrubs the environment like sshd
 # and can play a node that is down), and runs n1's share locally, as on the batch pod. Each job
 # gets the environment the job engine gives the batch pod (SLURM_*, MUSTER_SLURM_*), a batch dir
 # (script, NUL-separated submission environment) and its own work and state dirs.
@@ -17,8 +17,8 @@
 set -euo pipefail
 tool=$(realpath "$1")
 rsh=$(realpath "$2")
-# shellcheck source=slurm/steps_lib.sh
-. "$(dirname "$0")/slurm/steps_lib.sh"
+# shellcheck source=slurm/steps/steps_lib.sh
+. "$(dirname "$0")/slurm/steps/steps_lib.sh"
 
 echo "=== fan-out, placement, environment, labels, exit codes"
 prepare 101 '#!/bin/sh

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "jobengine/slurm/cli.h"
-#include "jobengine/slurm/dispatch.h"
-#include "jobengine/slurm/jobs_cli.h"
-#include "jobengine/slurm/sbatch_cli.h"
+#include "jobengine/slurm/cli/cli.h"
+#include "jobengine/slurm/cli/jobs_cli.h"
+#include "jobengine/slurm/cli/sbatch_cli.h"
+#include "jobengine/slurm/steps/dispatch.h"
 
 extern char** environ;
 
