@@ -10,14 +10,18 @@
 # scontrol also accepts and ignores any other option before its command: the ones scontrol.h names
 # are kept in this file (kScontrolIgnored below), as no parser lists them.
 #
+# muster-slurm-steps (the job pods' tools) gives srun and scontrol the same checks.
+#
 # Usage: cli_help_test.sh SOURCE_DIR MUSTER_SCHEDULER MUSTERCTL MUSTER_TOPOLOGY MUSTER_SLURM
+#                         MUSTER_SLURM_STEPS
 set -u
 
-if [ $# -ne 5 ]; then
-  echo "usage: cli_help_test.sh SOURCE_DIR MUSTER_SCHEDULER MUSTERCTL MUSTER_TOPOLOGY MUSTER_SLURM" >&2
+if [ $# -ne 6 ]; then
+  echo "usage: cli_help_test.sh SOURCE_DIR MUSTER_SCHEDULER MUSTERCTL MUSTER_TOPOLOGY MUSTER_SLURM" \
+       "MUSTER_SLURM_STEPS" >&2
   exit 2
 fi
-SRC=$1 SCHEDULER=$2 MUSTERCTL=$3 TOPOLOGY=$4 SLURM=$5
+SRC=$1 SCHEDULER=$2 MUSTERCTL=$3 TOPOLOGY=$4 SLURM=$5 STEPS=$6
 
 kScontrolIgnored="-a --all -d --details -F --future -o --oneliner -Q --quiet -v --verbose"
 
@@ -145,6 +149,21 @@ check_help "muster-slurm squeue" 0 "" "$SLURM" squeue
 (failures=0; cd "$WORK" && check_help "muster-slurm install-tools" 0 "DIR" "$SLURM" install-tools
  exit $((failures > 0))) || fail "muster-slurm install-tools --help (above)"
 [ ! -e "$WORK/--help" ] || fail "muster-slurm install-tools --help installed into a directory named --help"
+
+# The job pods' binary: its own usage, and srun and scontrol through links to it.
+check_help muster-slurm-steps 0 "" "$STEPS"
+mkdir "$WORK/steps"
+for command in srun scontrol; do
+  ln -s "$STEPS" "$WORK/steps/$command"
+done
+check_help "srun (muster-slurm-steps)" 100 "$(spec_options Srun)" "$WORK/steps/srun"
+check_dash_h "srun (muster-slurm-steps)" "$WORK/steps/srun"
+check_help "scontrol (muster-slurm-steps)" 15 \
+  "$(parser_words jobengine/slurm/steps/scontrol.cc '^int scontrolMain' '^}') $kScontrolIgnored" \
+  "$WORK/steps/scontrol"
+(failures=0; cd "$WORK" && check_help "muster-slurm-steps install-tools" 0 "DIR" "$STEPS" install-tools
+ exit $((failures > 0))) || fail "muster-slurm-steps install-tools --help (above)"
+[ ! -e "$WORK/--help" ] || fail "muster-slurm-steps install-tools --help installed into a directory named --help"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed"

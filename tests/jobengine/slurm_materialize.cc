@@ -7,6 +7,8 @@
 //   pods               one pod name (= host name = Slurm node name) per pod
 //   pod<i>.env         pod i's main container env, as `export NAME='value'` lines
 //   pod<i>.command     pod i's main container command
+//   pod<i>.tools       pod i's tools init container command (the partitions take their tools
+//                      from Muster's image, as with the chart's slurm.toolsFromChartImage)
 //   batch.init         the batch pod's wait-for-peers init container command
 // Usage: muster_slurm_materialize OUT_DIR SCRIPT SUBMIT_DIR [PARTITION]
 // PARTITION names the one (default) partition, "batch" unless given: a script that asks for its
@@ -110,6 +112,7 @@ slurm:
 
   muster::jobengine::RuntimeOptions options_rt;
   options_rt.slurm = *config;
+  options_rt.slurm.tools_image = "muster.local/muster:dev";
   slurm::SlurmRuntime runtime(options_rt);
   const std::string group = muster::jobengine::groupName(job.meta.name, 0);
   muster::jobengine::AttemptInfo attempt{0, group, muster::jobengine::secretNamePrefix(group) + "x7k2p"};
@@ -148,6 +151,8 @@ slurm:
       env += std::string("export ") + e["name"].GetString() + "=" + shellQuote(e["value"].GetString()) + "\n";
     write(out + "/pod" + std::to_string(i) + ".env", env, 0644);
     write(out + "/pod" + std::to_string(i) + ".command", commandLine(main) + "\n", 0644);
+    write(out + "/pod" + std::to_string(i) + ".tools",
+          commandLine(container(spec["initContainers"], "muster-slurm-tools")) + "\n", 0644);
     if (i == 0 && job.spec.num_pods > 1)
       write(out + "/batch.init",
             commandLine(container(spec["initContainers"], "muster-wait-workers")) + "\n", 0644);

@@ -7,15 +7,17 @@
 # namespace, = its Slurm node name) and, in a private mount namespace, an /etc/hosts that maps the
 # node names as the headless Service and the pods' DNS search path do. Its volumes are
 # directories: the SSH Secret's files (mode 0400, group-readable by the pod's fsGroup), the
-# ConfigMap's (0555), the batch Secret (0444) and an empty "emptyDir"; muster-slurm is installed
-# into a tools directory by its own
-# `install-tools` (what the tools init container does). The generated paths are rewritten to
-# those directories, nothing else. Nodes 1 and 2 run their generated main (sshd.sh); the batch
-# pod runs its wait-for-peers init container, then its main, `muster-slurm batch-step`, as an
-# unprivileged user (uid 4242). The batch script's output file lands in the shared directory.
+# ConfigMap's (0555), the batch Secret (0444) and an empty "emptyDir". Each pod first runs its
+# generated tools init container, `muster-slurm-steps-static install-tools /muster/bin`
+# (MUSTER_SLURM_STEPS stands for the image's binary; it copies itself and the muster-slurm beside
+# it into the pod).
+# The generated paths are rewritten to those directories, nothing else. Nodes 1 and 2 run their
+# generated main (sshd.sh); the batch pod runs its wait-for-peers init container, then its main,
+# `muster-slurm-steps batch-step`, as an unprivileged user (uid 4242). The batch script's output
+# file lands in the shared directory.
 #
-# Usage: slurm_ssh_test.sh MUSTER_SLURM MATERIALIZE
-#        slurm_ssh_test.sh MUSTER_SLURM MATERIALIZE SCRIPT [PARTITION]
+# Usage: slurm_ssh_test.sh MUSTER_SLURM_STEPS MATERIALIZE
+#        slurm_ssh_test.sh MUSTER_SLURM_STEPS MATERIALIZE SCRIPT [PARTITION]
 # The first form runs its own 3-node script and checks each of its steps. The second runs SCRIPT
 # unchanged (e.g. a public sbatch script), submitted from the shared directory, which holds a
 # hello_mpi.c and its binary hello_mpi; the only partition is PARTITION (default "batch"). It
@@ -53,7 +55,7 @@ fail() {
   exit 1
 }
 
-mkdir -p "$work/shared" "$work/tools"
+mkdir -p "$work/shared"
 script="$work/shared/job.sh"
 if [ -n "$user_script" ]; then
   script="$work/shared/$(basename "$user_script")"
@@ -96,7 +98,6 @@ mpicc -o "$work/shared/hello_mpi" "$work/shared/hello_mpi.c"
 chown -R 4242:4242 "$work/shared"
 
 "$materialize" "$work/gen" "$script" "$work/shared" "$partition"
-"$bin" install-tools "$work/tools" >/dev/null
 mapfile -t pods < "$work/gen/pods"
 n=${#pods[@]}
 [ -n "$user_script" ] || [ "$n" = 3 ] || fail "materialize wrote $n pods"
@@ -140,7 +141,7 @@ podrun() {
 rewrite() {
   local dir="$work/pod$1"
   sed -e "s#/etc/muster/slurm/batch#$dir/batch#g" -e "s#/etc/muster/mpi#$dir/config#g" \
-      -e "s#/etc/muster/ssh#$dir/secret#g" -e "s#/usr/local/bin/muster-slurm#$work/tools/muster-slurm#g" \
+      -e "s#/etc/muster/ssh#$dir/secret#g" -e "s#/usr/local/bin/muster-slurm-steps-static#$bin#g" \
       -e "s#/muster/#$dir/run/#g"
 }
 
@@ -153,6 +154,11 @@ for i in $(seq 0 $((n - 1))); do
   chmod -R g+r "$work/pod$i/secret"
   touch "$work/pod$i/termination-log"
   chown 4242:4242 "$work/pod$i/run" "$work/pod$i/termination-log"
+  # The tools init container: the pod's commands into its emptyDir.
+  podrun "$i" sh -c "exec $(rewrite "$i" < "$work/gen/pod$i.tools")" > "$work/pod$i/tools.log" 2>&1 ||
+    fail "pod $i's tools init container failed: $(cat "$work/pod$i/tools.log")"
+  [ -x "$work/pod$i/run/bin/srun" ] && [ -x "$work/pod$i/run/bin/muster-slurm-steps" ] ||
+    fail "pod $i's tools init container installed no srun: $(ls -l "$work/pod$i/run/bin")"
 done
 for i in $(seq 1 $((n - 1))); do
   env_lines=$(rewrite "$i" < "$work/gen/pod$i.env")

@@ -417,22 +417,6 @@ int sinfoMain(const std::vector<std::string>& args, const GlobalOptions& global,
   return 0;
 }
 
-bool isScontrolJobCommand(const std::vector<std::string>& args) {
-  if (args.empty()) return false;
-  const std::string& verb = args[0];
-  if (equalsIgnoreCase(verb, "hold") || equalsIgnoreCase(verb, "release") ||
-      equalsIgnoreCase(verb, "uhold") || equalsIgnoreCase(verb, "requeue") ||
-      equalsIgnoreCase(verb, "requeuehold"))
-    return true;
-  if (equalsIgnoreCase(verb, "update"))
-    return args.size() >= 2 &&
-           (startsWithIgnoreCase(args[1], "NodeName=") || startsWithIgnoreCase(args[1], "JobId="));
-  if (!equalsIgnoreCase(verb, "show") || args.size() < 2) return false;
-  for (const char* what : {"job", "jobs", "jobid", "node", "nodes", "partition", "partitions", "config"})
-    if (equalsIgnoreCase(args[1], what)) return true;
-  return false;
-}
-
 namespace {
 
 // scontrol show node|partition, scontrol update NodeName=... State=...

@@ -40,9 +40,8 @@ int sacctMain(const std::vector<std::string>& args, const GlobalOptions& global,
 int sinfoMain(const std::vector<std::string>& args, const GlobalOptions& global,
               const std::map<std::string, std::string>& env, std::ostream& out, std::ostream& err);
 
-// Whether `scontrol ARGS` is one of the job or node commands above (the rest of scontrol, such as
-// `show hostnames`, runs inside jobs without the API: dispatch.h).
-bool isScontrolJobCommand(const std::vector<std::string>& args);
+// scontrol's job and node commands (which ones: isScontrolJobCommand in ../steps/scontrol.h; the
+// rest of scontrol, such as `show hostnames`, runs inside jobs without the API).
 int scontrolJobMain(const std::vector<std::string>& args, const GlobalOptions& global,
                     const std::map<std::string, std::string>& env, std::ostream& out,
                     std::ostream& err);

@@ -303,7 +303,7 @@ std::vector<std::string> SlurmRuntime::nodeNames(const proto::ParallelJob& job,
 }
 
 std::string SlurmRuntime::toolPath() const {
-  return options_.slurm.tools_image.empty() ? kImageToolPath : strCat(kToolsDir, "/muster-slurm");
+  return options_.slurm.tools_image.empty() ? kImageToolPath : strCat(kToolsDir, "/muster-slurm-steps");
 }
 
 absl::Status SlurmRuntime::check(const proto::ParallelJob& job, const Partition** partition) const {

@@ -16,9 +16,9 @@
 //   node 1.. sshd, where srun starts tasks over the job's SSH.
 // Every pod's container environment holds the job's SLURM_* variables for its node
 // (jobengine/slurm/core/env.h batchEnvironment) and MUSTER_SLURM_RSH / _BIN / _STATE_DIR for srun.
-// With slurm.toolsImage set (Muster's image), a first init container copies the static build of
-// muster-slurm into /muster/bin, so any Linux image can be a partition's; without it the image
-// must have /usr/local/bin/muster-slurm.
+// With slurm.toolsImage set (Muster's image), a first init container copies the static builds of
+// muster-slurm-steps and muster-slurm into /muster/bin, so any Linux image can be a partition's;
+// without it the image must have /usr/local/bin/muster-slurm.
 //
 // Slurm's job states (status.slurm):
 //   batch script exit 0               COMPLETED, the other nodes are deleted
@@ -54,8 +54,11 @@ inline constexpr char kSignalFile[] = "/etc/muster/slurm/signal/signal";
 // Where muster-slurm is in a job pod: copied there by the tools init container, or (without a
 // toolsImage) the partition's image must have it at this path.
 inline constexpr char kImageToolPath[] = "/usr/local/bin/muster-slurm";
-// The statically linked build in Muster's image, which the tools init container copies.
-inline constexpr char kStaticToolPath[] = "/usr/local/bin/muster-slurm-static";
+// The statically linked step tools in Muster's image (no API code: ../cmd/steps_main.cc), which the
+// tools init container runs: it copies itself into kToolsDir as muster-slurm-steps (what the pod
+// runs: batch-step, srun, step-tasks, scontrol) and muster-slurm-static as muster-slurm (sbatch,
+// squeue, ... for a script that has its own credentials).
+inline constexpr char kStaticToolPath[] = "/usr/local/bin/muster-slurm-steps-static";
 
 class SlurmRuntime final : public Runtime {
  public:

@@ -239,4 +239,29 @@ int scontrolMain(const std::vector<std::string>& argv, const Env& environment, s
   return 1;
 }
 
+std::vector<std::string> scontrolCommandWords(const std::vector<std::string>& args) {
+  auto word = args.begin();
+  for (; word != args.end() && word->size() >= 2 && (*word)[0] == '-'; ++word)
+    if (*word == "--" || *word == "-h" || *word == "--help" || *word == "--usage" ||
+        *word == "-V" || *word == "--version")
+      break;
+  return std::vector<std::string>(word, args.end());
+}
+
+bool isScontrolJobCommand(const std::vector<std::string>& args) {
+  if (args.empty()) return false;
+  const std::string& verb = args[0];
+  if (equalsIgnoreCase(verb, "hold") || equalsIgnoreCase(verb, "release") ||
+      equalsIgnoreCase(verb, "uhold") || equalsIgnoreCase(verb, "requeue") ||
+      equalsIgnoreCase(verb, "requeuehold"))
+    return true;
+  if (equalsIgnoreCase(verb, "update"))
+    return args.size() >= 2 &&
+           (startsWithIgnoreCase(args[1], "NodeName=") || startsWithIgnoreCase(args[1], "JobId="));
+  if (!equalsIgnoreCase(verb, "show") || args.size() < 2) return false;
+  for (const char* what : {"job", "jobs", "jobid", "node", "nodes", "partition", "partitions", "config"})
+    if (equalsIgnoreCase(args[1], what)) return true;
+  return false;
+}
+
 }  // namespace muster::jobengine::slurm

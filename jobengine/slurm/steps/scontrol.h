@@ -35,4 +35,13 @@ int scontrolMain(const std::vector<std::string>& argv,
                  const std::map<std::string, std::string>& env, std::istream& in,
                  std::ostream& out, std::ostream& err);
 
+// The command of an scontrol command line: its words after the leading options (-a, -d, -o, ...),
+// from the first of -h, -V, --help, --usage, --version or -- on (scontrolMain's to answer).
+std::vector<std::string> scontrolCommandWords(const std::vector<std::string>& args);
+
+// Whether a command (scontrolCommandWords) is one of scontrol's job or node commands, which read
+// or change the cluster through the API server (show job/node/partition/config, hold, release,
+// requeue, update): the muster-slurm binary's (../cli/jobs_cli.h); the rest runs here.
+bool isScontrolJobCommand(const std::vector<std::string>& command);
+
 }  // namespace muster::jobengine::slurm

@@ -92,5 +92,25 @@ TEST_CASE("errors use scontrol's words and exit 1", "[scontrol]") {
   CHECK(scontrol({}).rc == 1);
 }
 
+TEST_CASE("the job and node commands are told from the hostlist ones after scontrol's options",
+          "[scontrol]") {
+  using V = std::vector<std::string>;
+  CHECK(scontrolCommandWords({"-d", "-o", "show", "job", "5"}) == V{"show", "job", "5"});
+  CHECK(scontrolCommandWords({"-a", "--help", "show"}) == V{"--help", "show"});
+  CHECK(scontrolCommandWords({"-Q", "--", "show", "hostnames"}) == V{"--", "show", "hostnames"});
+  CHECK(scontrolCommandWords({}).empty());
+
+  for (const V& api : {V{"show", "job", "5"}, V{"SHOW", "Jobs"}, V{"show", "node", "n1"},
+                       V{"show", "partition"}, V{"show", "config"}, V{"hold", "5"},
+                       V{"release", "5"}, V{"uhold", "5"}, V{"requeue", "5"},
+                       V{"requeuehold", "5"}, V{"update", "JobId=5", "TimeLimit=10"},
+                       V{"update", "nodename=n1", "State=DRAIN"}})
+    CHECK(isScontrolJobCommand(api));
+  for (const V& local : {V{"show", "hostnames", "n[1-2]"}, V{"show", "hostlist", "n1,n2"},
+                         V{"show", "hostlistsorted", "n2,n1"}, V{"show"}, V{"update"},
+                         V{"update", "PartitionName=p"}, V{"--help"}, V{}})
+    CHECK_FALSE(isScontrolJobCommand(local));
+}
+
 }  // namespace
 }  // namespace muster::jobengine::slurm
