@@ -17,49 +17,27 @@
 #include "scheduler/filter.h"
 #include "scheduler/fragmentation.h"
 #include "scheduler/interpod.h"
+#include "scheduler/placement/feasibility.h"
+#include "scheduler/placement/gang_shape.h"
 #include "scheduler/spread.h"
 #include "scheduler/strings.h"
 
 namespace muster::scheduler {
 namespace {
 
-constexpr int64_t kUnlimited = std::numeric_limits<int32_t>::max();
+using placement::DeviceResources;
+using placement::DriverVolumes;
+using placement::GroupShape;
+using placement::NodeFeasibility;
+using placement::SparseRequest;
+using placement::VolumesAdded;
+using placement::capacityOn;
+using placement::newVolumes;
+using placement::shapeOf;
+
 // How many nodes a single pod asking for whole GPUs weighs by fragmentation (bestNodeForSinglePod).
 // On the Alibaba trace (bench/README.md) 32 placed as well as weighing every node.
 constexpr size_t kFragmentationCandidates = 32;
-
-// The non-zero entries of a request, so the per-node loop touches 3-5 resources, not all.
-struct SparseRequest {
-  std::array<ResourceId, kMaxResources> ids{};
-  std::array<int64_t, kMaxResources> amounts{};
-  int n = 0;
-};
-
-SparseRequest sparse(const Resources& r) {
-  SparseRequest s;
-  for (int i = 0; i < kMaxResources; ++i) {
-    if (r.v[i] > 0) {
-      s.ids[s.n] = static_cast<ResourceId>(i);
-      s.amounts[s.n] = r.v[i];
-      ++s.n;
-    }
-  }
-  return s;
-}
-
-inline int64_t capacityOn(const SparseRequest& req, const NodeInfo& n, const Resources* extra) {
-  int64_t cap = kUnlimited;
-  for (int i = 0; i < req.n; ++i) {
-    ResourceId id = req.ids[i];
-    int64_t f = n.freeOf(id);
-    if (extra) f = saturatingSub(f, (*extra)[id]);
-    int64_t a = req.amounts[i];
-    if (f < a) return 0;
-    int64_t c = f / a;
-    if (c < cap) cap = c;
-  }
-  return cap;
-}
 
 inline bool sumFits(const SparseRequest& req, const Resources& free) {
   for (int i = 0; i < req.n; ++i) {
@@ -75,37 +53,15 @@ std::tuple<int64_t, int64_t, int64_t> sizeKey(const Resources& r) {
   return {vendor, r[kCpu], r[kMemory]};
 }
 
-struct Group {
-  const PodInfo* rep = nullptr;
+// A group of members alike (placement/gang_shape.h) and what the fill needs of it: its members,
+// its relations to the other groups, and its per-node capacity columns.
+struct Group : GroupShape {
   std::vector<int> members;  // indices into GangRequest::members
-  SparseRequest req;
-  bool has_ports = false;
-  bool fast_static = false;  // no nodeName, nodeSelector or required affinity
-  topology::DeviceRequest dev;  // GPUs and RDMA NICs per pod
-  bool align = false;           // asks for both: GPU↔NIC alignment matters
-  // Inter-pod (anti-)affinity against placed pods (nullopt: nothing to check), and whether at most
-  // one of the group's pods may share a node (anti-affinity among them on the host).
-  std::optional<InterPodFilter> inter;
-  bool one_per_node = false;
-  // Preferred inter-pod terms in play (scheduler/interpod.h InterPodScore); nullopt: none.
-  std::optional<InterPodScore> pod_score;
-  // Topology spread constraints (scheduler/spread.h): DoNotSchedule as a filter, ScheduleAnyway
-  // as a preference.
-  std::optional<SpreadFilter> spread;
-  std::optional<SpreadScore> spread_score;
   // Some DoNotSchedule constraint counts other members of the gang (spread->gang()), or its
   // members' anti-affinity allows one per domain of a key: the group is placed by
   // distributeSpread, after the groups it may count, by these (a key other than the host's first).
   bool gang_spread = false;
   std::vector<GangSpread> gang_constraints;
-  // A ReadWriteOncePod claim of the group's pods is used by a placed pod: no node will do.
-  bool rwop_conflict = false;
-  // Its pods have claims to bind (WaitForFirstConsumer): a node takes no more of them than its
-  // existing volumes serve where the class cannot provision (staticVolumeRoom).
-  bool claims_to_bind = false;
-  // Its pods have volumes a CSI driver attaches: a node with a CSINode limit for the driver takes
-  // no more of them than the volumes it can still attach (volumeLimitRoom).
-  bool csi = false;
   // Required inter-pod terms toward members of other groups (scheduler/interpod.h): the groups
   // whose members its affinity needs in its domains (placed before it; `inter` defers its
   // affinity to the fill), the groups whose domains of a key it may not share (either side's
@@ -115,7 +71,6 @@ struct Group {
   std::vector<size_t> needed_by;  // the groups whose `needs` hold this one
   std::vector<std::pair<size_t, std::string>> excludes;
   int together_level = -1;
-  bool prefers = false;  // preferred node affinity or pod_score: nodes are ranked by preference()
   int64_t count = 0;
   std::vector<int32_t>* cap = nullptr;  // by position
   std::vector<int64_t>* pre = nullptr;  // prefix sums of cap, size N + 1
@@ -125,7 +80,6 @@ struct Group {
 struct Scratch {
   std::vector<std::vector<int32_t>> caps;
   std::vector<std::vector<int64_t>> pres;
-  std::vector<uint8_t> blocked;  // by NodeId
 };
 thread_local Scratch tls_scratch;
 
@@ -193,14 +147,9 @@ class Placer {
         topo_(cache.topology()),
         levels_(static_cast<int>(cache.levels().size())),
         n_(static_cast<uint32_t>(topo_.order.size())),
-        gpu_id_(findResource(vocab::kGpuResource)),
-        amd_gpu_id_(findResource(vocab::kAmdGpuResource)),
-        rdma_id_(findResource(vocab::kRdmaResource)),
-        align_required_(request.gpu_nic_affinity == GpuNicAffinity::kRequired) {}
-
-  ~Placer() {
-    for (NodeId id : blocked_ids_) tls_scratch.blocked[id] = 0;
-  }
+        devices_(DeviceResources::find()),
+        align_required_(request.gpu_nic_affinity == GpuNicAffinity::kRequired),
+        feasible_(cache, request, devices_) {}
 
   PlacementResult run();
   std::vector<std::string> reservation();
@@ -231,12 +180,10 @@ class Placer {
   const NodeInfo& nodeAt(uint32_t pos) const { return cache_.node(topo_.order[pos]); }
 
   void buildGroups();
-  void markBlocked();
-  bool lacksRequiredLabel(NodeId id) const;
-  // Room held on `n` for pods nominated there with the group's priority or more (not this gang's).
-  Resources heldFor(const Group& g, const NodeInfo& n) const;
   int32_t nodeCap(const Group& g, NodeId id, const Resources* extra,
-                  const std::vector<HostPort>* extra_ports) const;
+                  const std::vector<HostPort>* extra_ports) const {
+    return feasible_.capacity(g, id, extra, extra_ports);
+  }
   void computeCaps(Group& g);
   void computeCapsIn(Group& g, int level, uint32_t idx);
   void computePrefix(Group& g);
@@ -277,15 +224,9 @@ class Placer {
   std::optional<std::pair<uint32_t, int32_t>> bestNodeForSinglePod();
   // The fitting nodes (positions) a pod asking for `want` whole GPUs weighs by fragmentation.
   std::vector<uint32_t> fewestFreeGpus(const Group& g, int64_t want) const;
-  bool fitsOne(const Group& g, NodeId id) const;
-  // GPU↔NIC alignment of the group's pods on a node, with `extra` tentatively placed there too.
-  AlignedCapacity alignedOn(const Group& g, const NodeInfo& n, const Resources* extra) const;
-  // How many pods like `pod` the node can still attach the CSI volumes of (its CSINode limits):
-  // claims already attached there or shared by the pods count once, a claim still to bind and
-  // an inline volume once per pod.
-  // `before`: groups placed earlier in this fill, whose volumes at position `pos` count too.
-  int64_t volumeLimitRoom(const PodInfo& pod, const NodeInfo& n,
-                          const std::vector<size_t>* before = nullptr, uint32_t pos = 0) const;
+  AlignedCapacity alignedOn(const Group& g, const NodeInfo& n, const Resources* extra) const {
+    return feasible_.alignedOn(g, n, extra);
+  }
   // What the groups `before` add at `pos`, per driver (shared claims recorded in `shared_keys`).
   absl::flat_hash_map<std::string, int64_t> volumesAddedAt(uint32_t pos, const std::vector<size_t>& before,
                                                            absl::flat_hash_set<std::string>* shared_keys) const;
@@ -314,17 +255,12 @@ class Placer {
   const Topology& topo_;
   const int levels_;
   const uint32_t n_;
-  const std::optional<ResourceId> gpu_id_, amd_gpu_id_, rdma_id_;
-  // GPUs of either vendor in `r` (a NodeTopology lists both kinds as its GPUs).
-  int64_t gpusIn(const Resources& r) const {
-    return saturatingAdd(gpu_id_ ? r[*gpu_id_] : 0, amd_gpu_id_ ? r[*amd_gpu_id_] : 0);
-  }
+  const DeviceResources devices_;
   const bool align_required_;
+  const NodeFeasibility feasible_;  // per-node feasibility (placement/feasibility.h)
   std::vector<Group> groups_;
-  absl::flat_hash_set<std::string> member_keys_;  // filled only when pods are nominated
   ResourceId dominant_ = kCpu;
   int64_t total_count_ = 0;
-  std::vector<NodeId> blocked_ids_;
   // Bound members: their positions, and per level whether they share one domain.
   bool has_bound_ = false;
   std::vector<uint32_t> bound_positions_;
@@ -340,86 +276,6 @@ class Placer {
   bool gang_terms_ = false;  // some group has needs, excludes or together_level
   std::string unsupported_;  // relateGroups found no order
 };
-
-// How many pods like `pod` the node's existing volumes can serve: for each claim to bind that the
-// class cannot provision on this node, the candidate volumes the node reaches, shared among the
-// pod's claims with the same candidates. Candidates without node affinity are counted on every
-// node (their sharing across nodes is checked when the gang's volumes are planned).
-int64_t staticVolumeRoom(const PodInfo& pod, const NodeInfo& n) {
-  int64_t room = std::numeric_limits<int64_t>::max();
-  std::map<const std::vector<CandidateVolume>*, int64_t> reach, claims;
-  for (const VolumeConstraint& v : pod.volumes) {
-    if (!v.to_bind) continue;
-    if (canProvisionOn(v, n.labels(), n.name)) continue;
-    // Claims with equal candidate lists share them: key by the first such list seen.
-    auto same = [](const std::vector<CandidateVolume>& a, const std::vector<CandidateVolume>& b) {
-      return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                        [](const CandidateVolume& x, const CandidateVolume& y) { return x.name == y.name; });
-    };
-    const std::vector<CandidateVolume>* key = &v.candidates;
-    for (const auto& [k, _] : claims)
-      if (same(*k, v.candidates)) key = k;
-    if (!reach.contains(key)) {
-      int64_t r = 0;
-      for (const CandidateVolume& c : v.candidates)
-        if (!c.node_affinity || c.node_affinity->matches(n.labels(), n.name)) ++r;
-      reach[key] = r;
-    }
-    ++claims[key];
-  }
-  for (const auto& [key, k] : claims) room = std::min(room, reach[key] / k);
-  return room;
-}
-
-// A pod's CSI volumes by driver: those its group shares (bound claims not yet attached on the
-// node; each attached once) and those each pod brings (claims to bind, inline volumes).
-struct DriverVolumes {
-  std::string driver;
-  int64_t shared = 0;
-  int64_t own = 0;
-};
-
-void addVolume(std::vector<DriverVolumes>& out, std::string_view driver, bool own) {
-  auto it = std::find_if(out.begin(), out.end(), [&](const DriverVolumes& d) { return d.driver == driver; });
-  if (it == out.end()) it = out.insert(out.end(), DriverVolumes{std::string(driver), 0, 0});
-  ++(own ? it->own : it->shared);
-}
-
-// The pod's volumes the node does not attach yet, for the drivers the node limits.
-std::vector<DriverVolumes> newVolumes(const PodInfo& pod, const NodeInfo& n,
-                                      absl::flat_hash_set<std::string>* shared_keys = nullptr) {
-  std::vector<DriverVolumes> out;
-  for (const VolumeConstraint& v : pod.volumes) {
-    if (v.csi_driver.empty() || !n.volume_limits->contains(v.csi_driver)) continue;
-    if (v.to_bind) {
-      addVolume(out, v.csi_driver, true);
-      continue;
-    }
-    std::string key = absl::StrCat(pod.pod().meta.namespace_, "/", v.claim);
-    if (n.claims.contains(key)) continue;
-    if (shared_keys != nullptr && !shared_keys->insert(std::move(key)).second) continue;
-    addVolume(out, v.csi_driver, false);
-  }
-  for (const std::string& driver : pod.pod().spec.inline_csi_drivers)
-    if (n.volume_limits->contains(driver)) addVolume(out, driver, true);
-  return out;
-}
-
-int64_t Placer::volumeLimitRoom(const PodInfo& pod, const NodeInfo& n,
-                                const std::vector<size_t>* before, uint32_t pos) const {
-  absl::flat_hash_set<std::string> shared_keys;
-  absl::flat_hash_map<std::string, int64_t> added;
-  if (before != nullptr) added = volumesAddedAt(pos, *before, &shared_keys);
-  int64_t room = kUnlimited;
-  for (const DriverVolumes& d : newVolumes(pod, n, &shared_keys)) {
-    auto a = added.find(d.driver);
-    const int64_t free = n.volume_limits->at(d.driver) - cache_.attachedVolumes(n, d.driver) -
-                         (a == added.end() ? 0 : a->second) - d.shared;
-    if (free < d.own || free < 0) return 0;
-    if (d.own > 0) room = std::min(room, free / d.own);
-  }
-  return room;
-}
 
 absl::flat_hash_map<std::string, int64_t> Placer::volumesAddedAt(
     uint32_t pos, const std::vector<size_t>& before,
@@ -459,8 +315,6 @@ bool Placer::volumeLimitsHold() const {
 
 void Placer::buildGroups() {
   const auto& members = request_.members;
-  if (cache_.anyNominated())
-    for (const PodInfoPtr& m : members) member_keys_.insert(m->key);
   for (int i = 0; i < static_cast<int>(members.size()); ++i) {
     const PodInfo& p = *members[i];
     Group* found = nullptr;
@@ -473,35 +327,8 @@ void Placer::buildGroups() {
     }
     if (!found) {
       Group g;
-      g.rep = &p;
-      if (hasRequiredInterPodTerms(p.pod()) || cache_.anyPodWithRequiredAntiAffinity())
-        g.inter = InterPodFilter::prepare(p.pod(), cache_, options_.namespace_labels);
-      g.one_per_node = inter_.one_per_node[i];
-      g.pod_score = InterPodScore::prepare(p.pod(), cache_, options_.namespace_labels);
-      if (p.pod().spec.has_topology_spread_constraints) {
-        g.spread = SpreadFilter::prepare(p, cache_);
-        g.spread_score = SpreadScore::prepare(p, cache_);
-      }
-      g.prefers = p.has_preferred_affinity || g.pod_score.has_value() || g.spread_score.has_value();
-      for (const VolumeConstraint& v : p.volumes) {
-        if (v.read_write_once_pod &&
-            cache_.claimUsers(absl::StrCat(p.pod().meta.namespace_, "/", v.claim)) > 0)
-          g.rwop_conflict = true;
-      }
-      g.claims_to_bind = std::any_of(p.volumes.begin(), p.volumes.end(),
-                                     [](const VolumeConstraint& v) { return v.to_bind; });
-      g.csi = !p.pod().spec.inline_csi_drivers.empty() ||
-              std::any_of(p.volumes.begin(), p.volumes.end(),
-                          [](const VolumeConstraint& v) { return !v.csi_driver.empty(); });
-      g.req = sparse(p.requests);
-      g.has_ports = !p.host_ports.empty();
-      g.fast_static = !p.has_node_selector && p.pod().spec.node_name.empty();
-      g.dev.gpus = static_cast<int32_t>(std::min<int64_t>(gpusIn(p.requests), INT32_MAX));
-      g.dev.rdma_nics = rdma_id_ ? static_cast<int32_t>(p.requests[*rdma_id_]) : 0;
-      // Without any NodeTopology in the cluster there is nothing to prefer (and nothing to pay);
-      // required alignment still refuses every node.
-      g.align = g.dev.gpus > 0 && g.dev.rdma_nics > 0 &&
-                (cache_.nodesWithDevices() > 0 || align_required_);
+      static_cast<GroupShape&>(g) =
+          shapeOf(p, cache_, options_, devices_, inter_.one_per_node[i], align_required_);
       groups_.push_back(std::move(g));
       found = &groups_.back();
     }
@@ -554,7 +381,9 @@ void Placer::relateGroups() {
   const NamespaceLabels& ns = options_.namespace_labels;
   // Fractions of GPUs are packed onto a node's GPUs one pod at a time (ClusterCache::assume): a
   // node's room for them is exact for one shape, not for a mix of fractions and whole GPUs.
-  const auto usesGpus = [&](const Group& g) { return g.rep->gpu_milli > 0 || gpusIn(g.rep->requests) > 0; };
+  const auto usesGpus = [&](const Group& g) {
+    return g.rep->gpu_milli > 0 || devices_.gpusIn(g.rep->requests) > 0;
+  };
   if (k > 1 && std::any_of(groups_.begin(), groups_.end(), [](const Group& g) { return g.rep->gpu_milli > 0; }) &&
       std::count_if(groups_.begin(), groups_.end(), usesGpus) > 1) {
     unsupported_ = absl::StrCat("its members ask for GPUs in more than one way, some for a fraction of "
@@ -668,105 +497,6 @@ void Placer::relateGroups() {
   for (const Group& g : groups_) gang_terms_ |= !g.needs.empty() || !g.excludes.empty() || g.together_level >= 0;
 }
 
-void Placer::markBlocked() {
-  if (request_.blocked_nodes.empty()) return;
-  Scratch& s = tls_scratch;
-  if (s.blocked.size() < cache_.slotCount()) s.blocked.resize(cache_.slotCount(), 0);
-  for (const std::string& name : request_.blocked_nodes) {
-    if (std::optional<NodeId> id = cache_.findNode(name)) {
-      s.blocked[*id] = 1;
-      blocked_ids_.push_back(*id);
-    }
-  }
-}
-
-bool Placer::lacksRequiredLabel(NodeId id) const {
-  int r = request_.required_level;
-  if (r < 0 || r >= levels_) return false;
-  return topo_.levels[r][topo_.domain[id][r]].value.empty();
-}
-
-Resources Placer::heldFor(const Group& g, const NodeInfo& n) const {
-  return n.nominatedFor(g.rep->priority,
-                        [&](const std::string& pod) { return member_keys_.contains(pod); });
-}
-
-int32_t Placer::nodeCap(const Group& g, NodeId id, const Resources* extra,
-                        const std::vector<HostPort>* extra_ports) const {
-  if (g.rwop_conflict) return 0;
-  if (!blocked_ids_.empty() && tls_scratch.blocked[id]) return 0;
-  const NodeInfo& n = cache_.node(id);
-  if (!g.fast_static || n.unschedulable || !n.ready || !n.taints.empty()) {
-    if (!filterStatic(*g.rep, n).ok()) return 0;
-  }
-  if (lacksRequiredLabel(id)) return 0;
-  if (g.inter && !g.inter->check(n).ok()) return 0;
-  if (g.spread && !g.spread->check(n).ok()) return 0;
-  if (g.has_ports) {
-    if (!filterNodePorts(*g.rep, n).ok()) return 0;
-    if (extra_ports) {
-      for (const HostPort& want : g.rep->host_ports) {
-        for (const HostPort& used : *extra_ports) {
-          if (conflicts(want, used)) return 0;
-        }
-      }
-    }
-  }
-  if (!n.nominated.empty()) {
-    thread_local Resources held;  // (not zeroed on every call: nodes with nominations are rare)
-    held = heldFor(g, n);
-    if (extra) held += *extra;
-    extra = &held;
-  }
-  int64_t c = capacityOn(g.req, n, extra);
-  if (c > 0 && g.rep->gpu_milli > 0)
-    c = std::min(c, fractionRoom(n, cache_.gpuResource(), g.rep->gpu_milli,
-                                 extra ? (*extra)[cache_.gpuResource()] : 0));
-  if ((g.has_ports || g.one_per_node) && c > 1) c = 1;
-  if (g.claims_to_bind && c > 1) c = std::min(c, staticVolumeRoom(*g.rep, n));
-  if (g.csi && c > 0 && n.volume_limits) c = std::min(c, volumeLimitRoom(*g.rep, n));
-  if (c > 0 && g.align && align_required_) c = std::min<int64_t>(c, alignedOn(g, n, extra).numa);
-  return static_cast<int32_t>(c);
-}
-
-AlignedCapacity Placer::alignedOn(const Group& g, const NodeInfo& n, const Resources* extra) const {
-  if (!g.align || !n.devices) return {};
-  int64_t gpus = saturatingAdd(gpusIn(n.requested), extra ? gpusIn(*extra) : 0);
-  int64_t nics = saturatingAdd(n.requested[*rdma_id_], extra ? (*extra)[*rdma_id_] : 0);
-  return n.devices->alignedCapacity(g.dev, gpus, nics);
-}
-
-bool Placer::fitsOne(const Group& g, NodeId id) const {
-  const NodeInfo& n = cache_.node(id);
-  for (int i = 0; i < g.req.n; ++i) {
-    ResourceId r = g.req.ids[i];
-    if (n.freeOf(r) < g.req.amounts[i]) return false;
-  }
-  int64_t held_gpus = 0;
-  if (!n.nominated.empty()) {
-    Resources held = heldFor(g, n);
-    for (int i = 0; i < g.req.n; ++i) {
-      ResourceId r = g.req.ids[i];
-      if (saturatingSub(n.freeOf(r), held[r]) < g.req.amounts[i]) return false;
-    }
-    held_gpus = held[cache_.gpuResource()];
-  }
-  if (g.rep->gpu_milli > 0 && fractionRoom(n, cache_.gpuResource(), g.rep->gpu_milli, held_gpus) < 1)
-    return false;
-  if (!blocked_ids_.empty() && tls_scratch.blocked[id]) return false;
-  if (g.rwop_conflict) return false;
-  if (!g.fast_static || n.unschedulable || !n.ready || !n.taints.empty()) {
-    if (!filterStatic(*g.rep, n).ok()) return false;
-  }
-  if (lacksRequiredLabel(id)) return false;
-  if (g.inter && !g.inter->check(n).ok()) return false;
-  if (g.spread && !g.spread->check(n).ok()) return false;
-  if (g.has_ports && !filterNodePorts(*g.rep, n).ok()) return false;
-  if (g.align && align_required_ && alignedOn(g, n, nullptr).numa < 1) return false;
-  if (g.csi && n.volume_limits && volumeLimitRoom(*g.rep, n) < 1) return false;
-  return true;
-}
-
 std::optional<std::pair<uint32_t, int32_t>> Placer::bestNodeForSinglePod() {
   const Group& g = groups_[0];
   const bool spread = options_.single_pod_strategy == SinglePodStrategy::kSpread;
@@ -870,7 +600,7 @@ std::optional<std::pair<uint32_t, int32_t>> Placer::bestNodeForSinglePod() {
   };
   auto visitRange = [&](uint32_t b, uint32_t e) {
     for (uint32_t p = b; p < e && !done(); ++p)
-      if (fitsOne(g, topo_.order[p])) consider(p);
+      if (feasible_.fitsOne(g, topo_.order[p])) consider(p);
   };
   // By the domains' GPU index: whether any node has `want` GPUs free, and (packing, when only the
   // leftover orders nodes) the fewest a fitting node can have left.
@@ -923,7 +653,7 @@ std::vector<uint32_t> Placer::fewestFreeGpus(const Group& g, int64_t want) const
   // Positions ordered by (free GPUs, capped at the index's last bucket; position), the first
   // kFragmentationCandidates that fit: by the index, bucket by bucket, or by visiting every node.
   auto bucket = [&](uint32_t p) { return std::min<int64_t>(topo_.free_gpus[p], kGpuBuckets - 1); };
-  auto fits = [&](uint32_t p) { return fitsOne(g, topo_.order[p]); };
+  auto fits = [&](uint32_t p) { return feasible_.fitsOne(g, topo_.order[p]); };
   std::vector<uint32_t> out;
   if (!options_.gpu_index || levels_ == 0) {
     std::vector<std::pair<int64_t, uint32_t>> all;
@@ -1329,7 +1059,9 @@ bool Placer::fillInOrder(int level, uint32_t idx, const std::vector<size_t>& ord
         const NodeInfo& n = nodeAt(pos);
         if (later.csi && cap > 0 && n.volume_limits) {
           if (placed.empty()) placed.assign(order.begin(), order.begin() + static_cast<ptrdiff_t>(step) + 1);
-          cap = static_cast<int32_t>(std::min<int64_t>(cap, volumeLimitRoom(*later.rep, n, &placed, pos)));
+          VolumesAdded added;
+          added.by_driver = volumesAddedAt(pos, placed, &added.shared_keys);
+          cap = static_cast<int32_t>(std::min<int64_t>(cap, feasible_.volumeLimitRoom(*later.rep, n, &added)));
         }
         (*later.cap)[pos] = cap;
       }
@@ -1659,19 +1391,19 @@ Unschedulable Placer::diagnose(std::string headline_extra) const {
     const NodeInfo& n = cache_.node(id);
     if (n.unschedulable) ++cordoned;
     if (!n.ready) ++not_ready;
-    if (!blocked_ids_.empty() && tls_scratch.blocked[id]) {
+    if (feasible_.blocked(id)) {
       ++blocked;
       diag.add(Status::unschedulable(proto::vocabulary::kReservedForAnotherGangReason));
       continue;
     }
     Status s = filterNode(*main.rep, n);
-    if (s.ok() && lacksRequiredLabel(id)) s = Status::unresolvable(missing_label_reason);
+    if (s.ok() && feasible_.lacksRequiredLabel(id)) s = Status::unresolvable(missing_label_reason);
     if (s.ok() && main.inter) s = main.inter->check(n);
     if (s.ok() && main.rwop_conflict) s = Status::unschedulable(std::string(kReasonReadWriteOncePod));
     if (s.ok() && main.spread) s = main.spread->check(n);
-    if (s.ok() && main.csi && n.volume_limits && volumeLimitRoom(*main.rep, n) < 1)
+    if (s.ok() && main.csi && n.volume_limits && feasible_.volumeLimitRoom(*main.rep, n) < 1)
       s = Status::unschedulable(std::string(kReasonVolumeLimits));
-    if (s.ok() && !n.nominated.empty()) s = filterNodeResourcesFit(*main.rep, n, heldFor(main, n));
+    if (s.ok() && !n.nominated.empty()) s = filterNodeResourcesFit(*main.rep, n, feasible_.heldFor(main, n));
     if (s.ok() && main.align && align_required_ && alignedOn(main, n, nullptr).numa < 1) {
       s = n.devices ? Status::unschedulable(
                           "node(s) had no free GPU and RDMA NIC on one PCIe switch or NUMA node "
@@ -1816,7 +1548,6 @@ PlacementResult Placer::run() {
     u.message = absl::StrCat("gang ", request_.key.toString(), ": ", unsupported_);
     return u;
   }
-  markBlocked();
   std::string bound_problem;
   if (!resolveBound(&bound_problem)) {
     for (Group& g : groups_) {
@@ -1858,7 +1589,6 @@ std::vector<std::string> Placer::reservation() {
   std::vector<std::string> out;
   if (request_.members.empty() || n_ == 0) return out;
   buildGroups();
-  markBlocked();
   Group& main = groups_[0];
   // Current capacity, and capacity once each node is empty of other pods ("eventual").
   computeCaps(main);
@@ -1871,8 +1601,8 @@ std::vector<std::string> Placer::reservation() {
     empty.requested = Resources{};
     empty.used_ports.clear();
     int32_t c = 0;
-    if ((blocked_ids_.empty() || !tls_scratch.blocked[id]) && filterStatic(*main.rep, empty).ok() &&
-        !lacksRequiredLabel(id)) {
+    if (!feasible_.blocked(id) && filterStatic(*main.rep, empty).ok() &&
+        !feasible_.lacksRequiredLabel(id)) {
       c = static_cast<int32_t>(capacityOn(main.req, empty, nullptr));
       if (main.has_ports && c > 1) c = 1;
       if (c > 0 && main.align && align_required_) {
