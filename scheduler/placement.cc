@@ -19,6 +19,8 @@
 #include "scheduler/interpod.h"
 #include "scheduler/placement/feasibility.h"
 #include "scheduler/placement/gang_shape.h"
+#include "scheduler/placement/scoring.h"
+#include "scheduler/placement/single_pod.h"
 #include "scheduler/spread.h"
 #include "scheduler/strings.h"
 
@@ -31,20 +33,20 @@ using placement::GroupShape;
 using placement::NodeFeasibility;
 using placement::SparseRequest;
 using placement::VolumesAdded;
+using placement::Child;
+using placement::alignScore;
+using placement::bestNodeForSinglePod;
 using placement::capacityOn;
+using placement::gangNodeCost;
+using placement::kFragmentationCandidates;
 using placement::newVolumes;
+using placement::preference;
 using placement::shapeOf;
+using placement::sortChildren;
+using placement::sumFits;
+using placement::tightestFor;
 
-// How many nodes a single pod asking for whole GPUs weighs by fragmentation (bestNodeForSinglePod).
-// On the Alibaba trace (bench/README.md) 32 placed as well as weighing every node.
-constexpr size_t kFragmentationCandidates = 32;
 
-inline bool sumFits(const SparseRequest& req, const Resources& free) {
-  for (int i = 0; i < req.n; ++i) {
-    if (free[req.ids[i]] < req.amounts[i]) return false;
-  }
-  return true;
-}
 
 // A weight to order groups: the biggest members are placed first.
 std::tuple<int64_t, int64_t, int64_t> sizeKey(const Resources& r) {
@@ -83,58 +85,6 @@ struct Scratch {
 };
 thread_local Scratch tls_scratch;
 
-struct Child {
-  int64_t cap;
-  int64_t affinity;
-  int64_t free_dom;
-  uint32_t idx;
-  int64_t aligned = 0;  // how many of its `cap` pods could be aligned (a tie-break; 0: unknown)
-};
-
-// What a group prefers of a node: preferred node affinity first, then the inter-pod score, then
-// the ScheduleAnyway spread score, as one number ordered that way (node affinity weights sum to
-// far less than 2^22; the others are clamped to ±2^19).
-int64_t preference(const Group& g, const NodeInfo& n) {
-  if (!g.prefers) return 0;
-  constexpr int64_t kLimit = (int64_t{1} << 19) - 1;
-  int64_t node = g.rep->has_preferred_affinity ? preferredAffinityScore(*g.rep, n) : 0;
-  int64_t pods = g.pod_score ? std::clamp(g.pod_score->score(n), -kLimit, kLimit) : 0;
-  int64_t spread = g.spread_score ? std::clamp(g.spread_score->score(n), -kLimit, kLimit) : 0;
-  return node * (int64_t{1} << 40) + pods * (int64_t{1} << 20) + spread;
-}
-
-// Most room first, then preferred affinity, then alignment, then the fullest (least free), then
-// order.
-void sortChildren(std::vector<Child>& children) {
-  std::sort(children.begin(), children.end(), [](const Child& x, const Child& y) {
-    if (x.cap != y.cap) return x.cap > y.cap;
-    if (x.affinity != y.affinity) return x.affinity > y.affinity;
-    if (x.aligned != y.aligned) return x.aligned > y.aligned;
-    if (x.free_dom != y.free_dom) return x.free_dom < y.free_dom;
-    return x.idx < y.idx;
-  });
-}
-
-// Among sorted children[start..], the tightest that takes all of `need`: the smallest capacity
-// >= need, the most preferred among equals; end() when none can.
-std::vector<Child>::const_iterator tightestFor(const std::vector<Child>& children, size_t start,
-                                               int64_t need) {
-  auto first = children.begin() + static_cast<ptrdiff_t>(start);
-  auto fits_end = std::partition_point(first, children.end(),
-                                       [&](const Child& c) { return c.cap >= need; });
-  if (fits_end == first) return children.end();
-  int64_t tightest = (fits_end - 1)->cap;
-  return std::partition_point(first, fits_end, [&](const Child& c) { return c.cap > tightest; });
-}
-
-// How well `count` pods can be aligned on a node: each pod scores 3 behind one deepest PCIe switch
-// (PIX), 2 under one root port (PXB), 1 on one NUMA node, 0 otherwise; the sum. For one pod:
-// 3, 2, 1 or 0.
-int alignScore(const AlignedCapacity& c, int64_t count) {
-  const int64_t sum = std::min<int64_t>(count, c.pix) + std::min<int64_t>(count, c.pcie) +
-                      std::min<int64_t>(count, c.numa);
-  return static_cast<int>(std::min<int64_t>(sum, INT32_MAX));
-}
 
 class Placer {
  public:
@@ -192,20 +142,14 @@ class Placer {
   bool fillInOrder(int level, uint32_t idx, const std::vector<size_t>& order);
   bool distribute(int level, uint32_t idx, int64_t need, Group& g,
                   std::vector<std::pair<uint32_t, int64_t>>* out);
-  // Inside a gang's domain, among nodes that take the same number of its pods (children[i] and
-  // those after it with the same cap, preference and alignment, at most kFragmentationCandidates
-  // of them): the one where `take` of the group's pods cost others least (gangNodeCost) moves to
-  // position i (ties keep the order: the fullest first).
-  void leastFragmentingFirst(std::vector<Child>& children, size_t i, int64_t take, const Group& g) const;
-  // Whether scarcity and fragmentation order the nodes of a gang's domain that take as many of
-  // its members: a gang of one kind of whole-GPU (or CPU-only) pods, packing, with a workload
-  // known or a GPU model in demand. (With other groups in the fill, what they take on a node is
-  // not in the cache yet.)
-  bool gangFragmentationApplies(const Group& g) const;
-  // What `take` pods of the group at position `pos` cost others, least first: the node's GPU
-  // model scarcity (when the group accepts any model and some pods require one), then how much
-  // they raise the node's fragmentation.
-  std::pair<int64_t, int64_t> gangNodeCost(const Group& g, uint32_t pos, int64_t take) const;
+  // Inside a gang's domain (placement/scoring.h): among nodes that take the same number of its
+  // pods, the one where `take` of them cost others least first, when fragmentation applies.
+  void leastFragmentingFirst(std::vector<Child>& children, size_t i, int64_t take, const Group& g) const {
+    if (gangFragmentationApplies(g)) placement::leastFragmentingFirst(children, i, take, g, cache_);
+  }
+  bool gangFragmentationApplies(const Group& g) const {
+    return placement::gangFragmentationApplies(g, groups_.size(), cache_, options_);
+  }
   // A group with together_level: all of it into the tightest domain of that level in the unit.
   bool distributeTogether(int level, uint32_t idx, Group& g,
                           std::vector<std::pair<uint32_t, int64_t>>* out);
@@ -217,13 +161,6 @@ class Placer {
   void applyGangTerms(int level, uint32_t idx, size_t gi, const std::vector<size_t>& before);
   void restoreCaps();
   std::optional<std::pair<int, uint32_t>> search();
-  // A gang of one pod: the best node by preferred affinity, then the free amount of the dominant
-  // resource left after placement (least for pack, most for spread), then topology order. Only
-  // compares, no division, and skips domains whose summed free cannot hold the pod.
-  // The node (position) for the lone pod, and for a fraction the GPU there (else -1).
-  std::optional<std::pair<uint32_t, int32_t>> bestNodeForSinglePod();
-  // The fitting nodes (positions) a pod asking for `want` whole GPUs weighs by fragmentation.
-  std::vector<uint32_t> fewestFreeGpus(const Group& g, int64_t want) const;
   AlignedCapacity alignedOn(const Group& g, const NodeInfo& n, const Resources* extra) const {
     return feasible_.alignedOn(g, n, extra);
   }
@@ -497,195 +434,6 @@ void Placer::relateGroups() {
   for (const Group& g : groups_) gang_terms_ |= !g.needs.empty() || !g.excludes.empty() || g.together_level >= 0;
 }
 
-std::optional<std::pair<uint32_t, int32_t>> Placer::bestNodeForSinglePod() {
-  const Group& g = groups_[0];
-  const bool spread = options_.single_pod_strategy == SinglePodStrategy::kSpread;
-  const int64_t want = g.rep->requests[dominant_];
-  const Resources& r = g.rep->requests;
-  const ResourceId gpu = cache_.gpuResource();
-  // A pod asking for a fraction of a GPU (thousandths) gets a node and a GPU there.
-  const int32_t milli = g.rep->gpu_milli;
-  // Packing keeps fragmentation low (scheduler/fragmentation.h): over the shapes of the GPU pods
-  // the cluster runs, the pod goes where it raises the node's fragmentation least (GPUs left
-  // without the CPU or memory their pods need, GPUs split or nodes broken up that bigger pods
-  // need), then by the rules below.
-  const std::vector<WorkloadProfile::Class>* classes = nullptr;
-  if (!spread && !cache_.workloadProfile().empty()) classes = &cache_.workloadProfile().classes();
-  // What the shapes ask at most: a node left with that much CPU, memory, NICs and whole GPUs fits
-  // every shape it fitted, and a pod that takes no part of a GPU changes nothing there (unless
-  // fractions are among the shapes: how many of them fit depends on every core).
-  const ResourceId rdma = cache_.rdmaResource();
-  int64_t most_cpu = 0, most_memory = 0, most_rdma = 0, most_gpus = 0, weights = 0;
-  bool fractions = false;
-  if (classes) {
-    for (const WorkloadProfile::Class& c : *classes) {
-      most_cpu = std::max(most_cpu, c.shape.cpu);
-      most_memory = std::max(most_memory, c.shape.memory);
-      most_rdma = std::max(most_rdma, c.shape.rdma);
-      most_gpus = std::max(most_gpus, c.shape.gpus);
-      fractions = fractions || c.shape.milli > 0;
-      weights += c.weight;
-    }
-  }
-  // The least any node's fragmentation can change: every thousandth the pod takes was unusable.
-  const int64_t frag_floor =
-      classes ? -saturatingMul(saturatingAdd(saturatingMul(r[gpu], 1000), milli), weights) : 0;
-  auto fragDelta = [&](const NodeInfo& n, int32_t index) -> int64_t {
-    if (!classes || n.allocatable[gpu] <= 0) return 0;
-    if (milli == 0 && !fractions && saturatingSub(n.freeOf(kCpu), r[kCpu]) >= most_cpu &&
-        saturatingSub(n.freeOf(kMemory), r[kMemory]) >= most_memory &&
-        saturatingSub(n.freeOf(rdma), r[rdma]) >= most_rdma &&
-        saturatingSub(n.freeOf(gpu), r[gpu]) >= most_gpus)
-      return 0;
-    return fragmentationDelta(n, gpu, rdma, r, milli, index, *classes);
-  };
-  // A pod that accepts any GPU model leaves the models that pods restricted to them hold most of
-  // to those pods (ClusterCache::modelScarcity), before fragmentation.
-  const bool scarce = !spread && g.rep->gpu_models.empty() && (r[gpu] > 0 || milli > 0) &&
-                      cache_.anyModelDemand();
-  struct Best {
-    uint32_t p;
-    int64_t aff = 0;
-    int align = 0;
-    int64_t frag = 0, scarcity = 0, left = 0;
-    int64_t gpus_left = 0;  // for a pod asking for no GPU: the node's free GPU thousandths
-    int32_t index = -1;     // a fraction's GPU
-  };
-  std::optional<Best> best;
-  auto consider = [&](uint32_t p) {
-    const NodeInfo& n = cache_.node(topo_.order[p]);
-    Best c{p};
-    c.aff = preference(g, n);
-    c.align = g.align ? alignScore(alignedOn(g, n, nullptr), 1) : 0;
-    c.scarcity = scarce ? cache_.modelScarcity(n) : 0;
-    if (milli == 0) {
-      c.frag = fragDelta(n, -1);
-      c.left = n.freeOf(dominant_) - want;
-      // A pod asking for no GPU takes CPU and memory where the fewest free GPUs need them.
-      if (classes && r[gpu] == 0) c.gpus_left = freeThousandths(n, gpu);
-    } else {
-      // A fraction: each shared GPU with room, and a GPU of its own; the one it fragments least,
-      // then the one it leaves least room on (a GPU of its own leaves more than any shared one:
-      // the free thousandths of the node's whole GPUs after it).
-      bool first = true;
-      auto option = [&](int32_t index, int64_t left) {
-        const int64_t frag = fragDelta(n, index);
-        if (first || frag < c.frag || (frag == c.frag && left < c.left)) {
-          c.frag = frag;
-          c.left = left;
-          c.index = index;
-          first = false;
-        }
-      };
-      for (const NodeInfo::GpuShare& share : n.gpu_shares)
-        if (share.used + milli <= 1000) option(share.index, 1000 - share.used - milli);
-      if (n.freeOf(gpu) > 0) option(chooseGpu(n, 1000), saturatingMul(n.freeOf(gpu), 1000) - milli);
-    }
-    auto better = [&] {
-      if (c.aff != best->aff) return c.aff > best->aff;
-      if (c.align != best->align) return c.align > best->align;
-      if (c.scarcity != best->scarcity) return c.scarcity < best->scarcity;
-      if (c.frag != best->frag) return c.frag < best->frag;
-      if (c.gpus_left != best->gpus_left) return c.gpus_left < best->gpus_left;
-      return spread ? c.left > best->left : c.left < best->left;
-    };
-    if (!best || better()) best = c;
-  };
-  // Packing without affinity: a node the pod fills exactly, making nothing unusable, cannot be
-  // beaten by a later one (unless alignment matters and this node is not aligned behind a PCIe
-  // switch).
-  auto done = [&] {
-    return !spread && !g.prefers && best && best->left == 0 && (!g.align || best->align == 2) &&
-           best->frag <= frag_floor && best->scarcity == 0 && best->gpus_left == 0;
-  };
-  auto visitRange = [&](uint32_t b, uint32_t e) {
-    for (uint32_t p = b; p < e && !done(); ++p)
-      if (feasible_.fitsOne(g, topo_.order[p])) consider(p);
-  };
-  // By the domains' GPU index: whether any node has `want` GPUs free, and (packing, when only the
-  // leftover orders nodes) the fewest a fitting node can have left.
-  const bool indexed = options_.gpu_index && dominant_ == gpu && want > 0;
-  // A pod asking for whole GPUs, packing with fragmentation in play and nothing else to weigh
-  // (no preference, alignment or scarce model): the kFragmentationCandidates fitting nodes with
-  // the fewest free GPUs (what packing alone would rank first; ties by order) are weighed, so a
-  // decision costs the same at any size. (Scarcity ranks nodes across the whole cluster, so with
-  // it in play every node is weighed.)
-  if (classes && !scarce && !g.prefers && !g.align && dominant_ == gpu && want > 0) {
-    for (uint32_t p : fewestFreeGpus(g, want)) consider(p);
-    if (!best) return std::nullopt;
-    return std::pair(best->p, best->index);
-  }
-  // (With scarcity in play, once the best node so far is of a model no pod requires, only the
-  // leftover can beat it.)
-  const bool leftover_only = indexed && !spread && !g.prefers && !g.align && !classes;
-  const uint64_t enough = Domain::atLeast(want);
-  if (levels_ == 0) {
-    visitRange(0, n_);
-  } else {
-    // Depth-first over domains, pruning those whose summed free cannot hold the pod.
-    std::vector<std::pair<int, uint32_t>> stack;
-    for (uint32_t d = static_cast<uint32_t>(topo_.levels[0].size()); d-- > 0;) stack.emplace_back(0, d);
-    while (!stack.empty() && !done()) {
-      auto [level, idx] = stack.back();
-      stack.pop_back();
-      const Domain& d = topo_.levels[level][idx];
-      if (!sumFits(g.req, d.free)) continue;
-      if (indexed) {
-        const uint64_t fitting = d.gpu_mask & enough;
-        if (fitting == 0) continue;
-        // Ties go to the node found first, so only a strictly smaller leftover is worth a visit.
-        if (leftover_only && best && best->scarcity == 0 &&
-            std::countr_zero(fitting) - want >= best->left)
-          continue;
-      }
-      if (level + 1 == levels_) {
-        visitRange(d.begin, d.end);
-        continue;
-      }
-      for (uint32_t c = d.child_end; c-- > d.child_begin;) stack.emplace_back(level + 1, c);
-    }
-  }
-  if (!best) return std::nullopt;
-  return std::pair(best->p, best->index);
-}
-
-std::vector<uint32_t> Placer::fewestFreeGpus(const Group& g, int64_t want) const {
-  // Positions ordered by (free GPUs, capped at the index's last bucket; position), the first
-  // kFragmentationCandidates that fit: by the index, bucket by bucket, or by visiting every node.
-  auto bucket = [&](uint32_t p) { return std::min<int64_t>(topo_.free_gpus[p], kGpuBuckets - 1); };
-  auto fits = [&](uint32_t p) { return feasible_.fitsOne(g, topo_.order[p]); };
-  std::vector<uint32_t> out;
-  if (!options_.gpu_index || levels_ == 0) {
-    std::vector<std::pair<int64_t, uint32_t>> all;
-    for (uint32_t p = 0; p < n_; ++p)
-      if (topo_.free_gpus[p] >= want && fits(p)) all.emplace_back(bucket(p), p);
-    const size_t keep = std::min(all.size(), kFragmentationCandidates);
-    std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end());
-    for (size_t i = 0; i < keep; ++i) out.push_back(all[i].second);
-    return out;
-  }
-  std::vector<std::pair<int, uint32_t>> stack;
-  for (int64_t b = std::min<int64_t>(want, kGpuBuckets - 1);
-       b < kGpuBuckets && out.size() < kFragmentationCandidates; ++b) {
-    const uint64_t bit = uint64_t{1} << b;
-    stack.clear();
-    for (uint32_t d = static_cast<uint32_t>(topo_.levels[0].size()); d-- > 0;) stack.emplace_back(0, d);
-    while (!stack.empty() && out.size() < kFragmentationCandidates) {
-      auto [level, idx] = stack.back();
-      stack.pop_back();
-      const Domain& d = topo_.levels[level][idx];
-      if ((d.gpu_mask & bit) == 0 || !sumFits(g.req, d.free)) continue;
-      if (level + 1 == levels_) {
-        for (uint32_t p = d.begin; p < d.end && out.size() < kFragmentationCandidates; ++p)
-          if (bucket(p) == b && topo_.free_gpus[p] >= want && fits(p)) out.push_back(p);
-        continue;
-      }
-      for (uint32_t c = d.child_end; c-- > d.child_begin;) stack.emplace_back(level + 1, c);
-    }
-  }
-  return out;
-}
-
 void Placer::computeCapsIn(Group& g, int level, uint32_t idx) {
   // level is a configured level here; prune the domain when its summed free cannot hold one pod.
   const Domain& d = topo_.levels[level][idx];
@@ -788,46 +536,6 @@ bool Placer::distribute(int level, uint32_t idx, int64_t need, Group& g,
     need -= c.cap;
   }
   return true;
-}
-
-bool Placer::gangFragmentationApplies(const Group& g) const {
-  if (groups_.size() != 1 || g.rep->gpu_milli > 0 || options_.single_pod_strategy == SinglePodStrategy::kSpread)
-    return false;
-  return !cache_.workloadProfile().empty() || cache_.anyModelDemand();
-}
-
-std::pair<int64_t, int64_t> Placer::gangNodeCost(const Group& g, uint32_t pos, int64_t take) const {
-  const NodeInfo& n = nodeAt(pos);
-  const ResourceId gpu = cache_.gpuResource();
-  if (n.allocatable[gpu] <= 0) return {0, 0};
-  const bool scarce = g.rep->gpu_models.empty() && g.rep->requests[gpu] > 0 && cache_.anyModelDemand();
-  const int64_t scarcity = scarce ? cache_.modelScarcity(n) : 0;
-  if (cache_.workloadProfile().empty()) return {scarcity, 0};
-  return {scarcity, fragmentationDelta(n, gpu, cache_.rdmaResource(), g.rep->requests.times(take), 0, -1,
-                                       cache_.workloadProfile().classes())};
-}
-
-void Placer::leastFragmentingFirst(std::vector<Child>& children, size_t i, int64_t take,
-                                   const Group& g) const {
-  if (!gangFragmentationApplies(g)) return;
-  const Child& first = children[i];
-  size_t end = i + 1;
-  while (end < children.size() && end - i < kFragmentationCandidates && children[end].cap == first.cap &&
-         children[end].affinity == first.affinity && children[end].aligned == first.aligned)
-    ++end;
-  if (end == i + 1) return;
-  size_t best = i;
-  std::pair<int64_t, int64_t> best_cost;
-  for (size_t k = i; k < end; ++k) {
-    const std::pair<int64_t, int64_t> cost = gangNodeCost(g, children[k].idx, take);
-    if (k == i || cost < best_cost) {
-      best = k;
-      best_cost = cost;
-    }
-  }
-  // Moved to the front, the others keep their order behind it.
-  std::rotate(children.begin() + static_cast<ptrdiff_t>(i), children.begin() + static_cast<ptrdiff_t>(best),
-              children.begin() + static_cast<ptrdiff_t>(best) + 1);
 }
 
 bool Placer::distributeAligned(uint32_t b, uint32_t e, int64_t need, Group& g,
@@ -1286,7 +994,8 @@ std::optional<std::pair<int, uint32_t>> Placer::search() {
         std::partial_sort(equal.begin(), equal.begin() + static_cast<ptrdiff_t>(keep), equal.end(), better);
         std::pair<int64_t, int64_t> best_cost;
         for (size_t k = 0; k < keep; ++k) {
-          const std::pair<int64_t, int64_t> cost = gangNodeCost(main, equal[k].idx, main.count);
+          const std::pair<int64_t, int64_t> cost =
+              gangNodeCost(main, nodeAt(equal[k].idx), main.count, cache_);
           if (k == 0 || cost < best_cost) {
             best = equal[k];
             best_cost = cost;
@@ -1559,7 +1268,7 @@ PlacementResult Placer::run() {
     return u;
   }
   if (total_count_ == 1 && !has_bound_) {
-    if (auto best = bestNodeForSinglePod()) {
+    if (auto best = bestNodeForSinglePod(groups_[0], dominant_, cache_, options_, feasible_)) {
       fill_out_.assign(1, {{best->first, 1}});
       GangPlacement placement = makePlacement(levels_, best->first);
       placement.assignments[0].gpu_index = best->second;
