@@ -17,6 +17,7 @@
 #include "scheduler/filter.h"
 #include "scheduler/fragmentation.h"
 #include "scheduler/interpod.h"
+#include "scheduler/placement/domains.h"
 #include "scheduler/placement/feasibility.h"
 #include "scheduler/placement/gang_shape.h"
 #include "scheduler/placement/scoring.h"
@@ -32,7 +33,9 @@ using placement::DriverVolumes;
 using placement::GroupShape;
 using placement::NodeFeasibility;
 using placement::SparseRequest;
+using placement::Units;
 using placement::VolumesAdded;
+using placement::BoundScope;
 using placement::Child;
 using placement::alignScore;
 using placement::bestNodeForSinglePod;
@@ -99,35 +102,19 @@ class Placer {
         n_(static_cast<uint32_t>(topo_.order.size())),
         devices_(DeviceResources::find()),
         align_required_(request.gpu_nic_affinity == GpuNicAffinity::kRequired),
-        feasible_(cache, request, devices_) {}
+        feasible_(cache, request, devices_),
+        units_(cache) {}
 
   PlacementResult run();
   std::vector<std::string> reservation();
 
  private:
-  // Units: level -1 is the whole cluster, 0..levels_-1 a domain (idx into levels[level]),
-  // levels_ the host (idx is a position in order).
-  bool isHost(int level) const { return level == levels_; }
-  uint32_t unitBegin(int level, uint32_t idx) const {
-    if (level < 0) return 0;
-    if (isHost(level)) return idx;
-    return topo_.levels[level][idx].begin;
-  }
-  uint32_t unitEnd(int level, uint32_t idx) const {
-    if (level < 0) return n_;
-    if (isHost(level)) return idx + 1;
-    return topo_.levels[level][idx].end;
-  }
+  // How many of the group's pods unit (level, idx) can take, by its capacity columns.
   int64_t capsum(const Group& g, int level, uint32_t idx) const {
-    if (isHost(level)) return (*g.cap)[idx];
-    return (*g.pre)[unitEnd(level, idx)] - (*g.pre)[unitBegin(level, idx)];
+    if (units_.isHost(level)) return (*g.cap)[idx];
+    return (*g.pre)[units_.end(level, idx)] - (*g.pre)[units_.begin(level, idx)];
   }
-  int64_t freeDom(int level, uint32_t idx) const {
-    if (level < 0) return 0;
-    if (isHost(level)) return std::max<int64_t>(0, cache_.node(topo_.order[idx]).freeOf(dominant_));
-    return topo_.levels[level][idx].free[dominant_];
-  }
-  const NodeInfo& nodeAt(uint32_t pos) const { return cache_.node(topo_.order[pos]); }
+
 
   void buildGroups();
   int32_t nodeCap(const Group& g, NodeId id, const Resources* extra,
@@ -182,8 +169,6 @@ class Placer {
   GangPlacement makePlacement(int level, uint32_t idx) const;
   Unschedulable diagnose(std::string headline_extra) const;
   std::string needs() const;
-  bool scopeAllows(int level, uint32_t idx) const;
-  bool resolveBound(std::string* problem);
 
   const GangRequest& request_;
   const GangInterPod& inter_;
@@ -195,13 +180,11 @@ class Placer {
   const DeviceResources devices_;
   const bool align_required_;
   const NodeFeasibility feasible_;  // per-node feasibility (placement/feasibility.h)
+  const Units units_;               // the topology's units (placement/domains.h)
   std::vector<Group> groups_;
   ResourceId dominant_ = kCpu;
   int64_t total_count_ = 0;
-  // Bound members: their positions, and per level whether they share one domain.
-  bool has_bound_ = false;
-  std::vector<uint32_t> bound_positions_;
-  std::array<int32_t, kMaxTopologyLevels + 1> bound_domain_{};  // -1: not shared
+  BoundScope bound_;  // where the bound members are (placement/domains.h)
   // Tentative state of a fill (heterogeneous gangs only).
   absl::flat_hash_map<uint32_t, Resources> extra_;
   absl::flat_hash_map<uint32_t, std::vector<HostPort>> extra_ports_;
@@ -218,7 +201,7 @@ absl::flat_hash_map<std::string, int64_t> Placer::volumesAddedAt(
     uint32_t pos, const std::vector<size_t>& before,
     absl::flat_hash_set<std::string>* shared_keys) const {
   absl::flat_hash_map<std::string, int64_t> adding;
-  const NodeInfo& n = nodeAt(pos);
+  const NodeInfo& n = units_.node(pos);
   for (size_t gi : before) {
     if (!groups_[gi].csi) continue;
     for (const auto& [p, k] : fill_out_[gi]) {
@@ -241,7 +224,7 @@ bool Placer::volumeLimitsHold() const {
     for (const auto& [pos, k] : fill_out_[gi]) ++groups_on[pos];
   }
   for (const auto& [pos, count] : groups_on) {
-    const NodeInfo& n = nodeAt(pos);
+    const NodeInfo& n = units_.node(pos);
     if (count < 2 || !n.volume_limits) continue;
     absl::flat_hash_set<std::string> shared_keys;
     for (const auto& [driver, more] : volumesAddedAt(pos, all, &shared_keys))
@@ -473,20 +456,15 @@ void Placer::computePrefix(Group& g) {
   for (uint32_t p = 0; p < n_; ++p) pre[p + 1] = pre[p] + cap[p];
 }
 
-bool Placer::scopeAllows(int level, uint32_t idx) const {
-  if (!has_bound_ || level < 0) return true;
-  return bound_domain_[level] >= 0 && static_cast<uint32_t>(bound_domain_[level]) == idx;
-}
-
 bool Placer::unitFits(int level, uint32_t idx) const {
   for (const Group& g : groups_) {
     if (capsum(g, level, idx) < g.count) return false;
   }
-  if (groups_.size() > 1 && isHost(level)) {
+  if (groups_.size() > 1 && units_.isHost(level)) {
     // Everything on one node: the summed requests must fit together.
     Resources total;
     for (const Group& g : groups_) total += g.rep->requests.times(g.count);
-    if (!fitsIn(total, nodeAt(idx).free())) return false;
+    if (!fitsIn(total, units_.node(idx).free())) return false;
   }
   return true;
 }
@@ -494,16 +472,16 @@ bool Placer::unitFits(int level, uint32_t idx) const {
 bool Placer::distribute(int level, uint32_t idx, int64_t need, Group& g,
                         std::vector<std::pair<uint32_t, int64_t>>* out) {
   if (need <= 0) return true;
-  if (isHost(level)) {
+  if (units_.isHost(level)) {
     if ((*g.cap)[idx] < need) return false;
     out->emplace_back(idx, need);
     return true;
   }
   const int cl = level + 1;
   uint32_t b, e;
-  if (isHost(cl)) {
-    b = unitBegin(level, idx);
-    e = unitEnd(level, idx);
+  if (units_.isHost(cl)) {
+    b = units_.begin(level, idx);
+    e = units_.end(level, idx);
     if (g.align) return distributeAligned(b, e, need, g, out);
   } else if (level < 0) {
     b = 0;
@@ -514,12 +492,12 @@ bool Placer::distribute(int level, uint32_t idx, int64_t need, Group& g,
   }
   std::vector<Child> children;
   children.reserve(e - b);
-  const bool affinity = isHost(cl) && g.prefers;
+  const bool affinity = units_.isHost(cl) && g.prefers;
   for (uint32_t c = b; c < e; ++c) {
     int64_t cap = capsum(g, cl, c);
     if (cap <= 0) continue;
-    int64_t aff = affinity ? preference(g, nodeAt(c)) : 0;
-    children.push_back(Child{cap, aff, freeDom(cl, c), c});
+    int64_t aff = affinity ? preference(g, units_.node(c)) : 0;
+    children.push_back(Child{cap, aff, units_.freeDom(cl, c, dominant_), c});
   }
   sortChildren(children);
   size_t start = 0;
@@ -527,10 +505,10 @@ bool Placer::distribute(int level, uint32_t idx, int64_t need, Group& g,
     if (start == children.size()) return false;
     if (auto pick = tightestFor(children, start, need); pick != children.end()) {
       const size_t at = static_cast<size_t>(pick - children.begin());
-      if (isHost(cl)) leastFragmentingFirst(children, at, need, g);
+      if (units_.isHost(cl)) leastFragmentingFirst(children, at, need, g);
       return distribute(cl, children[at].idx, need, g, out);
     }
-    if (isHost(cl)) leastFragmentingFirst(children, start, children[start].cap, g);
+    if (units_.isHost(cl)) leastFragmentingFirst(children, start, children[start].cap, g);
     const Child& c = children[start++];
     if (!distribute(cl, c.idx, c.cap, g, out)) return false;
     need -= c.cap;
@@ -552,10 +530,10 @@ bool Placer::distributeAligned(uint32_t b, uint32_t e, int64_t need, Group& g,
     int64_t cap = (*g.cap)[p];
     if (cap <= 0) continue;
     auto ex = extra_.find(p);
-    const NodeInfo& n = nodeAt(p);
+    const NodeInfo& n = units_.node(p);
     nodes.push_back(Candidate{p, cap, alignedOn(g, n, ex == extra_.end() ? nullptr : &ex->second),
                               preference(g, n),
-                              freeDom(levels_, p)});
+                              units_.freeDom(levels_, p, dominant_)});
   }
   // Two plans, each with the tightest / fullest rule: `tiered` takes room aligned behind one
   // deepest switch first (tier 0), then under one root port (1), then on one NUMA node (2), then
@@ -634,7 +612,7 @@ void Placer::applyGangTerms(int level, uint32_t idx, size_t gi, const std::vecto
   if (g.needs.empty() && g.excludes.empty() && g.needed_by.empty()) return;
   auto placed = [&](size_t x) { return std::find(before.begin(), before.end(), x) != before.end(); };
   std::vector<int32_t>& cap = *g.cap;
-  const uint32_t b = unitBegin(level, idx), e = unitEnd(level, idx);
+  const uint32_t b = units_.begin(level, idx), e = units_.end(level, idx);
   auto cut = [&](uint32_t p) {
     cuts_.emplace_back(gi, p, cap[p]);
     cap[p] = 0;
@@ -650,14 +628,14 @@ void Placer::applyGangTerms(int level, uint32_t idx, size_t gi, const std::vecto
     int64_t met_room = 0;
     absl::flat_hash_map<std::string_view, int64_t> room;
     for (uint32_t p = b; p < e; ++p) {
-      const NodeInfo& n = nodeAt(p);
+      const NodeInfo& n = units_.node(p);
       if (dep.inter->affinityMet(n, none)) met_room += (*dep.cap)[p];
       else if (auto it = n.labels().find(keys[0]); it != n.labels().end()) room[it->second] += (*dep.cap)[p];
     }
     for (uint32_t p = b; p < e; ++p) {
       if (cap[p] == 0) continue;
-      auto it = nodeAt(p).labels().find(keys[0]);
-      auto r = it == nodeAt(p).labels().end() ? room.end() : room.find(it->second);
+      auto it = units_.node(p).labels().find(keys[0]);
+      auto r = it == units_.node(p).labels().end() ? room.end() : room.find(it->second);
       if (met_room + (r == room.end() ? 0 : r->second) < dep.count) cut(p);
     }
   }
@@ -666,7 +644,7 @@ void Placer::applyGangTerms(int level, uint32_t idx, size_t gi, const std::vecto
   for (size_t x : g.needs) {
     if (!placed(x)) continue;
     for (const auto& [pos, k] : fill_out_[x]) {
-      const NodeInfo& n = nodeAt(pos);
+      const NodeInfo& n = units_.node(pos);
       for (const std::string& key : g.inter->affinityKeys())
         if (auto it = n.labels().find(key); it != n.labels().end()) met.emplace(key, it->second);
     }
@@ -674,14 +652,14 @@ void Placer::applyGangTerms(int level, uint32_t idx, size_t gi, const std::vecto
   for (const auto& [x, key] : g.excludes) {
     if (!placed(x)) continue;
     for (const auto& [pos, k] : fill_out_[x]) {
-      const NodeInfo& n = nodeAt(pos);
+      const NodeInfo& n = units_.node(pos);
       if (auto it = n.labels().find(key); it != n.labels().end()) avoid.emplace(key, it->second);
     }
   }
   if (!g.needs.empty() || !avoid.empty()) {
     for (uint32_t p = b; p < e; ++p) {
       if (cap[p] == 0) continue;
-      const NodeInfo& n = nodeAt(p);
+      const NodeInfo& n = units_.node(p);
       bool ok = g.needs.empty() || g.inter->affinityMet(n, met);
       for (auto a = avoid.begin(); ok && a != avoid.end(); ++a) {
         auto it = n.labels().find(a->first);
@@ -698,7 +676,7 @@ bool Placer::distributeTogether(int level, uint32_t idx, Group& g,
   const int t = g.together_level;
   if (t <= level) return distribute(level, idx, g.count, g, out);  // the unit is in one domain
   // The tightest domain of level t in the unit that holds them all, the first among equals.
-  const uint32_t b = unitBegin(level, idx), e = unitEnd(level, idx);
+  const uint32_t b = units_.begin(level, idx), e = units_.end(level, idx);
   int64_t best_cap = -1;
   uint32_t best = 0;
   auto consider = [&](uint32_t d, int64_t c) {
@@ -707,7 +685,7 @@ bool Placer::distributeTogether(int level, uint32_t idx, Group& g,
       best = d;
     }
   };
-  if (isHost(t)) {
+  if (units_.isHost(t)) {
     for (uint32_t p = b; p < e; ++p) consider(p, (*g.cap)[p]);
   } else {
     const auto& domains = topo_.levels[t];
@@ -764,7 +742,7 @@ bool Placer::fillInOrder(int level, uint32_t idx, const std::vector<size_t>& ord
         auto ports = extra_ports_.find(pos);
         int32_t cap = nodeCap(later, topo_.order[pos], &res,
                               ports == extra_ports_.end() ? nullptr : &ports->second);
-        const NodeInfo& n = nodeAt(pos);
+        const NodeInfo& n = units_.node(pos);
         if (later.csi && cap > 0 && n.volume_limits) {
           if (placed.empty()) placed.assign(order.begin(), order.begin() + static_cast<ptrdiff_t>(step) + 1);
           VolumesAdded added;
@@ -818,12 +796,12 @@ int64_t Placer::distributeSpread(int level, uint32_t idx, const Group& g,
   const bool loose_ok = primary.anti_affinity && host == nullptr;
   std::vector<Child> loose;
   int64_t loose_room = 0;
-  for (uint32_t p = unitBegin(level, idx), e = unitEnd(level, idx); p < e; ++p) {
-    const NodeInfo& n = nodeAt(p);
+  for (uint32_t p = units_.begin(level, idx), e = units_.end(level, idx); p < e; ++p) {
+    const NodeInfo& n = units_.node(p);
     auto label = n.labels().find(primary.key);
     if (label == n.labels().end()) {
       if (loose_ok && (*g.cap)[p] > 0) {
-        loose.push_back(Child{(*g.cap)[p], preference(g, n), freeDom(levels_, p), p});
+        loose.push_back(Child{(*g.cap)[p], preference(g, n), units_.freeDom(levels_, p, dominant_), p});
         loose_room += (*g.cap)[p];
       }
       continue;
@@ -893,8 +871,9 @@ int64_t Placer::distributeSpread(int level, uint32_t idx, const Group& g,
       if (floors[i] > 0) taken[slots[i].pos] += floors[i];
       const int64_t room = caps[i] - floors[i];
       if (room <= 0) continue;
-      const NodeInfo& n = nodeAt(slots[i].pos);
-      nodes[slots[i].domain].push_back(Child{room, preference(g, n), freeDom(levels_, slots[i].pos),
+      const NodeInfo& n = units_.node(slots[i].pos);
+      nodes[slots[i].domain].push_back(Child{room, preference(g, n),
+                                             units_.freeDom(levels_, slots[i].pos, dominant_),
                                              slots[i].pos});
     }
     for (size_t i = 0; i < domains.size(); ++i) {
@@ -946,19 +925,19 @@ std::optional<std::pair<int, uint32_t>> Placer::search() {
     };
     std::vector<Candidate> candidates;
     auto consider = [&](uint32_t idx) {
-      if (!scopeAllows(level, idx) || !unitFits(level, idx)) return;
-      int64_t aff = isHost(level) ? preference(main, nodeAt(idx)) : 0;
-      int align = isHost(level) && main.align
-                      ? alignScore(alignedOn(main, nodeAt(idx), nullptr), main.count)
+      if (!bound_.allows(level, idx) || !unitFits(level, idx)) return;
+      int64_t aff = units_.isHost(level) ? preference(main, units_.node(idx)) : 0;
+      int align = units_.isHost(level) && main.align
+                      ? alignScore(alignedOn(main, units_.node(idx), nullptr), main.count)
                       : 0;
       candidates.push_back(
-          Candidate{aff, align, capsum(main, level, idx) - main.count, freeDom(level, idx), idx});
+          Candidate{aff, align, capsum(main, level, idx) - main.count, units_.freeDom(level, idx, dominant_), idx});
     };
     if (level < 0) {
       consider(0);
-    } else if (isHost(level)) {
-      if (has_bound_) {
-        if (bound_domain_[level] >= 0) consider(static_cast<uint32_t>(bound_domain_[level]));
+    } else if (units_.isHost(level)) {
+      if (bound_.any()) {
+        if (bound_.domain(level) >= 0) consider(static_cast<uint32_t>(bound_.domain(level)));
       } else {
         for (uint32_t p = 0; p < n_; ++p) {
           if ((*main.cap)[p] >= main.count) consider(p);
@@ -982,7 +961,7 @@ std::optional<std::pair<int, uint32_t>> Placer::search() {
     if (groups_.size() == 1 && !main.gang_spread && main.together_level < 0) {
       // Homogeneous: a unit whose capacity suffices always fills.
       Candidate best = *std::min_element(candidates.begin(), candidates.end(), better);
-      if (isHost(level) && !single && gangFragmentationApplies(main)) {
+      if (units_.isHost(level) && !single && gangFragmentationApplies(main)) {
         // The whole gang fits on one node: among the nodes it would leave as full (the same
         // preference and alignment), the one where it costs others least (gangNodeCost); the
         // fullest first among equals.
@@ -995,7 +974,7 @@ std::optional<std::pair<int, uint32_t>> Placer::search() {
         std::pair<int64_t, int64_t> best_cost;
         for (size_t k = 0; k < keep; ++k) {
           const std::pair<int64_t, int64_t> cost =
-              gangNodeCost(main, nodeAt(equal[k].idx), main.count, cache_);
+              gangNodeCost(main, units_.node(equal[k].idx), main.count, cache_);
           if (k == 0 || cost < best_cost) {
             best = equal[k];
             best_cost = cost;
@@ -1022,19 +1001,19 @@ GangPlacement Placer::makePlacement(int level, uint32_t idx) const {
     const Group& g = groups_[gi];
     size_t next = 0;
     for (const auto& [pos, k] : fill_out_[gi]) {
-      const std::string& node = nodeAt(pos).name;
+      const std::string& node = units_.node(pos).name;
       for (int64_t i = 0; i < k && next < g.members.size(); ++i, ++next) {
         int m = g.members[next];
         out.assignments[m] = Assignment{request_.members[m]->key, node};
       }
     }
   }
-  if (level >= 0 && !isHost(level)) {
+  if (level >= 0 && !units_.isHost(level)) {
     out.level_key = cache_.levels()[level];
     out.domain = topo_.levels[level][idx].value;
   } else if (level >= 0) {
     out.level_key = std::string(kHostnameLevel);
-    out.domain = nodeAt(idx).name;
+    out.domain = units_.node(idx).name;
   } else {
     std::vector<int32_t> used;
     for (const auto& per_group : fill_out_) {
@@ -1054,7 +1033,7 @@ GangPlacement Placer::makePlacement(int level, uint32_t idx) const {
     if (!g.align) continue;
     out.gpu_nic_pods += static_cast<int>(g.count);
     for (const auto& [pos, k] : fill_out_[gi]) {
-      AlignedCapacity a = alignedOn(g, nodeAt(pos), nullptr);
+      AlignedCapacity a = alignedOn(g, units_.node(pos), nullptr);
       int64_t pcie = std::min<int64_t>(k, a.pcie);
       out.gpu_nic_pcie += static_cast<int>(pcie);
       out.gpu_nic_pix += static_cast<int>(std::min<int64_t>(k, a.pix));
@@ -1129,12 +1108,12 @@ Unschedulable Placer::diagnose(std::string headline_extra) const {
     parts.push_back(absl::StrCat("gang ", request_.key.toString(), " needs ", needs()));
     if (!headline_extra.empty()) parts.push_back(std::move(headline_extra));
     int level = request_.required_level >= 0 ? request_.required_level : request_.preferred_level;
-    if (level >= 0 && !isHost(level)) {
+    if (level >= 0 && !units_.isHost(level)) {
       int64_t best = -1;
       uint32_t best_idx = 0;
       const auto& domains = topo_.levels[level];
       for (uint32_t d = 0; d < domains.size(); ++d) {
-        if (domains[d].value.empty() || !scopeAllows(level, d)) continue;
+        if (domains[d].value.empty() || !bound_.allows(level, d)) continue;
         int64_t c = capsum(main, level, d);
         if (c > best) {
           best = c;
@@ -1209,38 +1188,6 @@ Unschedulable Placer::diagnose(std::string headline_extra) const {
   return u;
 }
 
-bool Placer::resolveBound(std::string* problem) {
-  has_bound_ = !request_.bound.empty();
-  bound_domain_.fill(-1);
-  if (!has_bound_) return true;
-  for (const auto& [pod, node] : request_.bound) {
-    std::optional<NodeId> id = cache_.findNode(node);
-    if (!id) {
-      *problem = absl::StrCat("its member ", pod, " is bound to node ", node,
-                              ", which no longer exists");
-      return false;
-    }
-    bound_positions_.push_back(topo_.position[*id]);
-  }
-  for (int l = 0; l < levels_; ++l) {
-    int32_t d = topo_.domain[topo_.order[bound_positions_[0]]][l];
-    bool shared = !topo_.levels[l][d].value.empty();
-    for (uint32_t p : bound_positions_) shared &= topo_.domain[topo_.order[p]][l] == d;
-    if (shared) bound_domain_[l] = d;
-  }
-  bool same_node = true;
-  for (uint32_t p : bound_positions_) same_node &= p == bound_positions_[0];
-  if (same_node) bound_domain_[levels_] = static_cast<int32_t>(bound_positions_[0]);
-  int r = request_.required_level;
-  if (r >= 0 && bound_domain_[r] < 0) {
-    std::string key = r < levels_ ? cache_.levels()[r] : std::string(kHostnameLevel);
-    *problem = absl::StrCat("its ", request_.bound.size(), " bound members are not within one ",
-                            key, " domain, which ", av(vocab::kTopologyRequiredAnnotation), " requires");
-    return false;
-  }
-  return true;
-}
-
 PlacementResult Placer::run() {
   const int64_t existing =
       static_cast<int64_t>(request_.members.size() + request_.bound.size());
@@ -1258,7 +1205,8 @@ PlacementResult Placer::run() {
     return u;
   }
   std::string bound_problem;
-  if (!resolveBound(&bound_problem)) {
+  bound_ = BoundScope::resolve(request_, cache_, &bound_problem);
+  if (!bound_problem.empty()) {
     for (Group& g : groups_) {
       computeCaps(g);
       computePrefix(g);
@@ -1267,7 +1215,7 @@ PlacementResult Placer::run() {
     u.evict_bound_members = true;
     return u;
   }
-  if (total_count_ == 1 && !has_bound_) {
+  if (total_count_ == 1 && !bound_.any()) {
     if (auto best = bestNodeForSinglePod(groups_[0], dominant_, cache_, options_, feasible_)) {
       fill_out_.assign(1, {{best->first, 1}});
       GangPlacement placement = makePlacement(levels_, best->first);
@@ -1285,7 +1233,7 @@ PlacementResult Placer::run() {
   std::optional<std::pair<int, uint32_t>> found = search();
   if (!found) {
     Unschedulable u = diagnose("");
-    u.evict_bound_members = has_bound_;
+    u.evict_bound_members = bound_.any();
     return u;
   }
   GangPlacement placement = makePlacement(found->first, found->second);
@@ -1326,7 +1274,7 @@ std::vector<std::string> Placer::reservation() {
     int64_t best_now = -1;
     uint32_t best = 0;
     auto consider = [&](uint32_t idx) {
-      uint32_t b = unitBegin(level, idx), e = unitEnd(level, idx);
+      uint32_t b = units_.begin(level, idx), e = units_.end(level, idx);
       if (eventual_pre[e] - eventual_pre[b] < total_count_) return;
       int64_t now = (*main.pre)[e] - (*main.pre)[b];
       if (now > best_now) {
@@ -1336,7 +1284,7 @@ std::vector<std::string> Placer::reservation() {
     };
     if (level < 0) {
       consider(0);
-    } else if (isHost(level)) {
+    } else if (units_.isHost(level)) {
       for (uint32_t p = 0; p < n_; ++p) consider(p);
     } else {
       for (uint32_t d = 0; d < topo_.levels[level].size(); ++d) {
@@ -1345,7 +1293,7 @@ std::vector<std::string> Placer::reservation() {
     }
     if (best_now < 0) continue;
     std::vector<uint32_t> positions;
-    for (uint32_t p = unitBegin(level, best); p < unitEnd(level, best); ++p) {
+    for (uint32_t p = units_.begin(level, best); p < units_.end(level, best); ++p) {
       if (eventual[p] > 0) positions.push_back(p);
     }
     std::sort(positions.begin(), positions.end(), [&](uint32_t a, uint32_t b) {
@@ -1356,7 +1304,7 @@ std::vector<std::string> Placer::reservation() {
     int64_t room = 0;
     for (uint32_t p : positions) {
       if (room >= total_count_) break;
-      out.push_back(nodeAt(p).name);
+      out.push_back(units_.node(p).name);
       room += eventual[p];
     }
     return out;

@@ -43,7 +43,7 @@ TEST_CASE("alignment scores 3 per pod behind one switch, 2 under one root port, 
   CHECK(alignScore(AlignedCapacity{}, 4) == 0);
 }
 
-TEST_CASE("preferred node affinity ranks a node; a group that prefers nothing ranks all alike",
+TEST_CASE("preferred node affinity ranks a node, and a group that prefers nothing ranks all alike",
           "[placement-scoring]") {
   ClusterCache cache({});
   cache.addNode(node("fast").label("zone", "z1"));
