@@ -20,6 +20,7 @@
 #include "scheduler/placement/domains.h"
 #include "scheduler/placement/feasibility.h"
 #include "scheduler/placement/gang_shape.h"
+#include "scheduler/placement/reservation.h"
 #include "scheduler/placement/scoring.h"
 #include "scheduler/placement/single_pod.h"
 #include "scheduler/spread.h"
@@ -44,6 +45,7 @@ using placement::gangNodeCost;
 using placement::kFragmentationCandidates;
 using placement::newVolumes;
 using placement::preference;
+using placement::reservedNodes;
 using placement::shapeOf;
 using placement::sortChildren;
 using placement::sumFits;
@@ -1243,73 +1245,13 @@ PlacementResult Placer::run() {
 }
 
 std::vector<std::string> Placer::reservation() {
-  std::vector<std::string> out;
-  if (request_.members.empty() || n_ == 0) return out;
+  if (request_.members.empty() || n_ == 0) return {};
   buildGroups();
   Group& main = groups_[0];
-  // Current capacity, and capacity once each node is empty of other pods ("eventual").
   computeCaps(main);
   computePrefix(main);
-  std::vector<int32_t> eventual(n_);
-  std::vector<int64_t> eventual_pre(n_ + 1, 0);
-  for (uint32_t p = 0; p < n_; ++p) {
-    NodeId id = topo_.order[p];
-    NodeInfo empty = cache_.node(id);
-    empty.requested = Resources{};
-    empty.used_ports.clear();
-    int32_t c = 0;
-    if (!feasible_.blocked(id) && filterStatic(*main.rep, empty).ok() &&
-        !feasible_.lacksRequiredLabel(id)) {
-      c = static_cast<int32_t>(capacityOn(main.req, empty, nullptr));
-      if (main.has_ports && c > 1) c = 1;
-      if (c > 0 && main.align && align_required_) {
-        c = std::min(c, empty.devices ? empty.devices->alignedCapacity(main.dev, 0, 0).numa : 0);
-      }
-    }
-    eventual[p] = c;
-    eventual_pre[p + 1] = eventual_pre[p] + c;
-  }
-  const int ceiling = request_.required_level >= 0 ? request_.required_level : -1;
-  for (int level = levels_; level >= ceiling; --level) {
-    int64_t best_now = -1;
-    uint32_t best = 0;
-    auto consider = [&](uint32_t idx) {
-      uint32_t b = units_.begin(level, idx), e = units_.end(level, idx);
-      if (eventual_pre[e] - eventual_pre[b] < total_count_) return;
-      int64_t now = (*main.pre)[e] - (*main.pre)[b];
-      if (now > best_now) {
-        best_now = now;
-        best = idx;
-      }
-    };
-    if (level < 0) {
-      consider(0);
-    } else if (units_.isHost(level)) {
-      for (uint32_t p = 0; p < n_; ++p) consider(p);
-    } else {
-      for (uint32_t d = 0; d < topo_.levels[level].size(); ++d) {
-        if (!topo_.levels[level][d].value.empty()) consider(d);
-      }
-    }
-    if (best_now < 0) continue;
-    std::vector<uint32_t> positions;
-    for (uint32_t p = units_.begin(level, best); p < units_.end(level, best); ++p) {
-      if (eventual[p] > 0) positions.push_back(p);
-    }
-    std::sort(positions.begin(), positions.end(), [&](uint32_t a, uint32_t b) {
-      if ((*main.cap)[a] != (*main.cap)[b]) return (*main.cap)[a] > (*main.cap)[b];
-      if (eventual[a] != eventual[b]) return eventual[a] > eventual[b];
-      return a < b;
-    });
-    int64_t room = 0;
-    for (uint32_t p : positions) {
-      if (room >= total_count_) break;
-      out.push_back(units_.node(p).name);
-      room += eventual[p];
-    }
-    return out;
-  }
-  return out;
+  return reservedNodes(main, *main.cap, *main.pre, total_count_, request_.required_level, units_,
+                       cache_, feasible_);
 }
 
 }  // namespace
