@@ -54,7 +54,8 @@ class SinglePodRanking {
       }
     }
     // The least any node's fragmentation can change: every thousandth the pod takes was unusable.
-    frag_floor_ = classes_ ? -saturatingMul(saturatingAdd(saturatingMul(r_[gpu_], 1000), milli_), weights) : 0;
+    frag_floor_ =
+        classes_ ? -saturatingMul(saturatingAdd(saturatingMul(r_[gpu_], 1000), milli_), weights) : 0;
     // A pod that accepts any GPU model leaves the models that pods restricted to them hold most of
     // to those pods (ClusterCache::modelScarcity), before fragmentation.
     scarce_ = !spread_ && g.rep->gpu_models.empty() && (r_[gpu_] > 0 || milli_ > 0) &&
