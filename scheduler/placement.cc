@@ -17,6 +17,7 @@
 #include "scheduler/filter.h"
 #include "scheduler/fragmentation.h"
 #include "scheduler/interpod.h"
+#include "scheduler/placement/diagnosis.h"
 #include "scheduler/placement/domains.h"
 #include "scheduler/placement/feasibility.h"
 #include "scheduler/placement/gang_shape.h"
@@ -33,6 +34,7 @@ namespace {
 using placement::DeviceResources;
 using placement::DriverVolumes;
 using placement::GroupShape;
+using placement::NodeRefusals;
 using placement::NodeFeasibility;
 using placement::SparseRequest;
 using placement::Units;
@@ -46,6 +48,7 @@ using placement::gangNodeCost;
 using placement::kFragmentationCandidates;
 using placement::newVolumes;
 using placement::preference;
+using placement::refusalsOf;
 using placement::reservedNodes;
 using placement::shapeOf;
 using placement::sortChildren;
@@ -940,44 +943,10 @@ std::string Placer::needs() const {
 Unschedulable Placer::diagnose(std::string headline_extra) const {
   if (!options_.diagnose) return Unschedulable{};
   Unschedulable u;
-  FilterDiagnosis diag;
   const Group& main = groups_[0];
-  int cordoned = 0;
-  int not_ready = 0;
-  int blocked = 0;
-  std::string missing_label_reason;
-  if (request_.required_level >= 0 && request_.required_level < levels_) {
-    missing_label_reason =
-        absl::StrCat("node(s) had no ", cache_.levels()[request_.required_level], " label");
-  }
-  for (uint32_t p = 0; p < n_; ++p) {
-    NodeId id = topo_.order[p];
-    const NodeInfo& n = cache_.node(id);
-    if (n.unschedulable) ++cordoned;
-    if (!n.ready) ++not_ready;
-    if (feasible_.blocked(id)) {
-      ++blocked;
-      diag.add(Status::unschedulable(proto::vocabulary::kReservedForAnotherGangReason));
-      continue;
-    }
-    Status s = filterNode(*main.rep, n);
-    if (s.ok() && feasible_.lacksRequiredLabel(id)) s = Status::unresolvable(missing_label_reason);
-    if (s.ok() && main.inter) s = main.inter->check(n);
-    if (s.ok() && main.rwop_conflict) s = Status::unschedulable(std::string(kReasonReadWriteOncePod));
-    if (s.ok() && main.spread) s = main.spread->check(n);
-    if (s.ok() && main.csi && n.volume_limits && feasible_.volumeLimitRoom(*main.rep, n) < 1)
-      s = Status::unschedulable(std::string(kReasonVolumeLimits));
-    if (s.ok() && !n.nominated.empty()) s = filterNodeResourcesFit(*main.rep, n, feasible_.heldFor(main, n));
-    if (s.ok() && main.align && align_required_ && alignedOn(main, n, nullptr).numa < 1) {
-      s = n.devices ? Status::unschedulable(
-                          "node(s) had no free GPU and RDMA NIC on one PCIe switch or NUMA node "
-                          "(muster.dev/gpu-nic-affinity: required)")
-                    : Status::unresolvable(
-                          "node(s) had no NodeTopology, which muster.dev/gpu-nic-affinity: "
-                          "required needs");
-    }
-    diag.add(s);
-  }
+  const NodeRefusals refusals = refusalsOf(main, cache_, feasible_, request_.required_level);
+  const FilterDiagnosis& diag = refusals.diag;
+  const int cordoned = refusals.cordoned, not_ready = refusals.not_ready, blocked = refusals.blocked;
   std::vector<std::string> parts;
   const bool single = request_.key.single_pod && total_count_ == 1;
   if (!single) {
