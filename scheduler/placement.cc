@@ -20,6 +20,7 @@
 #include "scheduler/placement/diagnosis.h"
 #include "scheduler/placement/domains.h"
 #include "scheduler/placement/feasibility.h"
+#include "scheduler/placement/gang_groups.h"
 #include "scheduler/placement/gang_shape.h"
 #include "scheduler/placement/reservation.h"
 #include "scheduler/placement/scoring.h"
@@ -33,6 +34,7 @@ namespace {
 
 using placement::DeviceResources;
 using placement::DriverVolumes;
+using placement::GangGroup;
 using placement::GroupShape;
 using placement::NodeRefusals;
 using placement::NodeFeasibility;
@@ -48,6 +50,8 @@ using placement::gangNodeCost;
 using placement::kFragmentationCandidates;
 using placement::newVolumes;
 using placement::preference;
+using placement::prepareGang;
+using placement::PreparedGang;
 using placement::refusalsOf;
 using placement::reservedNodes;
 using placement::shapeOf;
@@ -58,32 +62,9 @@ using placement::tightestFor;
 
 
 
-// A weight to order groups: the biggest members are placed first.
-std::tuple<int64_t, int64_t, int64_t> sizeKey(const Resources& r) {
-  int64_t vendor = 0;
-  for (int i = kFirstNamed; i < resourceCount(); ++i) vendor += r.v[i];
-  return {vendor, r[kCpu], r[kMemory]};
-}
-
-// A group of members alike (placement/gang_shape.h) and what the fill needs of it: its members,
-// its relations to the other groups, and its per-node capacity columns.
-struct Group : GroupShape {
-  std::vector<int> members;  // indices into GangRequest::members
-  // Some DoNotSchedule constraint counts other members of the gang (spread->gang()), or its
-  // members' anti-affinity allows one per domain of a key: the group is placed by
-  // distributeSpread, after the groups it may count, by these (a key other than the host's first).
-  bool gang_spread = false;
-  std::vector<GangSpread> gang_constraints;
-  // Required inter-pod terms toward members of other groups (scheduler/interpod.h): the groups
-  // whose members its affinity needs in its domains (placed before it; `inter` defers its
-  // affinity to the fill), the groups whose domains of a key it may not share (either side's
-  // anti-affinity), and the level of the one domain its members share (self-affinity only they
-  // satisfy; -1: none).
-  std::vector<size_t> needs;
-  std::vector<size_t> needed_by;  // the groups whose `needs` hold this one
-  std::vector<std::pair<size_t, std::string>> excludes;
-  int together_level = -1;
-  int64_t count = 0;
+// A group of the gang (placement/gang_groups.h) and its per-node capacity columns, which the
+// fill cuts and restores.
+struct Group : GangGroup {
   std::vector<int32_t>* cap = nullptr;  // by position
   std::vector<int64_t>* pre = nullptr;  // prefix sums of cap, size N + 1
 };
@@ -147,9 +128,6 @@ class Placer {
   // A group with together_level: all of it into the tightest domain of that level in the unit.
   bool distributeTogether(int level, uint32_t idx, Group& g,
                           std::vector<std::pair<uint32_t, int64_t>>* out);
-  // The inter-pod relations between the groups (Group::needs, excludes, together_level) and the
-  // order of a fill (fill_order_); a combination it cannot order is left in unsupported_.
-  void relateGroups();
   // Before group `gi` is placed in a fill: its caps in the unit lose the nodes its terms toward
   // the members of `before` forbid (recorded in cuts_ for restoreCaps).
   void applyGangTerms(int level, uint32_t idx, size_t gi, const std::vector<size_t>& before);
@@ -241,55 +219,20 @@ bool Placer::volumeLimitsHold() const {
 }
 
 void Placer::buildGroups() {
-  const auto& members = request_.members;
-  for (int i = 0; i < static_cast<int>(members.size()); ++i) {
-    const PodInfo& p = *members[i];
-    Group* found = nullptr;
-    for (Group& g : groups_) {
-      if (g.rep->constraint_signature == p.constraint_signature &&
-          inter_.group_key[g.members.front()] == inter_.group_key[i]) {
-        found = &g;
-        break;
-      }
-    }
-    if (!found) {
-      Group g;
-      static_cast<GroupShape&>(g) =
-          shapeOf(p, cache_, options_, devices_, inter_.one_per_node[i], align_required_);
-      groups_.push_back(std::move(g));
-      found = &groups_.back();
-    }
-    found->members.push_back(i);
-    ++found->count;
+  PreparedGang gang = prepareGang(request_, inter_, cache_, options_, devices_, align_required_);
+  groups_.clear();
+  groups_.reserve(gang.groups.size());
+  for (GangGroup& g : gang.groups) {
+    Group group;
+    static_cast<GangGroup&>(group) = std::move(g);
+    groups_.push_back(std::move(group));
   }
-  for (Group& g : groups_) {
-    const size_t first = static_cast<size_t>(g.members.front());
-    const uint32_t mask = first < inter_.gang_spread.size() ? inter_.gang_spread[first] : 0;
-    if (mask != 0) {
-      g.spread = SpreadFilter::prepare(*g.rep, cache_, mask);
-      if (g.spread) g.gang_constraints = g.spread->gang();
-    }
-    if (first < inter_.one_per_domain.size() && !inter_.one_per_domain[first].empty()) {
-      GangSpread a;
-      a.key = inter_.one_per_domain[first];
-      a.max_skew = 1;
-      a.can_raise = false;
-      a.anti_affinity = true;
-      for (NodeId id : topo_.order) {
-        const NodeInfo& n = cache_.node(id);
-        if (auto it = n.labels().find(a.key); it != n.labels().end()) a.counts.try_emplace(it->second, 0);
-      }
-      for (size_t k = 0; k < a.counts.size(); ++k) a.sorted.push_back(0);
-      g.gang_constraints.insert(g.gang_constraints.begin(), std::move(a));
-    }
-    g.gang_spread = !g.gang_constraints.empty();
-  }
-  std::stable_sort(groups_.begin(), groups_.end(), [](const Group& a, const Group& b) {
-    return sizeKey(a.rep->requests) > sizeKey(b.rep->requests);
-  });
-  relateGroups();
-  total_count_ = static_cast<int64_t>(members.size());
-  if (!groups_.empty()) dominant_ = dominantResource(groups_[0].rep->requests);
+  fill_order_ = std::move(gang.fill_order);
+  alt_order_ = std::move(gang.alt_order);
+  gang_terms_ = gang.gang_terms;
+  unsupported_ = std::move(gang.unsupported);
+  total_count_ = gang.total_count;
+  dominant_ = gang.dominant;
   Scratch& s = tls_scratch;
   if (s.caps.size() < groups_.size()) {
     s.caps.resize(groups_.size());
@@ -301,127 +244,6 @@ void Placer::buildGroups() {
     groups_[g].cap = &s.caps[g];
     groups_[g].pre = &s.pres[g];
   }
-}
-
-void Placer::relateGroups() {
-  const size_t k = groups_.size();
-  const NamespaceLabels& ns = options_.namespace_labels;
-  // Fractions of GPUs are packed onto a node's GPUs one pod at a time (ClusterCache::assume): a
-  // node's room for them is exact for one shape, not for a mix of fractions and whole GPUs.
-  const auto usesGpus = [&](const Group& g) {
-    return g.rep->gpu_milli > 0 || devices_.gpusIn(g.rep->requests) > 0;
-  };
-  if (k > 1 && std::any_of(groups_.begin(), groups_.end(), [](const Group& g) { return g.rep->gpu_milli > 0; }) &&
-      std::count_if(groups_.begin(), groups_.end(), usesGpus) > 1) {
-    unsupported_ = absl::StrCat("its members ask for GPUs in more than one way, some for a fraction of "
-                                "one (", vocab::kGpuFractionAnnotation, "); Muster places a gang's "
-                                "GPU fractions when they are all alike and its other members ask for "
-                                "no GPU");
-    return;
-  }
-  for (size_t y = 0; y < k; ++y) {
-    Group& g = groups_[y];
-    const proto::Pod& pod = g.rep->pod();
-    for (size_t x = y + 1; x < k; ++x) {
-      for (std::string& key : exclusionKeys(pod, groups_[x].rep->pod(), ns)) {
-        groups_[x].excludes.emplace_back(y, key);
-        g.excludes.emplace_back(x, std::move(key));
-      }
-    }
-    const size_t first = static_cast<size_t>(g.members.front());
-    if (!g.inter || g.inter->affinityKeys().empty() || inter_.whole_gang_affinity.size() <= first ||
-        inter_.whole_gang_affinity[first])
-      continue;
-    for (size_t x = 0; x < k; ++x)
-      if (x != y && matchesAllAffinity(pod, groups_[x].rep->pod(), ns)) g.needs.push_back(x);
-    if (!g.needs.empty()) {
-      g.inter->deferAffinity();
-      for (size_t x : g.needs) groups_[x].needed_by.push_back(y);
-      continue;
-    }
-    if (g.count < 2 || !g.inter->firstOfGroup()) continue;
-    // Its members match their own terms and nothing else does: the first goes anywhere, the
-    // others to its domains.
-    const std::vector<std::string>& keys = g.inter->affinityKeys();
-    const std::string& key = keys.front();
-    if (std::any_of(keys.begin(), keys.end(), [&](const std::string& k2) { return k2 != key; })) {
-      unsupported_ = absl::StrCat("pod ", g.rep->key, " has required affinity to the members of its gang "
-                                  "like it on more than one key; Muster supports it on one");
-      return;
-    }
-    g.together_level = levelOfKey(cache_.levels(), key);
-    if (g.together_level < 0) {
-      unsupported_ = absl::StrCat("pod ", g.rep->key, " has required affinity to the members of its gang "
-                                  "like it on ", key, ", which is not one of the scheduler's topology "
-                                  "levels or ", vocab::kHostnameLabel);
-      return;
-    }
-    if (g.gang_spread) {
-      unsupported_ = absl::StrCat("pod ", g.rep->key, " has required affinity to the members of its gang "
-                                  "like it and spreads them too; Muster supports one or the other");
-      return;
-    }
-  }
-  // The order: a group after those its affinity needs, and after those its gang spread counts
-  // unless they count it too; among the ready ones, groups that do not spread first, then by
-  // size (index).
-  std::vector<std::vector<size_t>> after(k);  // after[y]: groups placed before y
-  std::vector<bool> mutual_spread(k, false);   // spreads counting a group that counts it
-  for (size_t y = 0; y < k; ++y) {
-    const Group& g = groups_[y];
-    after[y] = g.needs;
-    if (!g.gang_spread) continue;
-    for (size_t x = 0; x < k; ++x) {
-      if (x == y) continue;
-      const proto::Pod& other = groups_[x].rep->pod();
-      const bool counts = std::any_of(g.gang_constraints.begin(), g.gang_constraints.end(),
-                                      [&](const GangSpread& c) { return c.selects(other); });
-      if (!counts) continue;
-      const Group& o = groups_[x];
-      const bool mutual = o.gang_spread && std::any_of(o.gang_constraints.begin(), o.gang_constraints.end(),
-                                                       [&](const GangSpread& c) { return c.selects(g.rep->pod()); });
-      if (!mutual) after[y].push_back(x);
-      else mutual_spread[y] = true;
-    }
-  }
-  fill_order_.clear();
-  std::vector<bool> done(k, false);
-  while (fill_order_.size() < k) {
-    size_t pick = k;
-    for (size_t y = 0; y < k; ++y) {
-      if (done[y] || !std::all_of(after[y].begin(), after[y].end(), [&](size_t x) { return done[x]; }))
-        continue;
-      if (pick == k || (groups_[pick].gang_spread && !groups_[y].gang_spread)) pick = y;
-    }
-    if (pick == k) {
-      std::vector<std::string> names;
-      for (size_t y = 0; y < k; ++y)
-        if (!done[y]) names.push_back(groups_[y].rep->key);
-      unsupported_ = absl::StrCat(
-          "the required affinity or topology spread of pods ", absl::StrJoin(names, ", "),
-          " needs each other's members placed first; no order of the gang's members satisfies them");
-      return;
-    }
-    done[pick] = true;
-    fill_order_.push_back(pick);
-  }
-  // Spreading groups that count each other go in either order; when one fails the other is
-  // tried (the first placed does not see the room the second needs).
-  std::vector<size_t> slots;
-  for (size_t i = 0; i < k; ++i)
-    if (groups_[fill_order_[i]].gang_spread && mutual_spread[fill_order_[i]]) slots.push_back(i);
-  if (slots.size() >= 2) {
-    std::vector<size_t> alt = fill_order_;
-    for (size_t a = 0, b = slots.size() - 1; a < b; ++a, --b) std::swap(alt[slots[a]], alt[slots[b]]);
-    std::vector<bool> seen(k, false);
-    bool valid = true;
-    for (size_t y : alt) {
-      valid &= std::all_of(after[y].begin(), after[y].end(), [&](size_t x) { return seen[x]; });
-      seen[y] = true;
-    }
-    if (valid) alt_order_ = std::move(alt);
-  }
-  for (const Group& g : groups_) gang_terms_ |= !g.needs.empty() || !g.excludes.empty() || g.together_level >= 0;
 }
 
 void Placer::computeCapsIn(Group& g, int level, uint32_t idx) {
