@@ -388,7 +388,7 @@ class ClusterCache {
   // How much of a GPU model's GPUs the accounted pods restricted to it hold, in thousandths (a pod
   // accepting k models counts 1/k on each): 0 for a node without a model label (muster.dev/
   // gpu.model or nvidia.com/gpu.product) or of a model no pod requires. Single pods that accept
-  // any model leave the scarcest models to those that need them (placement.cc).
+  // any model leave the scarcest models to those that need them (placement/scoring.h, single_pod.h).
   int64_t modelScarcity(const NodeInfo& n) const;
   bool anyModelDemand() const { return !model_demand_.empty(); }
 };

@@ -26,7 +26,7 @@
 //   thousands of pods of a real profile it weighs nothing (the trace's figures are the same).
 // - The node's fragmentation: the weighted sum over the shapes. Placement prefers the node whose
 //   fragmentation a pod raises least, so GPUs are not stranded behind exhausted CPU or memory and
-//   big pods keep whole nodes (placement.cc says where it applies).
+//   big pods keep whole nodes (placement/scoring.h and single_pod.h say where it applies).
 //
 // Exact integer arithmetic: weights are pod counts, so equal choices compare equal.
 

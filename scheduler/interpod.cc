@@ -361,7 +361,7 @@ GangInterPod analyzeGang(const std::vector<PodInfoPtr>& members, const ClusterCa
       for (size_t j = 0; j < n; ++j)
         if (j != i && selected(t, i, j)) ++hits;
       if (hits != n - 1) {
-        // Some members only: the placement's order and domains (placement.cc).
+        // Some members only: the placement's order and domains (placement/gang_groups.h, fill.h).
         out.whole_gang_affinity[i] = false;
         continue;
       }

@@ -27,7 +27,7 @@
 // their terms against each other are turned into what the placement understands:
 //   - anti-affinity among alike members on kubernetes.io/hostname → at most one such member per
 //     node, on another key → at most one per domain of that key (placed like a spread,
-//     placement.cc distributeSpread; nodes without the key take any number);
+//     placement/spread_fill.h; nodes without the key take any number);
 //   - affinity of every member to every member on a topology level (or the host) → the gang's
 //     required level;
 //   - between members of different shapes (a launcher and its workers): the placement places
@@ -38,7 +38,7 @@
 //   - self-affinity that only the members of one shape satisfy, with no placed pod to match:
 //     those members share one domain of the key.
 // Combinations left are refused with a message rather than placed wrongly
-// (GangInterPod::unsupported, placement.cc).
+// (GangInterPod::unsupported, placement/gang_groups.h).
 
 #include <cstdint>
 #include <functional>

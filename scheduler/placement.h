@@ -3,6 +3,9 @@
 // Gang placement: the whole gang is placed tentatively against the cache in one call, and the
 // decision comes back as a value. Nothing in the cache changes; the caller commits a placement by
 // ClusterCache::assume for every assignment, then binds.
+// The stages (groups, candidate domains, per-node feasibility, scoring, the fill, the lone pod, the
+// verdict, the reservation) are in scheduler/placement/, one header each with its inputs and
+// outputs (scheduler/README.md, "Placement in stages"); placement.cc searches and composes them.
 //
 // Algorithm (DESIGN.md §5):
 // 1. Members with equal requests and node constraints form a group; each group is filtered once

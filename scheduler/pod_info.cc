@@ -84,7 +84,7 @@ std::string signatureOf(const PodInfo& info) {
   absl::StrAppend(&s, "|v:");
   for (const VolumeConstraint& v : info.volumes) {
     // A claim still to bind is known by what it can be bound to, not by its name: members with
-    // alike claims of their own are one group, and share its volumes' room (placement.cc).
+    // alike claims of their own are one group, and share its volumes' room (placement/feasibility.h).
     if (!v.to_bind) absl::StrAppend(&s, v.claim, "\x1f", v.volume, "\x1f", v.found ? "1" : "0");
     absl::StrAppend(&s, v.read_write_once_pod ? "o" : "", "\x1f", v.csi_driver);
     auto selector = [&s](const std::optional<proto::NodeSelector>& selector) {

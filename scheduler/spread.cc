@@ -281,8 +281,9 @@ std::string gangSpread(const std::vector<PodInfoPtr>& members,
     }
   }
   // Members of other shapes that count each other are placed one group after the other, each
-  // counting those before (placement.cc): the skew holds at the end when their constraints and
-  // the nodes they may use are the same. One-way counting is an order (the counted first).
+  // counting those before (placement/spread_fill.h): the skew holds at the end when their
+  // constraints and the nodes they may use are the same. One-way counting is an order (the
+  // counted first).
   std::vector<std::string> alike(n);
   auto alikeKey = [&](size_t i) -> const std::string& {
     if (!alike[i].empty()) return alike[i];
