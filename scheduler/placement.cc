@@ -43,6 +43,9 @@ using placement::refusalsOf;
 using placement::reservedNodes;
 using placement::Units;
 
+// One gang's placement: prepares its groups and fill (placement/gang_groups.h, fill.h), walks the
+// units from the host level up for the lowest level with a unit that holds the whole gang, the
+// tightest by the ranking of placement/scoring.h, and returns the GangPlacement or the verdict.
 class Placer {
  public:
   Placer(const GangRequest& request, const ClusterCache& cache, const PlacementOptions& options,
@@ -84,24 +87,10 @@ class Placer {
   BoundScope bound_;                // where the bound members are (placement/domains.h)
 };
 
-
-
 void Placer::buildGroups() {
   fill_.emplace(prepareGang(request_, inter_, cache_, options_, devices_, align_required_), request_,
                 cache_, options_, feasible_, units_);
 }
-
-
-
-
-
-
-
-
-
-
-
-
 
 std::optional<std::pair<int, uint32_t>> Placer::search() {
   const int ceiling = request_.required_level >= 0 ? request_.required_level : -1;
