@@ -515,6 +515,15 @@ absl::Status readBool(const rapidjson::Value& object, const JsonPath& path, std:
   return absl::OkStatus();
 }
 
+absl::Status readDouble(const rapidjson::Value& object, const JsonPath& path, std::string_view name,
+                        double* out) {
+  const rapidjson::Value* v = findField(object, name);
+  if (v == nullptr) return absl::OkStatus();
+  if (!v->IsNumber()) return typeError(path.field(name), "number");
+  *out = v->GetDouble();
+  return absl::OkStatus();
+}
+
 absl::Status readInt32(const rapidjson::Value& object, const JsonPath& path, std::string_view name,
                        int32_t* out) {
   const rapidjson::Value* v = findField(object, name);

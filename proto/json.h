@@ -127,6 +127,9 @@ absl::Status readString(const rapidjson::Value& object, const JsonPath& path, st
                         std::optional<std::string>* out);
 absl::Status readBool(const rapidjson::Value& object, const JsonPath& path, std::string_view name,
                       bool* out);
+// Any JSON number (integers included).
+absl::Status readDouble(const rapidjson::Value& object, const JsonPath& path, std::string_view name,
+                        double* out);
 absl::Status readInt32(const rapidjson::Value& object, const JsonPath& path, std::string_view name,
                        int32_t* out);
 absl::Status readInt32(const rapidjson::Value& object, const JsonPath& path, std::string_view name,

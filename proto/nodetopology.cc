@@ -16,15 +16,6 @@ const Resource kNodeTopologies{std::string(kNodeTopologyApiVersion), "nodetopolo
 namespace {
 
 
-absl::Status readNumber(const rapidjson::Value& object, const JsonPath& path,
-                        std::string_view name, double* out) {
-  const rapidjson::Value* v = findField(object, name);
-  if (v == nullptr) return absl::OkStatus();
-  if (!v->IsNumber()) return typeError(path.field(name), "number");
-  *out = v->GetDouble();
-  return absl::OkStatus();
-}
-
 absl::Status readInt32List(const rapidjson::Value& object, const JsonPath& path,
                            std::string_view name, std::vector<int32_t>* out) {
   out->clear();
@@ -75,7 +66,7 @@ absl::Status decodePort(const rapidjson::Value& v, const JsonPath& path,
   MUSTER_RETURN_IF_ERROR(expectObject(v, path));
   MUSTER_RETURN_IF_ERROR(readInt32(v, path, "port", &out->port));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "state", &out->state));
-  MUSTER_RETURN_IF_ERROR(readNumber(v, path, "rateGbps", &out->rate_gbps));
+  MUSTER_RETURN_IF_ERROR(readDouble(v, path, "rateGbps", &out->rate_gbps));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "linkLayer", &out->link_layer));
   MUSTER_RETURN_IF_ERROR(readString(v, path, "gid", &out->gid));
   return readString(v, path, "guid", &out->guid);

@@ -85,6 +85,9 @@ inline constexpr char kLabelGpuProduct[] = "nvidia.com/gpu.product";
 inline constexpr char kLabelRdmaCount[] = "muster.dev/rdma.count";
 inline constexpr char kLabelRdmaLinkLayer[] = "muster.dev/rdma.link-layer";
 
+// The queue (queues.muster.dev) a pod belongs to, on the pod or on its namespace (tenancy).
+inline constexpr char kQueueLabel[] = "muster.dev/queue";
+
 // "true" on a pod (from sbatch --exclusive, on a ParallelJob): the pod gets a node to itself -
 // only a node without other pods (DaemonSet pods aside), and no other pod joins it there.
 inline constexpr char kExclusiveAnnotation[] = "muster.dev/exclusive";

@@ -48,7 +48,7 @@ k() { "$KUBECTL" --request-timeout=30s "$@"; }
 k get --raw /readyz >/dev/null 2>&1 || { echo "crds_test.sh: the API server of $DIR is not ready" >&2; exit 2; }
 
 NS="muster-crds-test-$$"
-CRD_NAMES=(paralleljobs.preferred.jp podgroups.scheduling.x-k8s.io nodetopologies.muster.dev)
+CRD_NAMES=(paralleljobs.preferred.jp podgroups.scheduling.x-k8s.io nodetopologies.muster.dev queues.muster.dev)
 CREATED_CRDS=()
 for c in "${CRD_NAMES[@]}"; do
   k get crd "$c" >/dev/null 2>&1 || CREATED_CRDS+=("$c")
@@ -89,6 +89,7 @@ dry_file() { k apply --dry-run=server -n "$NS" -f "$1" "${@:2}"; }
 
 cleanup() {
   k delete nodetopology cts1-pascal --ignore-not-found --wait=false >/dev/null 2>&1
+  k delete queues.muster.dev "crds-test-q-$$" --ignore-not-found --wait=false >/dev/null 2>&1
   if k get ns "$NS" >/dev/null 2>&1; then
     k delete -n "$NS" paralleljobs,podgroups.scheduling.x-k8s.io --all --ignore-not-found >/dev/null 2>&1
     k delete ns "$NS" --wait=false >/dev/null 2>&1
@@ -322,6 +323,28 @@ expect_refused "a malformed cpuset" 'spec.numaNodes[0].cpus: Invalid value: "0-1
   k apply --dry-run=server -f - <<<"$(edit "$ntopo" "    cpus: 0-17,36-53" "    cpus: 0-17;36-53")"
 expect_refused "an unknown group kind" 'spec.groups[0].kind: Unsupported value: "Switch"' \
   k apply --dry-run=server -f - <<<"$(edit "$ntopo" "    kind: PCIeSwitch" "    kind: Switch")"
+
+echo "# Queue (muster.dev/v1alpha1, cluster-scoped; Kueue's and Volcano's queues are other kinds)"
+Q="crds-test-q-$$"
+queue() { printf 'apiVersion: muster.dev/v1alpha1\nkind: Queue\nmetadata:\n  name: %s\nspec:\n%s\n' "$Q" "$1"; }
+expect_ok "a Queue with quantities as numbers and strings is created" k apply -f - <<<"$(queue $'  resources:\n    nvidia.com/gpu: {quota: 8, limit: "16", overQuotaWeight: 2}\n    memory: {quota: 64Gi}')"
+expect_eq "kubectl get mq shows the columns" "NAME PARENT GPU-QUOTA GPU-LIMIT GPU-FAIR-SHARE GPU-ALLOCATED PENDING VALID AGE" \
+  bash -c "'$KUBECTL' get mq $Q | head -1 | tr -s ' '"
+expect_ok "Queue status is written through the status subresource" \
+  k patch queues.muster.dev "$Q" --subresource=status --type=merge -p \
+  '{"status":{"pendingGangs":1,"summary":{"gpuQuota":"8","gpuLimit":"16","gpuFairShare":"12","gpuAllocated":"8"},"conditions":[{"type":"Valid","status":"True","reason":"Valid","message":"","lastTransitionTime":"2026-12-07T10:00:00Z"}]}}'
+expect_eq "kubectl get queues.muster.dev shows the row" "$Q 8 16 12 8 1 True" \
+  bash -c "'$KUBECTL' get queues.muster.dev $Q --no-headers | awk '{print \$1, \$2, \$3, \$4, \$5, \$6, \$7}'"
+expect_refused "a quota above its limit" "quota cannot be above limit" \
+  k apply --dry-run=server -f - <<<"$(queue $'  resources:\n    nvidia.com/gpu: {quota: 32, limit: 16}')"
+expect_refused "a quota above its limit, in other units" "quota cannot be above limit" \
+  k apply --dry-run=server -f - <<<"$(queue $'  resources:\n    memory: {quota: 2Gi, limit: 1500Mi}')"
+expect_refused "a negative quota" "must not be negative" \
+  k apply --dry-run=server -f - <<<"$(queue $'  resources:\n    nvidia.com/gpu: {quota: -1}')"
+expect_refused "a malformed quantity" "spec.resources.cpu.limit in body should match" \
+  k apply --dry-run=server -f - <<<"$(queue $'  resources:\n    cpu: {limit: lots}')"
+expect_refused "a queue that is its own parent" "spec.parent cannot be the queue itself" \
+  k apply --dry-run=server -f - <<<"$(queue "  parent: $Q")"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
