@@ -62,6 +62,17 @@ class ClientSchedulerApi final : public SchedulerApi {
     co_return result.status();
   }
 
+  asio::awaitable<absl::Status> setQueueStatus(std::string queue, proto::QueueStatus status,
+                                               std::vector<std::string> removed) override {
+    proto::Request req;
+    req.verb = proto::Verb::kPatch;
+    req.path = proto::resources::kQueues.objectPath("", queue, "status");
+    req.content_type = std::string(proto::contentType(proto::PatchType::kMerge));
+    req.body = proto::statusPatch(status, removed);
+    auto result = co_await client_->call(std::move(req));
+    co_return result.status();
+  }
+
   asio::awaitable<absl::Status> setPodGroupStatus(std::string group_namespace,
                                                   std::string group_name,
                                                   proto::PodGroupStatus status) override {

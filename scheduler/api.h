@@ -8,11 +8,13 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "proto/asio.h"
 #include "proto/client.h"
 #include "proto/objects.h"
+#include "proto/queue.h"
 
 namespace muster::scheduler {
 
@@ -71,6 +73,13 @@ class SchedulerApi {
                                                                  std::string claim,
                                                                  std::string claim_uid,
                                                                  std::string resource_version) = 0;
+  // Merge patch of a Queue's status subresource (tenancy); `removed`: resources it no longer
+  // reports. Unimplemented where the API has no queues (test fakes without tenancy).
+  virtual proto::asio::awaitable<absl::Status> setQueueStatus(std::string /*queue*/,
+                                                              proto::QueueStatus /*status*/,
+                                                              std::vector<std::string> /*removed*/) {
+    co_return absl::UnimplementedError("setQueueStatus");
+  }
 };
 using SchedulerApiPtr = std::shared_ptr<SchedulerApi>;
 

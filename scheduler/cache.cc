@@ -318,7 +318,8 @@ absl::Status ClusterCache::suspend(std::string_view pod_key) {
   CachedPod& cached = it->second;
   account(cached.node, *cached.requests, cached.ports, -1, shareGpu(cached, -1));
   countClaims(*cached.placed, cached.node, -1);
-  countWorkload(*cached.placed, *cached.requests, cached.gpu_milli, -1);
+  countWorkload(it->first, *cached.placed, *cached.requests, cached.gpu_milli, -1,
+                /*simulation=*/true);
   with_anti_affinity_.erase(it->first);
   with_terms_.erase(it->first);
   suspended_.emplace(it->first, std::move(cached));
@@ -338,8 +339,10 @@ absl::Status ClusterCache::resume(std::string_view pod_key) {
   return absl::OkStatus();
 }
 
-void ClusterCache::countWorkload(const PlacedPod& placed, const Resources& requests,
-                                 int32_t gpu_milli, int sign) {
+void ClusterCache::countWorkload(std::string_view key, const PlacedPod& placed,
+                                 const Resources& requests, int32_t gpu_milli, int sign,
+                                 bool simulation) {
+  if (pod_observer_ && !simulation) pod_observer_(key, placed, requests, gpu_milli, sign);
   if (requests[gpu_] > 0 || gpu_milli > 0)
     profile_.count(PodShape{requests[kCpu], requests[kMemory], requests[gpu_], gpu_milli, requests[rdma_]},
                    sign);
@@ -432,7 +435,8 @@ void ClusterCache::unindexUnit(const std::string& key, const GangKey& unit) {
 void ClusterCache::insertPod(std::string key, CachedPod cached, bool index_unit) {
   if (index_unit) indexUnit(key, cached);
   countClaims(*cached.placed, cached.node, +1);
-  countWorkload(*cached.placed, *cached.requests, cached.gpu_milli, +1);
+  countWorkload(key, *cached.placed, *cached.requests, cached.gpu_milli, +1,
+                /*simulation=*/!index_unit);
   if (!cached.placed->required_anti_affinity.empty()) with_anti_affinity_.insert(key);
   if (cached.placed->anyTerm()) with_terms_.insert(key);
   pods_.emplace(std::move(key), std::move(cached));
@@ -456,7 +460,7 @@ void ClusterCache::removePod(std::string_view pod_key) {
   NodeId id = it->second.node;
   account(id, *it->second.requests, it->second.ports, -1, shareGpu(it->second, -1));
   countClaims(*it->second.placed, id, -1);
-  countWorkload(*it->second.placed, *it->second.requests, it->second.gpu_milli, -1);
+  countWorkload(it->first, *it->second.placed, *it->second.requests, it->second.gpu_milli, -1);
   unindexUnit(it->first, it->second.placed->unit);
   with_anti_affinity_.erase(it->first);
   with_terms_.erase(it->first);

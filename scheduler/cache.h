@@ -226,6 +226,13 @@ class ClusterCache {
   void setVolumeLimits(std::string_view node, std::shared_ptr<const VolumeLimits> limits);
   void setClaimDriver(ClaimDriver f) { claim_driver_ = std::move(f); }
   const ClaimDriver& claimDriver() const { return claim_driver_; }
+  // Told of every pod the cache starts (sign +1) or stops (-1) accounting on a node: bound,
+  // assumed, forgotten, removed - not suspended or resumed for a simulation, which the observer
+  // must not mistake for pods leaving; with the pod's requests and the thousandths of a shared
+  // GPU it holds. Tenancy's per-queue accounting.
+  using PodObserver = std::function<void(std::string_view key, const PlacedPod& placed,
+                                         const Resources& requests, int32_t gpu_milli, int sign)>;
+  void setPodObserver(PodObserver f) { pod_observer_ = std::move(f); }
   // Distinct volumes of `driver` attached for the node's placed pods.
   int64_t attachedVolumes(const NodeInfo& node, std::string_view driver) const;
   // How many nodes (present or not) have a device layout.
@@ -363,6 +370,7 @@ class ClusterCache {
   absl::flat_hash_map<std::string, std::shared_ptr<const NodeDevices>> devices_;
   absl::flat_hash_map<std::string, std::shared_ptr<const VolumeLimits>> volume_limits_;
   ClaimDriver claim_driver_;
+  PodObserver pod_observer_;
   absl::flat_hash_map<std::string, std::weak_ptr<const NodeDevices>> shapes_;  // by shapeKey()
   size_t present_count_ = 0;
   uint64_t generation_ = 0;
@@ -376,7 +384,9 @@ class ClusterCache {
   absl::flat_hash_map<std::string, int64_t> model_demand_;
   mutable absl::flat_hash_map<std::string, int64_t> model_supply_;
   // The pod in or out of modelScarcity's demand and of the workload profile.
-  void countWorkload(const PlacedPod& placed, const Resources& requests, int32_t gpu_milli, int sign);
+  // `simulation`: suspend() or resume(), which the PodObserver is not told of.
+  void countWorkload(std::string_view key, const PlacedPod& placed, const Resources& requests,
+                     int32_t gpu_milli, int sign, bool simulation = false);
   WorkloadProfile profile_;  // the accounted pods that ask for GPUs
  public:
   // The resource the domains' GPU index counts.

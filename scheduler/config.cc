@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "scheduler/strings.h"
 
 namespace muster::scheduler {
@@ -116,6 +117,20 @@ cfg::Keys schedulerConfigKeys(SchedulerConfig* c) {
                       cfg::intInto(&c->preemption_nomination_timeout_seconds)}})},
       {"volumeBinding",
        cfg::mapInto({{"timeoutSeconds", cfg::intInto(&c->volume_binding_timeout_seconds)}})},
+      {"tenancy",
+       cfg::mapInto({{"enabled", cfg::boolInto(&c->tenancy_enabled)},
+                     {"defaultQueue", cfg::stringInto(&c->tenancy_default_queue)},
+                     {"usageHalfLife",
+                      [c](const YAML::Node& n, const std::string& key) -> absl::Status {
+                        std::string s;
+                        if (absl::Status st = cfg::readString(n, key, &s); !st.ok()) return st;
+                        absl::Duration d;
+                        if (!absl::ParseDuration(s, &d) || d < absl::ZeroDuration())
+                          return cfg::bad(key, absl::StrCat("must be a duration such as 168h, got \"", s, "\""));
+                        c->tenancy_usage_half_life_seconds = absl::ToInt64Seconds(d);
+                        return absl::OkStatus();
+                      }},
+                     {"statusIntervalSeconds", cfg::intInto(&c->tenancy_status_interval_seconds)}})},
       {"podTopologySpread",
        cfg::mapInto(
            {{"defaultingType",
@@ -189,6 +204,10 @@ absl::Status validateConfig(const SchedulerConfig& c) {
   }
   if (absl::Status s = cfg::nonNegative("gang.defaultScheduleTimeoutSeconds",
                                    c.gang_default_schedule_timeout_seconds);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = cfg::positive("tenancy.statusIntervalSeconds", c.tenancy_status_interval_seconds);
       !s.ok()) {
     return s;
   }

@@ -45,6 +45,13 @@
 //                                          #   counted are those the Services, ReplicationController,
 //                                          #   ReplicaSet or StatefulSet selecting the pod select;
 //                                          #   a pod selected by none gets no defaults
+//   tenancy:                               # queues.muster.dev (scheduler/tenancy/README.md)
+//     enabled: false                       # off: no queue is read, behaviour is single-tenant
+//     defaultQueue: default                # the queue of a pod whose labels and namespace
+//                                          #   name none ("": such pods are in no queue)
+//     usageHalfLife: 168h                  # decay of queues' usage (Slurm's
+//                                          #   PriorityDecayHalfLife; h, m, s; 0: no decay)
+//     statusIntervalSeconds: 10            # a Queue's status is written at most this often
 
 #include <cstdint>
 #include <string>
@@ -86,6 +93,10 @@ struct SchedulerConfig {
   int64_t preemption_victim_cooldown_seconds = 600;
   int64_t preemption_nomination_timeout_seconds = 300;
   int64_t volume_binding_timeout_seconds = 600;
+  bool tenancy_enabled = false;
+  std::string tenancy_default_queue = "default";
+  int64_t tenancy_usage_half_life_seconds = 7 * 24 * 3600;
+  int64_t tenancy_status_interval_seconds = 10;
   enum class SpreadDefaulting { kSystem, kList };
   SpreadDefaulting spread_defaulting = SpreadDefaulting::kSystem;
   struct DefaultSpread {

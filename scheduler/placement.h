@@ -122,6 +122,9 @@ struct Unschedulable {
   int total_nodes = 0;
   bool waiting_for_members = false;  // fewer members than minMember exist
   bool evict_bound_members = false;  // bound members exist and the rest cannot join them
+  // Refused by tenancy (a queue's limit, or no such queue), not by room: no preemption and no
+  // reservation; tried again when pods leave or queues change.
+  bool waiting_for_quota = false;
 };
 
 using PlacementResult = std::variant<GangPlacement, Unschedulable>;

@@ -40,7 +40,10 @@ std::vector<Candidate> collect(const GangRequest& request, const PreemptionReque
       priority = std::max(priority, m.priority);
       newest = std::max(newest, m.started);
     }
-    if (priority >= preemption.priority || priority >= preemption.protected_priority) return;
+    if (priority >= preemption.protected_priority) return;
+    if (preemption.eligible ? !preemption.eligible(key, members, priority)
+                            : priority >= preemption.priority)
+      return;
     if (preemption.cooling_down && preemption.cooling_down(key)) return;
     const int64_t min_runtime =
         preemption.min_runtime_seconds ? preemption.min_runtime_seconds(priority) : 0;
@@ -90,7 +93,9 @@ std::vector<std::string> draining(const GangRequest& request, const PreemptionRe
       priority = std::max(priority, m.priority);
       marked |= m.preempted;
     }
-    if (priority >= preemption.priority) return;
+    if (preemption.eligible ? !preemption.eligible(key, members, priority)
+                            : priority >= preemption.priority)
+      return;
     for (const UnitMember& m : members)
       if (marked || m.terminating) out.push_back(m.pod);
   });
@@ -279,7 +284,11 @@ class Chooser {
                     true);
       }
     }
-    return none("preempting every lower-priority gang it may would still not make room", false);
+    return none(preemption_.eligible || preemption_.allowed
+                    ? "no set of gangs it may take (within the queues' quotas and fair shares) "
+                      "makes room"
+                    : "preempting every lower-priority gang it may would still not make room",
+                false);
   }
 
  private:
@@ -490,9 +499,16 @@ class Chooser {
     return out;
   }
 
-  // place() with exactly `chosen` suspended.
+  // place() with exactly `chosen` suspended; nullopt without a simulation when `allowed` refuses
+  // the set (`check_allowed` false: whether the room would suffice at all).
   std::optional<GangPlacement> fits(Simulation& sim, const GangRequest& request,
-                                    const std::vector<size_t>& chosen) {
+                                    const std::vector<size_t>& chosen, bool check_allowed = true) {
+    if (check_allowed && preemption_.allowed) {
+      std::vector<const std::vector<UnitMember>*> units;
+      units.reserve(chosen.size());
+      for (size_t i : chosen) units.push_back(all_[i].members);
+      if (!preemption_.allowed(units)) return std::nullopt;
+    }
     ++calls_;
     sim.only(chosen);
     PlacementResult r = place(request, cache_, options_);
@@ -605,7 +621,8 @@ class Chooser {
     std::iota(everything.begin(), everything.end(), 0);
     // Not even all of them: nothing here will do.
     auto all_fit = [&] {
-      return mayFit(scope, everything) && fits(sim, request, global(everything)).has_value();
+      return mayFit(scope, everything) &&
+             fits(sim, request, global(everything), /*check_allowed=*/false).has_value();
     };
     if (exhaustive && k <= static_cast<size_t>(preemption_.limits.exact_units)) {
       // Every subset, cheapest first; the first that fits is this scope's optimum.

@@ -80,6 +80,14 @@ struct PreemptionRequest {
   std::function<bool(const GangKey&)> cooling_down;               // null: none
   // Whether a PodDisruptionBudget would refuse evicting the gang's pods; null: never.
   std::function<bool(const GangKey&, const std::vector<UnitMember>&)> pdb_refuses;
+  // Tenancy (scheduler/tenancy/tenancy.h). `eligible(unit, members, priority)`, when set, decides
+  // which units may be victims in place of the priority rule (protectedPriority, minRuntime,
+  // the cooldown and busy units still apply): reclaim takes equal or higher priorities from
+  // queues above their fair share. Room being freed (draining) counts for the units it accepts.
+  std::function<bool(const GangKey&, const std::vector<UnitMember>&, int32_t priority)> eligible;
+  // `allowed(units)`, when set, must accept a set of victims (each unit's members) before it is
+  // simulated: a queue's quota and fair share bound what may be taken from it as a whole.
+  std::function<bool(const std::vector<const std::vector<UnitMember>*>&)> allowed;
   PreemptionLimits limits;
 };
 

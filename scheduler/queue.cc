@@ -65,7 +65,7 @@ absl::Duration SchedulingQueue::backoffFor(int failures) const {
 void SchedulingQueue::leaveState(Gang& gang) {
   switch (gang.state) {
     case State::kActive:
-      active_.erase(gang.order_key());
+      activeErase(gang);
       break;
     case State::kBackoff:
       backoff_.erase({gang.backoff_until, gang.key});
@@ -109,7 +109,7 @@ void SchedulingQueue::setState(Gang& gang, State state) {
   gang.state = state;
   switch (state) {
     case State::kActive:
-      active_.insert(gang.order_key());
+      activeInsert(gang);
       break;
     case State::kBackoff:
       backoff_.insert({gang.backoff_until, gang.key});
@@ -140,12 +140,26 @@ void SchedulingQueue::refreshPriority(Gang& gang) {
     oldest = std::min(oldest, creationOf(pod->pod()));
   }
   if (gang.pending.empty()) p = 0;
-  if (p == gang.priority && oldest == gang.oldest_creation) return;
+  std::string tenant = gang.tenant;
+  if (tenant_of_ && !gang.pending.empty()) tenant = tenant_of_(gang.pending.begin()->second->pod());
+  if (p == gang.priority && oldest == gang.oldest_creation && tenant == gang.tenant) return;
   bool active = gang.state == State::kActive;
-  if (active) active_.erase(gang.order_key());
+  if (active) activeErase(gang);
   gang.priority = p;
   gang.oldest_creation = oldest;
-  if (active) active_.insert(gang.order_key());
+  gang.tenant = std::move(tenant);
+  if (active) activeInsert(gang);
+}
+
+void SchedulingQueue::activeInsert(const Gang& gang) {
+  if (active_[gang.tenant].insert(gang.order_key()).second) ++active_count_;
+}
+
+void SchedulingQueue::activeErase(const Gang& gang) {
+  auto it = active_.find(gang.tenant);
+  if (it == active_.end()) return;
+  active_count_ -= it->second.erase(gang.order_key());
+  if (it->second.empty()) active_.erase(it);
 }
 
 void SchedulingQueue::activateOrBackoff(Gang& gang, absl::Time now) {
@@ -349,7 +363,19 @@ std::optional<GangAttempt> SchedulingQueue::pop() {
   absl::Time now = clock_();
   flush(now);
   if (active_.empty()) return std::nullopt;
-  GangKey key = std::get<2>(*active_.begin());
+  // The queue furthest below its fair share first (one queue without tenancy).
+  auto chosen = active_.begin();
+  if (rank_ && active_.size() > 1) {
+    std::vector<double> best = rank_(chosen->first);
+    for (auto it = std::next(active_.begin()); it != active_.end(); ++it) {
+      std::vector<double> r = rank_(it->first);
+      if (r < best) {
+        best = std::move(r);
+        chosen = it;
+      }
+    }
+  }
+  GangKey key = std::get<2>(*chosen->second.begin());
   Gang& gang = gangs_.at(key);
   setState(gang, State::kInFlight);
   GangAttempt a;
@@ -464,6 +490,11 @@ void SchedulingQueue::reportUnschedulable(const GangAttempt& attempt, const Unsc
   gang.backoff_until = now + backoffFor(gang.failures);
   gang.unschedulable_since = now;
   setState(gang, State::kUnschedulable);
+  if (verdict.waiting_for_quota) {
+    // Room held for a gang that may not run would only keep others off it.
+    reservations_.erase(attempt.key);
+    return;
+  }
 
   if (now - gang.first_seen < absl::Seconds(config_.queue_reservation_after_seconds)) return;
   if (gang.pending.empty()) return;

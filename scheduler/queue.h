@@ -119,6 +119,23 @@ class SchedulingQueue {
   void setNamespaceLabels(std::function<const proto::Labels*(std::string_view)> lookup) {
     namespace_labels_ = std::move(lookup);
   }
+  // Tenancy (scheduler/tenancy/tenancy.h): `tenant_of(pod)` names the queue a pod's gang belongs
+  // to (its first pending member's), `rank(queue)` how far the queue is from its fair share
+  // (compared lexicographically, lower: tried first). With both set, pop() takes the active gang of the lowest-ranked queue
+  // (ties by queue name), and within a queue the usual order (priority, then age). Unset, every
+  // gang is in the queue "" and the order is exactly the one above.
+  void setTenancy(std::function<std::string(const proto::Pod&)> tenant_of,
+                  std::function<std::vector<double>(std::string_view)> rank) {
+    tenant_of_ = std::move(tenant_of);
+    rank_ = std::move(rank);
+  }
+  // Every gang with pending members, with its queue and those members (demand for fair share).
+  void forEachPendingGang(
+      const std::function<void(const std::string& tenant, const GangKey&,
+                               const std::map<std::string, PodInfoPtr>& pending)>& f) const {
+    for (const auto& [key, gang] : gangs_)
+      if (!gang.pending.empty()) f(gang.tenant, key, gang.pending);
+  }
   // Where scheduling.k8s.io/v1alpha2 PodGroups are looked up (none: every one is missing).
   void setWorkloadPodGroups(WorkloadPodGroupLookup lookup) {
     workload_pod_groups_ = std::move(lookup);
@@ -153,7 +170,7 @@ class SchedulingQueue {
   void reportBound(const GangKey& key);
 
   // Introspection (metrics, tests).
-  size_t activeCount() const { return active_.size(); }
+  size_t activeCount() const { return active_count_; }
   size_t backoffCount() const { return backoff_.size(); }
   size_t unschedulableCount() const { return unschedulable_.size(); }
   size_t waitingCount() const;
@@ -183,6 +200,7 @@ class SchedulingQueue {
     absl::Time backoff_until;
     absl::Time unschedulable_since;
     int32_t priority = 0;
+    std::string tenant;             // its queue (setTenancy), "" without tenancy
     int bind_failures = 0;          // attempts in a row whose binds failed
     bool waiting_reported = false;  // the waiting-for-members Event went out
     bool report_waiting = false;    // ... and is due at the next attempt
@@ -227,7 +245,14 @@ class SchedulingQueue {
   // A node map: a Gang is large, and a flat map's empty slots would hold as much again.
   absl::node_hash_map<GangKey, Gang> gangs_;
   absl::flat_hash_map<std::string, GangKey> pod_gang_;
-  std::set<std::tuple<int32_t, absl::Time, GangKey>> active_;
+  // Active gangs by queue (tenant), each in order_key() order; active_count_ in all.
+  using OrderKey = std::tuple<int32_t, absl::Time, GangKey>;
+  std::map<std::string, std::set<OrderKey>, std::less<>> active_;
+  size_t active_count_ = 0;
+  void activeInsert(const Gang& gang);
+  void activeErase(const Gang& gang);
+  std::function<std::string(const proto::Pod&)> tenant_of_;
+  std::function<std::vector<double>(std::string_view)> rank_;
   std::set<std::pair<absl::Time, GangKey>> backoff_;
   std::set<std::pair<absl::Time, GangKey>> unschedulable_;
   // Waiting gangs by when their next waiting-for-members report (condition, Event) is due.

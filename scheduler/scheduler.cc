@@ -145,6 +145,7 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
                return volumeConstraints(pod, volumeLookups(), volumesInFlight());
              },
              [this](const Pod& pod) { return spreadDefaultsFor(pod); }),
+      tenancy_(config_, [this](std::string_view ns) { return namespaceLabels(ns); }),
       group_status_(api, strand_, clock_, [this](const std::string& group_key) {
         return pods_.byIndex(kPodsByPodGroupIndex, group_key);
       }) {
@@ -212,6 +213,7 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
     asio::post(strand_, [this, n, gone] {
       if (gone) namespace_objects_.erase(n->meta.name);
       else namespace_objects_[n->meta.name] = n;
+      tenancy_.onNamespace(n->meta.name);
       // A namespace's labels may let a pod with a namespaceSelector term fit (or not) now.
       queue_.onClusterEvent(ClusterEvent::kNodeUpdated);
       kick();
@@ -254,6 +256,20 @@ Scheduler::Scheduler(SchedulerConfig config, proto::InformerFactory& informers,
       },
       [this](const auto& t) { asio::post(strand_, [this, t] { onNodeTopology(t, true); }); },
   });
+  if (tenancy_.enabled()) {
+    queues_ = &informers.informer<proto::Queue>(proto::resources::kQueues);
+    queues_->addHandlers({
+        [this](const auto& q) { asio::post(strand_, [this, q] { onQueue(q, false); }); },
+        [this](const auto&, const auto& q) { asio::post(strand_, [this, q] { onQueue(q, false); }); },
+        [this](const auto& q) { asio::post(strand_, [this, q] { onQueue(q, true); }); },
+    });
+    cache_.setPodObserver([this](std::string_view key, const PlacedPod& placed,
+                                 const Resources& requests, int32_t gpu_milli, int sign) {
+      tenancy_.observe(key, placed, requests, gpu_milli, sign);
+    });
+    queue_.setTenancy([this](const Pod& pod) { return tenancy_.queueOf(pod); },
+                      [this](std::string_view queue) { return tenancy_.rank(queue); });
+  }
 }
 
 Scheduler::~Scheduler() { stop(); }
@@ -348,6 +364,7 @@ VolumeLookups Scheduler::volumeLookups() const {
 }
 
 void Scheduler::onPodAdd(const std::shared_ptr<const Pod>& pod) {
+  tenancy_.noteDemandChanged();
   if (markedPreempted(*pod) && !pod->spec.node_name.empty() && !pod->meta.deletion_timestamp &&
       !isTerminal(*pod))
     marked_units_.insert(gangKeyOf(*pod));
@@ -359,10 +376,12 @@ void Scheduler::onPodAdd(const std::shared_ptr<const Pod>& pod) {
 
 void Scheduler::onPodUpdate(const std::shared_ptr<const Pod>& old_pod,
                             const std::shared_ptr<const Pod>& pod) {
+  tenancy_.noteDemandChanged();
   if (markedPreempted(*pod) && !pod->spec.node_name.empty() && !pod->meta.deletion_timestamp &&
       !isTerminal(*pod))
     marked_units_.insert(gangKeyOf(*pod));
   cache_.updatePod(*pod);
+  if (pod->meta.deletion_timestamp || markedPreempted(*pod)) tenancy_.markGoing(podKey(*pod));
   if (!pod->spec.node_name.empty() && !isTerminal(*old_pod) && isTerminal(*pod))
     queue_.onClusterEvent(ClusterEvent::kPodTerminated);
   queuePod(pod);
@@ -371,6 +390,7 @@ void Scheduler::onPodUpdate(const std::shared_ptr<const Pod>& old_pod,
 }
 
 void Scheduler::onPodDelete(const std::shared_ptr<const Pod>& pod) {
+  tenancy_.noteDemandChanged();
   std::string key = podKey(*pod);
   evict_sent_.erase(key);
   if (cache_.isAssumed(key)) (void)cache_.forget(key);
@@ -543,7 +563,7 @@ asio::awaitable<void> Scheduler::waitForCaches() {
                         replication_controllers_.hasSynced() && replica_sets_.hasSynced() &&
                         stateful_sets_.hasSynced() && pod_groups_.hasSynced() &&
                         workload_pod_groups_.hasSynced() && namespaces_.hasSynced() &&
-                        pdbs_.hasSynced()))
+                        pdbs_.hasSynced() && (queues_ == nullptr || queues_->hasSynced())))
     co_await sleep(std::chrono::milliseconds(100));
   // NodeTopologies are worth a short wait (placing without them ignores GPU↔NIC alignment), but
   // not a hang: the CRD may not be installed, or no agent runs.
@@ -579,6 +599,7 @@ asio::awaitable<void> Scheduler::loop() {
       updateGauges();
       releaseExpiredHolds();
       checkVolumeBindings();
+      refreshTenancy();
       gauges_updated = now;
     }
     // A preemption a crash or a refused eviction left unfinished is finished first.
@@ -586,11 +607,14 @@ asio::awaitable<void> Scheduler::loop() {
     std::optional<GangAttempt> attempt = queue_.pop();
     if (!attempt) {
       updateGauges();
+      refreshTenancy();
       auto wake = queue_.nextWakeup();
       auto wait = wake ? std::max(absl::ZeroDuration(), *wake - clock_()) : absl::Hours(1);
       // Evictions to send again, holds to release.
       if (!marked_units_.empty() || !holds_.empty() || !volume_bindings_.empty())
         wait = std::min(wait, absl::Seconds(1));
+      // Queue statuses to write, fair shares to keep current.
+      if (tenancy_.enabled()) wait = std::min(wait, absl::Seconds(1));
       wakeup_->expires_after(absl::ToChronoMilliseconds(wait) + std::chrono::milliseconds(1));
       boost::system::error_code ec;
       co_await wakeup_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -618,6 +642,11 @@ void Scheduler::scheduleOne(GangAttempt attempt) {
   };
   if (auto verdict = precheck(attempt)) {
     // Not an attempt: the gang cannot be tried until its members (or PodGroup) exist.
+    reportUnschedulable(attempt, *verdict);
+    return;
+  }
+  if (auto verdict = tenancyRefusal(attempt)) {
+    observe("unschedulable");
     reportUnschedulable(attempt, *verdict);
     return;
   }
@@ -1032,8 +1061,11 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
       nominated.insert(member->pod().status.nominated_node_name);
   auto hold = holds_.find(attempt.key);
   if (hold != holds_.end()) nominated.insert(hold->second.nodes.begin(), hold->second.nodes.end());
+  // Reclaim may take equal or higher priorities: with tenancy, every pod going counts.
+  const int32_t drain_below =
+      tenancy_.enabled() ? std::numeric_limits<int32_t>::max() : attempt.priority;
   if (!nominated.empty()) {
-    const int draining = drainingOn(nominated, attempt.priority);
+    const int draining = drainingOn(nominated, drain_below);
     if (hold == holds_.end()) {
       Hold h{nominated, now + absl::Seconds(config_.preemption_nomination_timeout_seconds), {}};
       for (const auto& member : attempt.members)
@@ -1066,7 +1098,42 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
   options.single_pod_strategy = config_.single_pod_strategy;
   options.namespace_labels = [this](std::string_view ns) { return namespaceLabels(ns); };
   const auto started = std::chrono::steady_clock::now();
-  PreemptionResult result = choosePreemption(request, p, cache_, options);
+  // With tenancy: a gang of a queue below its fair share first reclaims borrowed work from queues
+  // above theirs; otherwise (or when that finds nothing) priority preemption, which takes no
+  // other queue's work within its quota.
+  std::string reclaimer;
+  PreemptionResult result = NoPreemption{};
+  if (tenancy_.enabled()) {
+    refreshTenancy(/*now_if_changed=*/true);
+    const std::string queue = tenancy_.queueOf(attempt.members.front()->pod());
+    tenancy::Request asked;
+    for (const PodInfoPtr& member : attempt.members) asked += tenancy::Request{member->requests, member->gpu_milli};
+    auto allowed = [this, queue, asked](bool reclaim) {
+      return [this, queue, asked, reclaim](const std::vector<const std::vector<UnitMember>*>& units) {
+        std::vector<std::vector<std::string>> pods;
+        for (const auto* members : units) {
+          pods.emplace_back();
+          for (const UnitMember& m : *members) pods.back().push_back(m.pod);
+        }
+        return tenancy_.victimsAllowed(queue, asked, pods, reclaim);
+      };
+    };
+    if (tenancy_.belowFairShare(queue)) {
+      PreemptionRequest r = p;
+      r.eligible = [this, queue](const GangKey&, const std::vector<UnitMember>& members, int32_t) {
+        return !members.empty() && tenancy_.mayReclaimFrom(queue, tenancy_.queueOfPod(members.front().pod));
+      };
+      r.allowed = allowed(true);
+      result = choosePreemption(request, r, cache_, options);
+      if (std::holds_alternative<PreemptionPlan>(result)) reclaimer = queue;
+    }
+    if (reclaimer.empty()) {
+      p.allowed = allowed(false);
+      result = choosePreemption(request, p, cache_, options);
+    }
+  } else {
+    result = choosePreemption(request, p, cache_, options);
+  }
   m().preemption_duration.observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (const auto* none = std::get_if<NoPreemption>(&result)) {
@@ -1099,7 +1166,7 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
   if (plan.victims.empty()) {
     // Pods preempted earlier (by this gang before a restart, or by a gang since gone) are
     // terminating where it fits: wait for them rather than choose more.
-    const int draining = drainingOn(h.nodes, attempt.priority);
+    const int draining = drainingOn(h.nodes, drain_below);
     MUSTER_LOG_INFO(2, "Waiting for preempted pods", "gang", attempt.key.toString(), "pods",
                     draining, "placement", plan.placement.describe());
     absl::StrAppend(&verdict->message, " Waiting for ", draining, draining == 1 ? " pod" : " pods",
@@ -1108,7 +1175,9 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
     return;
   }
   const std::string preemptor = attempt.key.toString();
-  const std::string message = absl::StrCat("Preempted by ", preemptor);
+  const std::string message =
+      reclaimer.empty() ? absl::StrCat("Preempted by ", preemptor)
+                        : absl::StrCat("Reclaimed by queue ", reclaimer, " for gang ", preemptor);
   std::vector<std::string> victim_names;
   std::vector<PodRef> victims;
   for (const VictimUnit& unit : plan.victims) {
@@ -1121,8 +1190,10 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
       auto pod = pods_.get(key.substr(0, slash), key.substr(slash + 1));
       if (!pod) continue;
       victims.push_back(PodRef::of(*pod));
+      tenancy_.markGoing(key);
       evict_sent_[key] = now;
-      if (told++ < kEventsPerAttempt) events_.event(*pod, "Warning", "Preempted", message);
+      if (told++ < kEventsPerAttempt)
+        events_.event(*pod, "Warning", reclaimer.empty() ? "Preempted" : "Reclaimed", message);
     }
   }
   m().preemption_victims.observe(static_cast<double>(victims.size()));
@@ -1130,9 +1201,12 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
                   absl::StrJoin(victim_names, ", "), "pods", victims.size(), "nodes",
                   absl::StrJoin(plan.victimNodes(), ","), "placement", plan.placement.describe(),
                   "simulations", plan.place_calls);
+  if (!reclaimer.empty()) noteReclaim(reclaimer, plan);
   markAndEvict(std::move(victims), {}, message);
   nominate();
-  const std::string what = absl::StrCat("Preempting ", plan.describe());
+  const std::string what =
+      absl::StrCat(reclaimer.empty() ? "Preempting " : "Reclaiming for queue " + reclaimer + ": ",
+                   plan.describe());
   for (size_t i = 0; i < attempt.members.size() && i < kEventsPerAttempt; ++i)
     events_.event(attempt.members[i]->pod(), "Normal", "Preempting", what);
   absl::StrAppend(&verdict->message, " ", what, ".");

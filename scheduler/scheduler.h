@@ -33,6 +33,7 @@
 #include "proto/informer_factory.h"
 #include "proto/nodetopology.h"
 #include "proto/objects.h"
+#include "proto/queue.h"
 #include "scheduler/api.h"
 #include "scheduler/binder.h"
 #include "scheduler/cache.h"
@@ -42,6 +43,7 @@
 #include "scheduler/preemption.h"
 #include "scheduler/queue.h"
 #include "scheduler/status_writer.h"
+#include "scheduler/tenancy/tenancy.h"
 #include "scheduler/volume_binding.h"
 
 namespace muster::scheduler {
@@ -83,6 +85,15 @@ class Scheduler {
   // kube-scheduler; written only when it changes.
   void setPodGroupScheduled(const GangAttempt& attempt, bool scheduled, std::string message);
   void onNodeTopology(const std::shared_ptr<const proto::NodeTopology>& topology, bool deleted);
+  // Tenancy (tenancy.enabled): a Queue changed; the fair shares and the Queue status writes.
+  void onQueue(const std::shared_ptr<const proto::Queue>& queue, bool deleted);
+  // `now_if_changed`: also within the second when demand changed (before a reclaim).
+  void refreshTenancy(bool now_if_changed = false);
+  proto::asio::awaitable<void> writeQueueStatuses();
+  // Why tenancy keeps the gang out now (a queue's limit, a queue that does not exist), if it does.
+  std::optional<Unschedulable> tenancyRefusal(const GangAttempt& attempt);
+  // Counts a reclaim for `queue` (metrics, and its victims' GPUs).
+  void noteReclaim(const std::string& queue, const PreemptionPlan& plan);
   void onClaim(const proto::PersistentVolumeClaim& claim);
   void onVolume(const proto::PersistentVolume& volume);
   void onCSINode(const proto::CSINode& csi_node, bool deleted);
@@ -176,6 +187,8 @@ class Scheduler {
   proto::Informer<proto::Namespace>& namespaces_;
   // What preemption must not break.
   proto::Informer<proto::PodDisruptionBudget>& pdbs_;
+  // Asked for only with tenancy.enabled (the CRD need not exist otherwise).
+  proto::Informer<proto::Queue>* queues_ = nullptr;
 
   SchedulerApiPtr api_;
   Binder binder_;
@@ -190,6 +203,8 @@ class Scheduler {
   // The PodGroupScheduled condition last sent per v1alpha2 PodGroup: "status reason message".
   std::map<std::string, std::string> workload_condition_sent_;
   SchedulingQueue queue_;
+  tenancy::Tenancy tenancy_;
+  bool queue_status_writing_ = false;  // writeQueueStatuses() is running
   PodGroupStatusUpdater group_status_;
   std::unique_ptr<proto::asio::steady_timer> wakeup_;
   // Pods refused for unbound claims before the claims were listed: told once they are.

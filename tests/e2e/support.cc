@@ -398,7 +398,9 @@ void createNode(proto::Client& client, const std::string& name, const std::strin
   std::string resources = absl::StrCat(R"({"cpu":")", shape.cpu, R"(","memory":")", shape.memory,
                                        R"(","pods":"110","nvidia.com/gpu":")", shape.gpus,
                                        R"(","preferred.jp/rdma":")", shape.rdma < 0 ? shape.gpus : shape.rdma,
-                                       R"("})");
+                                       "\"");
+  for (const auto& [k, v] : shape.extra) absl::StrAppend(&resources, ",\"", k, "\":\"", v, "\"");
+  resources += "}";
   std::string taints;
   for (const auto& [kv, effect] : shape.taints) {
     auto eq = kv.find('=');

@@ -141,6 +141,7 @@ struct NodeShape {
   bool kwok = true;  // false: kwok does not manage it, so it never becomes Ready
   std::vector<std::pair<std::string, std::string>> taints;  // key=value:Effect as (key=value, effect)
   bool unschedulable = false;
+  std::map<std::string, std::string> extra;  // more allocatable resources, name → quantity
 };
 void createNode(proto::Client& client, const std::string& name, const std::string& run,
                 const std::map<std::string, std::string>& labels, const NodeShape& shape = {});

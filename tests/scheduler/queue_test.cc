@@ -2,6 +2,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "tests/scheduler/builders.h"
 
@@ -53,6 +57,39 @@ TEST_CASE("gangs come out by priority, then age", "[queue]") {
   CHECK(q.pop()->key.name == "old-low");
   CHECK(q.pop()->key.name == "new-low");
   CHECK_FALSE(q.pop().has_value());
+}
+
+TEST_CASE("with tenancy, the queue furthest below its fair share goes first, then priority and age",
+          "[queue]") {
+  FakeClock clock;
+  SchedulingQueue q(config(), clock.clock(), kNoGroups);
+  std::map<std::string, std::vector<double>> rank = {{"a", {0.5}}, {"b", {0.2}}};
+  q.setTenancy(
+      [](const proto::Pod& p) {
+        auto it = p.meta.labels.find("muster.dev/queue");
+        return it == p.meta.labels.end() ? std::string() : it->second;
+      },
+      [&rank](std::string_view queue) { return rank.at(std::string(queue)); });
+  auto add = [&](const std::string& name, const std::string& queue, int32_t priority) {
+    for (int i = 0; i < 2; ++i)
+      REQUIRE(q.addOrUpdatePod(pod(name + "-" + std::to_string(i)).gang(name, 2).priority(priority)
+                                   .label("muster.dev/queue", queue)).ok());
+    clock.advance(absl::Seconds(1));
+  };
+  add("a-high", "a", 100);
+  add("b-old", "b", 0);
+  add("b-high", "b", 10);
+  add("a-low", "a", 0);
+  CHECK(q.activeCount() == 4);
+  CHECK(q.pop()->key.name == "b-high");  // b is further below its share than a
+  CHECK(q.pop()->key.name == "b-old");
+  CHECK(q.pop()->key.name == "a-high");
+  rank["a"] = {0.1};  // the order follows the rank at each pop
+  add("b-new", "b", 1000);
+  CHECK(q.pop()->key.name == "a-low");
+  CHECK(q.pop()->key.name == "b-new");
+  CHECK_FALSE(q.pop().has_value());
+  CHECK(q.activeCount() == 0);
 }
 
 TEST_CASE("creation timestamps order gangs when present", "[queue]") {
