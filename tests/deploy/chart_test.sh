@@ -162,7 +162,7 @@ NS2="muster-chart-helm-$$"      # the helm install/upgrade/uninstall release
 SNS="muster-chart-slurm-$$"     # the Slurm users' namespace of part 7
 REL=muster
 SA=muster-scheduler AGENT_SA=muster-topology LEASE=muster-scheduler
-CRD_NAMES=(nodetopologies.muster.dev paralleljobs.preferred.jp podgroups.scheduling.x-k8s.io)
+CRD_NAMES=(nodetopologies.muster.dev paralleljobs.preferred.jp podgroups.scheduling.x-k8s.io queues.muster.dev)
 CREATED_CRDS=() sched_pid="" topo_pid="" helm_installed=0 agent_node="" login_pid=""
 for c in "${CRD_NAMES[@]}"; do k get crd "$c" >/dev/null 2>&1 || CREATED_CRDS+=("$c"); done
 
@@ -185,7 +185,7 @@ trap cleanup EXIT
 
 # ---------------------------------------------------------------------------------------------
 echo "# 2. apply to $(k version -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')"
-expect_eq "helm show crds: the chart's 3 CRDs" "3" bash -c "'$HELM' show crds '$chart' | grep -c '^kind: CustomResourceDefinition'"
+expect_eq "helm show crds: the chart's 4 CRDs" "4" bash -c "'$HELM' show crds '$chart' | grep -c '^kind: CustomResourceDefinition'"
 for c in "${CRD_NAMES[@]}"; do
   if printf '%s\n' "${CREATED_CRDS[@]}" | grep -qx "$c"; then
     expect_ok "CRD $c: kubectl create --dry-run=server" k create --dry-run=server -f "$chart/crds/$c.yaml"
@@ -331,6 +331,8 @@ cannot "create leases in kube-system" create leases.coordination.k8s.io -n kube-
 cannot "update another Lease in its namespace" update leases.coordination.k8s.io/kube-scheduler -n "$NS"
 cannot "delete its Lease" delete leases.coordination.k8s.io/$LEASE -n "$NS"
 cannot "write NodeTopology (the agent's)" create nodetopologies.muster.dev
+cannot "tenancy off (the default): list queues" list queues.muster.dev
+cannot "write a Queue (the operators')" create queues.muster.dev
 cannot "create clusterrolebindings" create clusterrolebindings
 cannot "escalate clusterroles" escalate clusterroles
 cannot "impersonate users" impersonate users
@@ -558,7 +560,7 @@ expect_ok "helm uninstall" hk uninstall second -n "$NS2"
 helm_installed=0
 expect_fail "uninstall removed the Deployment" "NotFound" k get deploy -n "$NS2" second-muster-scheduler
 expect_fail "uninstall removed the ClusterRole" "NotFound" k get clusterrole second-muster-scheduler
-expect_ok "uninstall kept the CRDs" k get crd paralleljobs.preferred.jp podgroups.scheduling.x-k8s.io nodetopologies.muster.dev
+expect_ok "uninstall kept the CRDs" k get crd paralleljobs.preferred.jp podgroups.scheduling.x-k8s.io nodetopologies.muster.dev queues.muster.dev
 
 # ---------------------------------------------------------------------------------------------
 echo "# 7. Slurm: who owns a job (the owner check), with two users' and an operator's tokens"

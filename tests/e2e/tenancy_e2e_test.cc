@@ -201,8 +201,8 @@ TEST_CASE("a pod naming a queue that does not exist stays pending with an Event,
   REQUIRE(waitFor([&] { return !listPods(*env.client, env.run).at("p-0").spec.node_name.empty(); }));
 }
 
-TEST_CASE("reclaim: two equal teams, quota a quarter each; A fills the cluster, B takes back half, "
-          "whole gangs only, none twice") {
+TEST_CASE("reclaim: two equal teams with a quarter of the cluster each - A fills it, B takes back "
+          "half, whole gangs only, none twice") {
   Env env("treclaim");
   Queues queues(env);
   // 8 nodes of 8 GPUs = 64; quotas 16 each; the 32 left split evenly: fair shares 32 and 32.
