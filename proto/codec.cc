@@ -1201,6 +1201,17 @@ std::string claimRefPatch(std::string_view claim_namespace, std::string_view cla
   return w.str();
 }
 
+void writeConditions(JsonWriter& w, const std::vector<Condition>& conditions) {
+  w.key("conditions").beginArray();
+  for (const Condition& c : conditions) {
+    w.beginObject().stringField("type", c.type).stringField("status", c.status);
+    w.stringField("reason", c.reason).stringField("message", c.message);
+    w.stringField("lastTransitionTime", c.last_transition_time);
+    w.endObject();
+  }
+  w.endArray();
+}
+
 std::string workloadPodGroupConditionPatch(const Condition& condition,
                                            int64_t observed_generation) {
   JsonWriter w;

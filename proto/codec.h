@@ -118,6 +118,10 @@ std::string evictionBody(std::string_view pod_namespace, std::string_view pod_na
 std::string statusPatch(const PodGroupStatus& status);
 std::string statusPatch(const ParallelJobStatus& status);
 
+// "conditions":[...] of metav1.Conditions, each with every required field (type, status,
+// reason, message - which may be "" - and lastTransitionTime), for status patches.
+void writeConditions(JsonWriter& w, const std::vector<Condition>& conditions);
+
 // Strategic-merge-patch body for a scheduling.k8s.io/v1alpha2 PodGroup's status that sets one
 // metav1.Condition, merged by its type (reason, message and lastTransitionTime are required
 // there): {"status":{"conditions":[{..., "observedGeneration":N}]}}.

@@ -337,15 +337,7 @@ std::string statusPatch(const NodeTopologyStatus& status) {
   JsonWriter w;
   w.beginObject().key("status").beginObject();
   w.integerField("observedGeneration", status.observed_generation);
-  w.key("conditions").beginArray();
-  for (const Condition& c : status.conditions) {
-    // metav1.Condition: reason, message and lastTransitionTime are required (message may be "").
-    w.beginObject().stringField("type", c.type).stringField("status", c.status);
-    w.stringField("reason", c.reason).stringField("message", c.message);
-    w.stringField("lastTransitionTime", c.last_transition_time);
-    w.endObject();
-  }
-  w.endArray();
+  writeConditions(w, status.conditions);
   w.endObject().endObject();
   return w.str();
 }

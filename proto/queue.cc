@@ -142,14 +142,7 @@ std::string statusPatch(const QueueStatus& status, const std::vector<std::string
   w.stringField("gpuFairShare", status.summary.gpu_fair_share);
   w.stringField("gpuAllocated", status.summary.gpu_allocated);
   w.endObject();
-  w.key("conditions").beginArray();
-  for (const Condition& c : status.conditions) {
-    w.beginObject().stringField("type", c.type).stringField("status", c.status);
-    w.stringField("reason", c.reason).stringField("message", c.message);
-    w.stringField("lastTransitionTime", c.last_transition_time);
-    w.endObject();
-  }
-  w.endArray();
+  writeConditions(w, status.conditions);
   w.endObject().endObject();
   return w.str();
 }
