@@ -3,8 +3,9 @@
 # proven with the chart's own ServiceAccounts:
 #
 #   1. helm lint --strict and helm template on the default values and on each switch (job engine
-#      off, agent off, pod-resources on, ServiceMonitor capability present); bad values refused by
-#      the schema and the templates; the chart's crds/ identical to manifests/crds/.
+#      off, agent off, pod-resources on, ServiceMonitor capability present, tenancy on and its
+#      queue policy); bad values refused by the schema and the templates; the chart's crds/
+#      identical to manifests/crds/.
 #   2. The rendered objects applied with `kubectl apply --dry-run=server`, then for real (CRDs first,
 #      and only those that are absent, as Helm's crds/ does); every object exists afterwards.
 #   3. A token minted for the scheduler's ServiceAccount (TokenRequest) in a kubeconfig that holds
@@ -39,6 +40,13 @@
 #      while another user's scancel of its job is refused. With Slurm on, the job engine's
 #      ServiceAccount may patch a pod's muster.dev/slurm-signal annotation (scancel --signal) and,
 #      by a ValidatingAdmissionPolicy, nothing else of a pod.
+#   9. Tenancy: who may use a queue (tenancy.admission, a ValidatingAdmissionPolicy), with two
+#      tenants' ServiceAccount tokens in namespaces an operator bound to their queues (label
+#      muster.dev/queue, annotation muster.dev/queues): a pod or ParallelJob (or its launcher's
+#      template) naming another team's queue, the default queue or "" is refused, and so is
+#      relabelling a pod or job to one; the namespace's own, listed and (unbound) default queues
+#      are admitted; the rule is the namespace's, an admin's pods included; tenants cannot patch
+#      their Namespace; a rebinding applies at once and leaves admitted objects updatable.
 #
 # chart_test.sh --dir DIR [--scheduler BIN] [--topology BIN]
 #     DIR: a running cluster (tests/cluster/up.sh --dir DIR) with kwok nodes.
@@ -88,7 +96,7 @@ expect_ok "helm lint --strict (default values)" h lint --strict "$chart"
 for variant in "jobEngine.enabled=false" "jobEngine.rdmaConfInitContainer=false" \
                "agent.enabled=false" "agent.podResources.enabled=true" \
                "leaderElection.enabled=false,scheduler.replicas=1" "rbac.create=false" \
-               "topologyLevels={muster.dev/block,muster.dev/spine,muster.dev/rack}"; do
+               "topologyLevels={muster.dev/block,muster.dev/spine,muster.dev/rack}" "tenancy.enabled=true"; do
   expect_ok "helm lint --strict --set $variant" h lint --strict "$chart" --set "$variant"
 done
 render() { h template muster "$chart" --namespace muster-system "$@"; }
@@ -97,6 +105,13 @@ expect_eq "default render: the objects" \
   "ClusterRole ClusterRole ClusterRole ClusterRoleBinding ClusterRoleBinding ClusterRoleBinding ConfigMap DaemonSet Deployment PodDisruptionBudget Role RoleBinding Service ServiceAccount ServiceAccount ValidatingAdmissionPolicy ValidatingAdmissionPolicyBinding" kinds
 expect_eq "jobEngine.podRightsCheck=false: no ParallelJob pod-rights policy" "0" \
   bash -c "'$HELM' template muster '$chart' --set jobEngine.podRightsCheck=false | { grep -c 'name: muster-paralleljob-pod-rights' || true; }"
+expect_eq "tenancy off (the default) or tenancy.admission=false: no queue policy; tenancy on: the policy and its binding" "0 0 2" \
+  bash -c "for v in '' 'tenancy.enabled=true,tenancy.admission=false' 'tenancy.enabled=true'; do '$HELM' template muster '$chart' \${v:+--set \"\$v\"} | { grep -c '^  name: muster-queue-admission$' || true; }; done | paste -sd' '"
+expect_eq "tenancy.defaultQueue reaches the queue policy (\"\": an unbound namespace gets no default queue)" \
+  '["batch"]|[]' \
+  bash -c "for q in batch ''; do '$HELM' template muster '$chart' --set tenancy.enabled=true --set tenancy.defaultQueue=\$q --show-only templates/queue-admission.yaml | python3 -c 'import sys, yaml; print(*[v[\"expression\"].split(\" : \")[-1] for d in yaml.safe_load_all(sys.stdin) if d and d[\"kind\"] == \"ValidatingAdmissionPolicy\" for v in d[\"spec\"][\"variables\"] if v[\"name\"] == \"own\"])'; done | paste -sd'|'"
+expect_fail "a tenancy.admission that is not a boolean is refused by the schema" "at '/tenancy/admission': got string, want boolean" \
+  render --set tenancy.admission=maybe
 slurm_on=(--set-json 'slurm.partitions=[{"name":"gpu","template":{}}]' --set-json 'slurm.users.namespaces=["hpc-a","hpc-b"]')
 expect_eq "Slurm on: a ResourceQuota of 10000 ParallelJobs and 20100 Secrets in each users' namespace" \
   "hpc-a 10000 20100|hpc-b 10000 20100" \
@@ -160,6 +175,7 @@ NS="muster-chart-$$"           # the release namespace
 WORK_NS="muster-chart-work-$$"  # where the test's pods go
 NS2="muster-chart-helm-$$"      # the helm install/upgrade/uninstall release
 SNS="muster-chart-slurm-$$"     # the Slurm users' namespace of part 7
+QA="muster-chart-qa-$$" QB="muster-chart-qb-$$" QN="muster-chart-qn-$$"  # the tenants' of part 9
 REL=muster
 SA=muster-scheduler AGENT_SA=muster-topology LEASE=muster-scheduler
 CRD_NAMES=(nodetopologies.muster.dev paralleljobs.preferred.jp podgroups.scheduling.x-k8s.io queues.muster.dev)
@@ -177,7 +193,9 @@ cleanup() {
   [ -z "$login_pid" ] || { kill -KILL -- "-$login_pid" 2>/dev/null; wait "$login_pid" 2>/dev/null; }
   [ ! -f "$work/login.yaml" ] || k delete -f "$work/login.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
   [ ! -f "$work/signal.yaml" ] || k delete -f "$work/signal.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
-  for ns in "$WORK_NS" "$NS" "$NS2" "$SNS"; do delete_namespace "$ns"; done
+  [ ! -f "$work/queue.yaml" ] || k delete -f "$work/queue.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
+  for ns in "$QA" "$QB"; do k delete paralleljobs.preferred.jp -n "$ns" --all --ignore-not-found --wait=false >/dev/null 2>&1; done
+  for ns in "$WORK_NS" "$NS" "$NS2" "$SNS" "$QA" "$QB" "$QN"; do delete_namespace "$ns"; done
   [ ${#CREATED_CRDS[@]} -eq 0 ] || k delete crd "${CREATED_CRDS[@]}" --ignore-not-found >/dev/null 2>&1
   if [ "$failed" -gt 0 ]; then echo "# logs kept in $work"; else rm -rf "$work"; fi
 }
@@ -897,6 +915,125 @@ only="Muster's ServiceAccount may change only a pod's muster.dev/slurm-signal or
 expect_fail "... but not another annotation" "$only" sig_patch '{"metadata":{"annotations":{"keep":"2"}}}'
 expect_fail "... nor a label" "$only" sig_patch '{"metadata":{"labels":{"app":"y"}}}'
 expect_fail "... nor the image" "$only" sig_patch '{"spec":{"containers":[{"name":"main","image":"evil"}]}}'
+
+# ---------------------------------------------------------------------------------------------
+echo "# 9. tenancy: who may use a queue (two tenants' tokens)"
+# Two tenants' namespaces, bound by an operator (this test's admin kubeconfig): A to its team's
+# queue plus a shared one (its annotation, spaces around the comma), B to its own; a third with no
+# binding, whose pods may use the default queue. alice may write pods and ParallelJobs in A only,
+# bob in B only; neither may change a Namespace.
+team_a="q$$-team-a" team_b="q$$-team-b" shared="q$$-shared"
+NOBODY="muster-chart-nobody-$$"  # a schedulerName no scheduler serves: nothing runs
+h template "$REL" "$chart" --namespace "$NS" --set tenancy.enabled=true \
+  --show-only templates/queue-admission.yaml > "$work/queue.yaml"
+expect_eq "the queue policy renders with its binding" \
+  "ValidatingAdmissionPolicy ValidatingAdmissionPolicyBinding" \
+  bash -c "sed -n 's/^kind: //p' '$work/queue.yaml' | sort | paste -sd' '"
+expect_ok "kubectl apply of the queue policy" k apply -f "$work/queue.yaml"
+for ns in "$QA" "$QB" "$QN"; do k create namespace "$ns" >/dev/null; done
+k label namespace "$QA" "muster.dev/queue=$team_a" >/dev/null
+k annotate namespace "$QA" "muster.dev/queues=$shared , q$$-other" >/dev/null
+k label namespace "$QB" "muster.dev/queue=$team_b" >/dev/null
+tenant_ns() { case $1 in alice) echo "$QA" ;; bob) echo "$QB" ;; esac; }
+for u in alice bob; do
+  ns=$(tenant_ns "$u")
+  k create serviceaccount "$u" -n "$ns" >/dev/null
+  k create role tenant -n "$ns" --verb=get,list,watch,create,update,patch,delete \
+    --resource=pods,paralleljobs.preferred.jp >/dev/null
+  k create rolebinding tenant -n "$ns" --role=tenant --serviceaccount="$ns:$u" >/dev/null
+  kubeconfig_with_token "$KUBECONFIG" "$(k create token "$u" -n "$ns" --duration=1h)" "$work/tenant-$u.kubeconfig"
+done
+tenant() { local u=$1; shift; "$KUBECTL" --request-timeout=30s --kubeconfig "$work/tenant-$u.kubeconfig" "$@"; }
+queue_pod() {  # queue_pod NAME [QUEUE]: a pod, labelled muster.dev/queue=QUEUE if given
+  printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n' "$1"
+  [ $# -lt 2 ] || printf '  labels: {muster.dev/queue: "%s"}\n' "$2"
+  printf 'spec:\n  schedulerName: %s\n  containers: [{name: main, image: busybox}]\n' "$NOBODY"
+}
+queue_job() {  # queue_job NAME QUEUE [LAUNCHER_QUEUE]: an mpi-openmpi ParallelJob labelled QUEUE
+  printf 'apiVersion: preferred.jp/v1alpha1\nkind: ParallelJob\nmetadata: {name: %s, labels: {muster.dev/queue: "%s"}}\n' "$1" "$2"
+  printf 'spec:\n  runtimeRef: {name: mpi-openmpi}\n  numPods: 1\n  launcher:\n'
+  [ $# -lt 3 ] || printf '    metadata: {labels: {muster.dev/queue: "%s"}}\n' "$3"
+  printf '    spec: {schedulerName: %s, containers: [{name: main, image: busybox}]}\n' "$NOBODY"
+}
+tenant_create() {  # tenant_create USER KIND NAME [QUEUE...]: USER creates it in their namespace
+  local u=$1 kind=$2; shift 2
+  "queue_$kind" "$@" | tenant "$u" -n "$(tenant_ns "$u")" create -f -
+}
+admin_create() {  # admin_create NS KIND NAME [QUEUE...]
+  local ns=$1 kind=$2; shift 2
+  "queue_$kind" "$@" | k -n "$ns" create -f -
+}
+# The policy takes effect shortly after it is created (and alice's Role too): wait until her
+# server-side dry run of a pod in bob's queue is refused by it.
+foreign_refused() {
+  local out
+  out=$(queue_pod probe "$team_b" | tenant alice -n "$QA" create --dry-run=server -f - 2>&1)
+  grep -qF "may not use queue" <<<"$out"
+}
+if wait_until 60 foreign_refused; then ok "the queue policy is in force within 60 s"
+else not_ok "the queue policy is in force within 60 s" "$(queue_pod probe "$team_b" | tenant alice -n "$QA" create --dry-run=server -f - 2>&1)"; fi
+expect_ok "alice creates a pod in her queue" tenant_create alice pod mine "$team_a"
+expect_ok "alice creates a pod that names no queue (her namespace's applies)" tenant_create alice pod plain
+expect_ok "alice creates a pod in the shared queue her namespace's annotation lists" tenant_create alice pod shared "$shared"
+expect_fail "alice cannot create a pod in bob's queue (the message names queue, namespace and fix)" \
+  "namespace \"$QA\" may not use queue \"$team_b\": its queues are \"$team_a\" (label muster.dev/queue) and those in its annotation muster.dev/queues (\"$shared\", \"q$$-other\"); an operator binds namespaces to queues" \
+  tenant_create alice pod theirs "$team_b"
+expect_fail "alice cannot create a pod in the default queue (her namespace is bound to a queue)" \
+  "namespace \"$QA\" may not use queue \"default\"" tenant_create alice pod dflt default
+expect_fail "nor one labelled with an empty queue (no queue: bound by nothing)" \
+  "namespace \"$QA\" may not use queue \"\"" tenant_create alice pod none ""
+expect_fail "alice cannot move her pod to bob's queue (kubectl label --overwrite)" \
+  "namespace \"$QA\" may not use queue \"$team_b\"" \
+  tenant alice -n "$QA" label pod mine "muster.dev/queue=$team_b" --overwrite
+expect_eq "her pod is still in her queue" "$team_a" \
+  tenant alice -n "$QA" get pod mine -o 'jsonpath={.metadata.labels.muster\.dev/queue}'
+expect_ok "alice may label a pod that named no queue with her own" \
+  tenant alice -n "$QA" label pod plain "muster.dev/queue=$team_a"
+expect_fail "alice cannot create a ParallelJob in bob's queue" \
+  "paralleljobs.preferred.jp \"job-b\" is forbidden: ValidatingAdmissionPolicy '$REL-queue-admission' with binding '$REL-queue-admission' denied request: namespace \"$QA\" may not use queue \"$team_b\"" \
+  tenant_create alice job job-b "$team_b"
+expect_fail "nor one whose launcher's pod template names bob's queue" \
+  "namespace \"$QA\" may not use queue \"$team_b\"" tenant_create alice job job-l "$team_a" "$team_b"
+expect_ok "alice creates a ParallelJob in her queue" tenant_create alice job job-a "$team_a" "$team_a"
+expect_fail "nor relabel it to bob's queue" "namespace \"$QA\" may not use queue \"$team_b\"" \
+  tenant alice -n "$QA" label paralleljob job-a "muster.dev/queue=$team_b" --overwrite
+expect_fail "bob cannot create a pod in alice's queue" \
+  "namespace \"$QB\" may not use queue \"$team_a\": its queues are \"$team_b\" (label muster.dev/queue) and those in its annotation muster.dev/queues (none)" \
+  tenant_create bob pod theirs "$team_a"
+expect_fail "nor in the queue shared with alice's namespace (it is not listed in his)" \
+  "namespace \"$QB\" may not use queue \"$shared\"" tenant_create bob pod shared "$shared"
+expect_ok "bob creates a pod in his queue" tenant_create bob pod mine "$team_b"
+expect_ok "a pod in the default queue, in a namespace with no binding (admin)" admin_create "$QN" pod dflt default
+expect_fail "but not another team's queue there, even for an admin (the rule is the namespace's)" \
+  "namespace \"$QN\" may not use queue \"$team_a\": its queues are \"default\" (the default queue: it has no label muster.dev/queue)" \
+  admin_create "$QN" pod theirs "$team_a"
+# RBAC on namespaces is what makes the binding hold.
+tenant_can() { tenant "$@" 2>/dev/null; true; }
+for verb in patch update; do
+  expect_eq "alice may not $verb namespaces (kubectl auth can-i)" "no" tenant_can alice auth can-i "$verb" namespaces
+done
+# A real write of her Namespace, labelled with bob's queue and listing it in its annotation (a PUT:
+# kubectl label and patch would stop at their GET, which she may not do either).
+k get namespace "$QA" -o json | python3 -c 'import json, sys
+n = json.load(sys.stdin)
+n["metadata"]["labels"]["muster.dev/queue"] = sys.argv[1]
+n["metadata"].setdefault("annotations", {})["muster.dev/queues"] = sys.argv[1]
+print(json.dumps(n))' "$team_b" > "$work/qa-namespace.json"
+expect_fail "alice cannot relabel her namespace to bob's queue" \
+  "namespaces \"$QA\" is forbidden: User \"system:serviceaccount:$QA:alice\" cannot update resource \"namespaces\"" \
+  tenant alice replace --raw "/api/v1/namespaces/$QA" -f "$work/qa-namespace.json"
+expect_eq "her namespace is still bound to her queue" "$team_a" \
+  k get namespace "$QA" -o 'jsonpath={.metadata.labels.muster\.dev/queue}'
+# An operator's binding takes effect at once; objects admitted before a rebinding are not stuck.
+k annotate namespace "$QA" "muster.dev/queues=$shared,$team_b" --overwrite >/dev/null
+expect_ok "once an operator lists bob's queue in her namespace's annotation, alice may use it" \
+  tenant alice -n "$QA" label pod mine "muster.dev/queue=$team_b" --overwrite
+k label namespace "$QA" "muster.dev/queue=q$$-team-c" --overwrite >/dev/null
+k annotate namespace "$QA" "muster.dev/queues-" >/dev/null
+expect_ok "her namespace rebound elsewhere, she still updates a pod whose queue she no longer may use" \
+  tenant alice -n "$QA" annotate pod shared note=kept
+expect_fail "... but may not name that queue anew" "namespace \"$QA\" may not use queue \"$shared\"" \
+  tenant alice -n "$QA" label pod mine "muster.dev/queue=$shared" --overwrite
 
 # A skipped check proves nothing: with one the test does not pass.
 [ "$skipped" -eq 0 ] || not_ok "no check was skipped" "$skipped skipped"
