@@ -51,6 +51,10 @@ proto::ObjectMeta podMeta(const proto::ParallelJob& job, const AttemptInfo& atte
   proto::ObjectMeta meta = attemptMeta(job, attempt, podName(attempt.group, index));
   std::map<std::string, std::string> labels = tmpl.labels();
   for (auto& [k, v] : meta.labels) labels[k] = v;
+  // The job's queue (muster.dev/queue) is its pods' queue, whatever their template says: the job
+  // is what admission checked and what its owner named.
+  if (auto it = job.meta.labels.find(proto::vocabulary::kQueueLabel); it != job.meta.labels.end())
+    labels[proto::vocabulary::kQueueLabel] = it->second;
   labels[vocab::kRoleLabel] = std::string(role);
   labels[vocab::kIndexLabel] = std::to_string(index);
   labels[vocab::kJobGlobalIndexLabel] = std::to_string(index);

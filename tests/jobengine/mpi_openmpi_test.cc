@@ -287,6 +287,22 @@ TEST_CASE("the rdma-conf init container goes before the user's own init containe
   }
 }
 
+TEST_CASE("a job's muster.dev/queue label is every pod's queue, over its templates' own", "[mpi]") {
+  auto job = decodeJob(seedJobJson(
+      "q", 2, 1, 3, "mpi-openmpi",
+      R"(,"worker":{"metadata":{"labels":{"muster.dev/queue":"other","tier":"w"}},"spec":{"containers":[{"name":"main","image":"custom"}]}})"));
+  job.meta.labels["muster.dev/queue"] = "team-a";
+  for (int i = 0; i < 2; ++i) {
+    auto pod = podJson(job, i, AttemptInfo{0, "q-0"});
+    CHECK(std::string(pod["metadata"]["labels"]["muster.dev/queue"].GetString()) == "team-a");
+  }
+  // Without the job's label, a template's own stays (admission checks the pods too).
+  job.meta.labels.erase("muster.dev/queue");
+  auto worker = podJson(job, 1, AttemptInfo{0, "q-0"});
+  CHECK(std::string(worker["metadata"]["labels"]["muster.dev/queue"].GetString()) == "other");
+  CHECK_FALSE(podJson(job, 0, AttemptInfo{0, "q-0"})["metadata"]["labels"].HasMember("muster.dev/queue"));
+}
+
 TEST_CASE("spec.worker replaces the inherited template: its own main is kept and a missing one is "
           "generated", "[mpi]") {
   auto with_main = decodeJob(seedJobJson(
