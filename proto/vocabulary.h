@@ -100,6 +100,13 @@ inline constexpr char kUnschedulableReason[] = "Unschedulable";
 // In Muster's Unschedulable message when nodes that would do are held for a gang ahead of this
 // one (the scheduler's reservation); squeue reads it as reason Priority.
 inline constexpr char kReservedForAnotherGangReason[] = "node(s) were reserved for another gang";
+// In Muster's Unschedulable message when the gang's queue (or one above it) would go over
+// its limit; the message goes on `queue "Q" holds N <resource> of its limit of L, ...`. squeue
+// reads it as AssocGrpGRES (AssocGrpCpuLimit, AssocGrpMemLimit for cpu and memory).
+inline constexpr char kWaitingForQuotaMessage[] = "waiting for quota: ";
+// In Muster's Unschedulable message when the gang names a queue that does not exist; squeue reads
+// it as InvalidAccount.
+inline constexpr char kNoSuchQueueMessage[] = "does not exist (queues.muster.dev)";
 // PodScheduled=False while spec.schedulingGates is not empty (kube-scheduler's reason and words).
 inline constexpr char kSchedulingGatedReason[] = "SchedulingGated";
 inline constexpr char kSchedulingGatedMessage[] =

@@ -291,7 +291,8 @@ std::optional<Refusal> Tenancy::refuses(std::string_view queue, const Request& r
     r.kind = Refusal::Kind::kNoSuchQueue;
     r.queue = std::string(queue);
     r.message = absl::StrCat("queue \"", proto::av(queue),
-                             "\" does not exist (queues.muster.dev); the gang waits until it does");
+                             "\" ", proto::vocabulary::kNoSuchQueueMessage,
+                             "; the gang waits until it does");
     return r;
   }
   const Held asked{request.requests, request.gpu_milli};
@@ -307,7 +308,7 @@ std::optional<Refusal> Tenancy::refuses(std::string_view queue, const Request& r
       r.queue = tree_.name(a);
       r.resource = resource;
       r.message = absl::StrCat(
-          "waiting for quota: queue \"", r.queue, "\"", a == *index ? "" : absl::StrCat(" (above queue \"", proto::av(queue), "\")"),
+          proto::vocabulary::kWaitingForQuotaMessage, "queue \"", r.queue, "\"", a == *index ? "" : absl::StrCat(" (above queue \"", proto::av(queue), "\")"),
           " holds ", formatUnits(resource, have), " ", resource, " of its limit of ",
           formatUnits(resource, *limit), ", and this gang asks for ", formatUnits(resource, want));
       return r;

@@ -754,6 +754,24 @@ TEST_CASE("a gang waiting for room is PENDING for Priority while its nodes are h
   CHECK(namedWaitingFor("gang slurm-56-0: 0/8 nodes are available: 8 Insufficient nvidia.com/gpu.") == "Resources");
 }
 
+TEST_CASE("a gang whose queue is at its limit is PENDING for AssocGrpGRES (cpu: AssocGrpCpuLimit, "
+          "memory: AssocGrpMemLimit), one naming no queue for InvalidAccount", "[slurm]") {
+  Job j;
+  j.waitForRoom();
+  auto waitingFor = [&](const std::string& message) { return j.reasonWhileUnschedulable(message); };
+  // Muster's scheduler's words (scheduler/tenancy/tenancy.cc, Tenancy::refuses).
+  CHECK(waitingFor("waiting for quota: queue \"physics\" holds 8 nvidia.com/gpu of its limit of 8, "
+                   "and this gang asks for 24") == "AssocGrpGRES");
+  CHECK(waitingFor("waiting for quota: queue \"lab\" (above queue \"physics\") holds 60 cpu of its "
+                   "limit of 64, and this gang asks for 12") == "AssocGrpCpuLimit");
+  CHECK(waitingFor("waiting for quota: queue \"physics\" holds 200Gi memory of its limit of 256Gi, "
+                   "and this gang asks for 96Gi") == "AssocGrpMemLimit");
+  CHECK(waitingFor("waiting for quota: queue \"physics\" holds 3 rdma/ib of its limit of 4, and "
+                   "this gang asks for 3") == "AssocGrpGRES");
+  CHECK(waitingFor("queue \"phisics\" does not exist (queues.muster.dev); the gang waits until it "
+                   "does") == "InvalidAccount");
+}
+
 }  // namespace
 }  // namespace muster::jobengine::slurm
 

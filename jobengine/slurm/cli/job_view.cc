@@ -706,8 +706,10 @@ absl::StatusOr<std::optional<int64_t>> updatedTimeLimit(const JobView& j, const 
   if (!is_operator)
     return denied("Access/permission denied", " (only an operator may raise a time limit)");
   // Pods exist once the job runs or its gang waits for room; their activeDeadlineSeconds holds.
-  if (j.state != JobState::kPending || j.reason == "Resources" || j.reason == "Priority" ||
-      j.reason == "Requeued")
+  static constexpr std::string_view kPodsExist[] = {
+      "Resources",       "Priority",         "Requeued",      "ReqNodeNotAvail",
+      "AssocGrpGRES",    "AssocGrpCpuLimit", "AssocGrpMemLimit", "InvalidAccount"};
+  if (j.state != JobState::kPending || std::ranges::find(kPodsExist, j.reason) != std::end(kPodsExist))
     return denied("Requested operation not supported on this job",
                   absl::StrCat(" (its pods exist, and their activeDeadlineSeconds can only be lowered",
                                j.state == JobState::kPending ? ": scontrol hold it, raise the limit, release it)" : ")"));

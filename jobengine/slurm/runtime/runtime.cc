@@ -152,6 +152,9 @@ proto::SlurmStepStatus toStatus(const StepRecord& r) {
 // otherwise Resources.
 // A job that names its nodes (-w) and waits because one of them is cordoned (drained) or not
 // ready -> ReqNodeNotAvail, as slurmctld says of a required node that is down or drained.
+// A job whose queue (its account, to Slurm) would go over its limit -> AssocGrpGRES, or
+// AssocGrpCpuLimit / AssocGrpMemLimit where the limit is on cpu or memory; a queue that does not
+// exist -> InvalidAccount.
 std::string waitingReason(const proto::ParallelJob& job, const proto::Pod* batch_pod) {
   if (batch_pod == nullptr) return "Resources";
   const proto::PodCondition* c = batch_pod->findCondition(proto::vocabulary::kPodScheduledCondition);
@@ -159,6 +162,13 @@ std::string waitingReason(const proto::ParallelJob& job, const proto::Pod* batch
     return "Resources";
   if (c->message.find(proto::vocabulary::kReservedForAnotherGangReason) != std::string::npos)
     return "Priority";
+  if (c->message.find(proto::vocabulary::kWaitingForQuotaMessage) != std::string::npos) {
+    if (c->message.find(" cpu of its limit ") != std::string::npos) return "AssocGrpCpuLimit";
+    if (c->message.find(" memory of its limit ") != std::string::npos) return "AssocGrpMemLimit";
+    return "AssocGrpGRES";
+  }
+  if (c->message.find(proto::vocabulary::kNoSuchQueueMessage) != std::string::npos)
+    return "InvalidAccount";
   if (!job.spec.slurm->required_nodes.empty())
     for (std::string_view unavailable : {"node(s) were unschedulable", "node.kubernetes.io/not-ready",
                                          "node.kubernetes.io/unreachable"})
