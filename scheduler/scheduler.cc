@@ -16,6 +16,7 @@
 #include "scheduler/pod_info.h"
 #include "scheduler/spread.h"
 #include "scheduler/strings.h"
+#include "scheduler/tenancy/reclaim.h"
 
 namespace muster::scheduler {
 namespace asio = proto::asio;
@@ -1108,27 +1109,16 @@ void Scheduler::preempt(const GangAttempt& attempt, const GangRequest& request,
     const std::string queue = tenancy_.queueOf(attempt.members.front()->pod());
     tenancy::Request asked;
     for (const PodInfoPtr& member : attempt.members) asked += tenancy::Request{member->requests, member->gpu_milli};
-    auto allowed = [this, queue, asked](bool reclaim) {
-      return [this, queue, asked, reclaim](const std::vector<const std::vector<UnitMember>*>& units) {
-        std::vector<std::vector<std::string>> pods;
-        for (const auto* members : units) {
-          pods.emplace_back();
-          for (const UnitMember& m : *members) pods.back().push_back(m.pod);
-        }
-        return tenancy_.victimsAllowed(queue, asked, pods, reclaim);
-      };
-    };
+    // The hooks (scheduler/tenancy/reclaim.h) hold tenancy_ by reference; choosePreemption uses
+    // them synchronously, here.
     if (tenancy_.belowFairShare(queue)) {
       PreemptionRequest r = p;
-      r.eligible = [this, queue](const GangKey&, const std::vector<UnitMember>& members, int32_t) {
-        return !members.empty() && tenancy_.mayReclaimFrom(queue, tenancy_.queueOfPod(members.front().pod));
-      };
-      r.allowed = allowed(true);
+      tenancy::withReclaimHooks(r, tenancy_, queue, asked, /*reclaim=*/true);
       result = choosePreemption(request, r, cache_, options);
       if (std::holds_alternative<PreemptionPlan>(result)) reclaimer = queue;
     }
     if (reclaimer.empty()) {
-      p.allowed = allowed(false);
+      tenancy::withReclaimHooks(p, tenancy_, queue, asked, /*reclaim=*/false);
       result = choosePreemption(request, p, cache_, options);
     }
   } else {
