@@ -88,11 +88,13 @@ std::vector<std::string> draining(const GangRequest& request, const PreemptionRe
   cache.forEachUnit([&](const GangKey& key, const std::vector<UnitMember>& members) {
     if (key == request.key) return;
     int32_t priority = std::numeric_limits<int32_t>::min();
-    bool marked = false;
+    bool marked = false, terminating = false;
     for (const UnitMember& m : members) {
       priority = std::max(priority, m.priority);
       marked |= m.preempted;
+      terminating |= m.terminating;
     }
+    if (!marked && !terminating) return;  // (before eligible: a tenancy hook is not free)
     if (preemption.eligible ? !preemption.eligible(key, members, priority)
                             : priority >= preemption.priority)
       return;

@@ -567,9 +567,14 @@ proto::QueueStatus Tenancy::statusOf(size_t index, absl::Time now) const {
 }
 
 std::vector<std::pair<std::string, proto::QueueStatus>> Tenancy::dueStatuses(absl::Time now,
-                                                                            size_t budget) {
+                                                                            size_t per_second) {
   std::vector<std::pair<std::string, proto::QueueStatus>> out;
   if (!enabled_ || !fair_valid_) return out;
+  // A sliding second: refreshes before reclaims come many times a second, and each would
+  // otherwise start a full batch of its own.
+  while (!handed_out_.empty() && now - handed_out_.front() >= absl::Seconds(1)) handed_out_.pop_front();
+  if (handed_out_.size() >= per_second) return out;
+  const size_t budget = per_second - handed_out_.size();
   struct Due {
     bool usage_only;
     absl::Time last;
@@ -598,6 +603,7 @@ std::vector<std::pair<std::string, proto::QueueStatus>> Tenancy::dueStatuses(abs
     w.at = now;
     w.usage_at = now;
     out.emplace_back(name, w.status);
+    handed_out_.push_back(now);
   }
   return out;
 }

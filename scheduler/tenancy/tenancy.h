@@ -24,6 +24,7 @@
 // Not thread-safe: the scheduler's strand only.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -146,11 +147,13 @@ class Tenancy {
   int64_t pendingGangs(std::string_view queue) const;
 
   // --- status ---
-  // The status writes due now, at most `budget`: a queue whose status would change other than in
-  // usage, at most once per tenancy.statusIntervalSeconds; one whose only change is its usage,
-  // at most once per kUsageWriteInterval. Each returned status counts as written.
+  // The status writes due now: a queue whose status would change other than in usage, at most
+  // once per tenancy.statusIntervalSeconds; one whose only change is its usage, at most once per
+  // kUsageWriteInterval. Over all calls, at most `per_second` writes are handed out in any
+  // second (the ones that waited longest first). Each returned status counts as written.
   static constexpr absl::Duration kUsageWriteInterval = absl::Minutes(5);
-  std::vector<std::pair<std::string, proto::QueueStatus>> dueStatuses(absl::Time now, size_t budget);
+  std::vector<std::pair<std::string, proto::QueueStatus>> dueStatuses(absl::Time now,
+                                                                      size_t per_second);
   // A write dueStatuses() handed out failed: it is due again.
   void writeFailed(std::string_view queue);
   // Whether refresh() would recompute now (cheap; the caller gathers pending demand only then):
@@ -231,6 +234,7 @@ class Tenancy {
   absl::flat_hash_map<std::string, double> seeded_;  // usage read from status, by "queue/resource"
   std::vector<int64_t> pending_gangs_;                 // by tree index
   absl::flat_hash_map<std::string, Written> written_;
+  std::deque<absl::Time> handed_out_;  // when each write of the last second was handed out
 };
 
 }  // namespace muster::scheduler::tenancy
