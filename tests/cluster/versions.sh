@@ -10,6 +10,9 @@ MUSTER_KWOK_VERSION="${MUSTER_KWOK_VERSION:-v0.8.0}"
 # newest release: the chart is apiVersion v2, which Helm 3 and 4 both read. Built into
 # $MUSTER_BIN_DIR/helm next to kubectl; build.sh rebuilds it when `helm version` differs from this.
 MUSTER_HELM_VERSION="${MUSTER_HELM_VERSION:-v3.22.0}"
+# Kueue, whose CRDs (from its Go module, sigs.k8s.io/kueue) tests/manifests/crds_test.sh installs
+# beside Muster's: its LocalQueue answers to the short names "queue" and "queues".
+MUSTER_KUEUE_VERSION="${MUSTER_KUEUE_VERSION:-v0.17.0}"
 MUSTER_CACHE="${MUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/muster}"
 MUSTER_BIN_DIR="$MUSTER_CACHE/bin/k8s-$MUSTER_K8S_VERSION-etcd-$MUSTER_ETCD_VERSION-kwok-$MUSTER_KWOK_VERSION"
 # Real nodes (up.sh --real-nodes N): the pinned kubelet (same Kubernetes module as the control plane),

@@ -346,5 +346,63 @@ expect_refused "a malformed quantity" "spec.resources.cpu.limit in body should m
 expect_refused "a queue that is its own parent" "spec.parent cannot be the queue itself" \
   k apply --dry-run=server -f - <<<"$(queue "  parent: $Q")"
 
+echo "# Queue beside Kueue's ($MUSTER_KUEUE_VERSION) and Volcano's queues"
+# Kueue's own CRDs come from its Go module (the module proxy serves it; cached in GOMODCACHE).
+# Volcano's CRD is in no module the proxy serves (volcano.sh/volcano is refused, volcano.sh/apis
+# has no manifests), so its identity, which is what can collide, is declared here as Volcano
+# declares it: queues.scheduling.volcano.sh, kind Queue, cluster-scoped, short names q and
+# queue-v1beta1. Installed only if absent, and then deleted at the end.
+kueue_dir=$(cd "$(mktemp -d)" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kueue@$MUSTER_KUEUE_VERSION" 2>/dev/null |
+  python3 -c 'import json,sys; print(json.load(sys.stdin).get("Dir",""))' 2>/dev/null)
+kueue_crds="$kueue_dir/config/components/crd/bases"
+FOREIGN_CRDS=(localqueues.kueue.x-k8s.io clusterqueues.kueue.x-k8s.io queues.scheduling.volcano.sh)
+for c in "${FOREIGN_CRDS[@]}"; do k get crd "$c" >/dev/null 2>&1 || CREATED_CRDS+=("$c"); done
+volcano_queue_crd='apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: queues.scheduling.volcano.sh}
+spec:
+  group: scheduling.volcano.sh
+  names: {kind: Queue, listKind: QueueList, plural: queues, singular: queue, shortNames: [q, queue-v1beta1]}
+  scope: Cluster
+  versions:
+  - name: v1beta1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}'
+if [ -f "$kueue_crds/kueue.x-k8s.io_localqueues.yaml" ]; then
+  expect_ok "Kueue's LocalQueue and ClusterQueue CRDs apply" \
+    k apply --server-side -f "$kueue_crds/kueue.x-k8s.io_localqueues.yaml" -f "$kueue_crds/kueue.x-k8s.io_clusterqueues.yaml"
+else
+  not_ok "Kueue's CRDs from sigs.k8s.io/kueue@$MUSTER_KUEUE_VERSION" "go mod download gave no $kueue_crds"
+fi
+expect_ok "Volcano's Queue CRD applies" k apply -f - <<<"$volcano_queue_crd"
+for c in "${FOREIGN_CRDS[@]}"; do
+  expect_ok "$c becomes Established" k wait --for condition=established --timeout=60s "crd/$c"
+done
+expect_eq "queues.muster.dev keeps its names beside them" "True" \
+  k get crd queues.muster.dev -o 'jsonpath={.status.conditions[?(@.type=="NamesAccepted")].status}'
+# One name in each of the three kinds.
+expect_ok "a Volcano Queue of the same name is created" k apply -f - <<<"apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: $Q}
+spec: {weight: 1}"
+expect_ok "a Kueue LocalQueue of the same name is created" k apply -n "$NS" -f - <<<"apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: $Q}
+spec: {clusterQueue: cluster-queue}"
+expect_eq "kubectl get queues.muster.dev reads Muster's Queue" "muster.dev/v1alpha1 8" \
+  k get queues.muster.dev "$Q" -o 'jsonpath={.apiVersion} {.spec.resources.nvidia\.com/gpu.quota}'
+expect_eq "kubectl get mq reads Muster's Queue" "muster.dev/v1alpha1" k get mq "$Q" -o 'jsonpath={.apiVersion}'
+expect_eq "the printer columns are still Muster's" "$Q 8 16 12 8 1 True" \
+  bash -c "'$KUBECTL' get mq $Q --no-headers | awk '{print \$1, \$2, \$3, \$4, \$5, \$6, \$7}'"
+expect_eq "Muster's API path lists only Muster's Queues" "Queue muster.dev/v1alpha1" \
+  bash -c "'$KUBECTL' get --raw /apis/muster.dev/v1alpha1/queues | python3 -c 'import json,sys; l=json.load(sys.stdin); print(*sorted({(i[\"kind\"], i[\"apiVersion\"]) for i in l[\"items\"]}).pop())'"
+# (A bare "queues" is ambiguous: kubectl takes one of the groups that serve that plural, here
+# Muster's or Volcano's, by discovery order; the docs and tests say queues.muster.dev or mq.)
+expect_ok "Volcano's Queue of that name is deleted" k delete queues.scheduling.volcano.sh "$Q"
+expect_eq "Muster's Queue of that name is untouched" "muster.dev/v1alpha1" k get mq "$Q" -o 'jsonpath={.apiVersion}'
+k delete localqueues.kueue.x-k8s.io -n "$NS" "$Q" --ignore-not-found >/dev/null 2>&1
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
