@@ -352,8 +352,12 @@ echo "# Queue beside Kueue's ($MUSTER_KUEUE_VERSION) and Volcano's queues"
 # has no manifests), so its identity, which is what can collide, is declared here as Volcano
 # declares it: queues.scheduling.volcano.sh, kind Queue, cluster-scoped, short names q and
 # queue-v1beta1. Installed only if absent, and then deleted at the end.
-kueue_dir=$(cd "$(mktemp -d)" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kueue@$MUSTER_KUEUE_VERSION" 2>/dev/null |
+# (Outside any module; checksums as tests/cluster/build.sh takes them for sigs.k8s.io.)
+go_tmp=$(mktemp -d)
+kueue_dir=$(cd "$go_tmp" && GOFLAGS=-mod=mod GONOSUMDB="${GONOSUMDB:-sigs.k8s.io}" \
+  go mod download -json "sigs.k8s.io/kueue@$MUSTER_KUEUE_VERSION" 2>/dev/null |
   python3 -c 'import json,sys; print(json.load(sys.stdin).get("Dir",""))' 2>/dev/null)
+rmdir "$go_tmp"
 kueue_crds="$kueue_dir/config/components/crd/bases"
 FOREIGN_CRDS=(localqueues.kueue.x-k8s.io clusterqueues.kueue.x-k8s.io queues.scheduling.volcano.sh)
 for c in "${FOREIGN_CRDS[@]}"; do k get crd "$c" >/dev/null 2>&1 || CREATED_CRDS+=("$c"); done
