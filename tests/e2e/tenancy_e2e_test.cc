@@ -435,4 +435,61 @@ TEST_CASE("a scheduler SIGKILLed twice in the middle of a reclaim leaves no gang
   CHECK(sched.alive());
 }
 
+TEST_CASE("on a fragmented cluster a reclaim evicts at most 1.25 times the GPUs it needs") {
+  Env env("tfrag");
+  Queues queues(env);
+  // 4 nodes x 8 GPUs = 32. A (quota 8) holds all of it; B (quota 8) wants one 8-GPU pod: fair
+  // shares B 8, A 24, so B takes 8 GPUs back.
+  const std::string gpu = runGpus(env);
+  const std::string qa = queues.add("a", "8", "", "", gpu);
+  const std::string qb = queues.add("b", "8", "", "", gpu);
+  createRunNodes(env, 4);
+  SchedulerProcess sched(tenancyConfig());
+  sched.start();
+  REQUIRE(sched.waitReady());
+  auto node = [&](int i) { return absl::StrCat(env.run, "-n", i); };
+  std::map<std::string, int> gpus_of;  // A's pods
+  auto place = [&](const std::string& name, int gpus, int on, const std::string& gang, int size) {
+    PodBuilder pod(name, env.run);
+    pod.withLimit(gpu, std::to_string(gpus)).label(kQueueLabel, qa).select("kubernetes.io/hostname", node(on));
+    if (size > 1) pod.gang(gang, size);
+    create(*env.client, pod);
+    gpus_of[name] = gpus;
+  };
+  auto allBound = [&] {
+    auto pods = listPods(*env.client, env.run);
+    for (const auto& [name, g] : gpus_of)
+      if (!pods.contains(name) || pods.at(name).spec.node_name.empty()) return false;
+    return true;
+  };
+  // The oldest: one 8-GPU pod on n2, two 4-GPU pods on n3. The youngest (the least work lost):
+  // two gangs of 2 x 4 GPUs, each across n0 and n1. Taking the cheapest gangs until 8 GPUs are
+  // free would take both gangs, 16 GPUs, and still leave no node with 8 before the second.
+  place("z-0", 8, 2, "", 1);
+  place("w1-0", 4, 3, "", 1);
+  place("w2-0", 4, 3, "", 1);
+  REQUIRE(waitFor(allBound));
+  for (const char* g : {"x", "y"}) {
+    place(absl::StrCat(g, "-0"), 4, 0, g, 2);
+    place(absl::StrCat(g, "-1"), 4, 1, g, 2);
+    REQUIRE(waitFor(allBound));
+  }
+  create(*env.client, PodBuilder("b-0", env.run).withLimit(gpu, "8").label(kQueueLabel, qb));
+  REQUIRE(waitFor([&] { return !listPods(*env.client, env.run).at("b-0").spec.node_name.empty(); },
+                  std::chrono::seconds(60)));
+  int evicted = 0;
+  const auto pods = listPods(*env.client, env.run);
+  for (const auto& [name, gpus] : gpus_of) {
+    auto it = pods.find(name);
+    if (it == pods.end() || it->second.meta.deletion_timestamp.has_value()) evicted += gpus;
+  }
+  INFO("evicted " << evicted << " GPUs for 8; B on " << pods.at("b-0").spec.node_name);
+  CHECK(evicted >= 8);
+  CHECK(evicted * 4 <= 8 * 5);  // <= 1.25 x
+  // Whole gangs: x and y each kept both pods or lost both.
+  for (const char* g : {"x", "y"})
+    CHECK(pods.contains(absl::StrCat(g, "-0")) == pods.contains(absl::StrCat(g, "-1")));
+  CHECK(sched.alive());
+}
+
 }  // namespace muster::e2e
