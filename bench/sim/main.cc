@@ -283,7 +283,9 @@ std::vector<int> intList(const std::string& s) {
                "  [--time-scale X] [--limit N] [--fill TARGET] [--gpu-sharing]] [--jobs J] [--seed S] [--load L]\n"
                "  [--mean-duration SECONDS] [--policies muster,first-fit,best-fit,fgd]\n"
                "  [--reservation-after SECONDS (300; the queue's reservationAfterSeconds)]\n"
-               "  [--json FILE] [--markdown FILE] [--series] [--check FILE]\n",
+               "  [--json FILE] [--markdown FILE] [--series] [--check FILE]\n"
+               "  [--tenancy-check (Muster twice, tenancy off and on with no Queue: exit 1 unless\n"
+               "   every placement is the same)]\n",
                argv0);
   std::exit(2);
 }
@@ -301,6 +303,7 @@ int main(int argc, char** argv) {
   std::vector<Policy> policies{Policy::kMuster, Policy::kFirstFit, Policy::kBestFit};
   bool series = false;
   bool gpu_sharing = false;  // --gpu-sharing: fractions of GPUs share them (SimOptions)
+  bool tenancy_check = false;  // --tenancy-check: see the usage
   double reservation_after = 300;
   std::string layout_spec = "switch:2,numa:1,split:1";
   RdmaPods rdma_pods = RdmaPods::kGangs;
@@ -312,6 +315,10 @@ int main(int argc, char** argv) {
     }
     if (flag == "--gpu-sharing") {
       gpu_sharing = true;
+      continue;
+    }
+    if (flag == "--tenancy-check") {
+      tenancy_check = true;
       continue;
     }
     if (i + 1 >= argc) usage(argv[0]);
@@ -415,6 +422,25 @@ int main(int argc, char** argv) {
   } else {
     absl::StrAppend(&what, "; RDMA NICs (1 per 2 GPUs) for ",
                     rdma_pods == RdmaPods::kGangs ? "gang members" : "every GPU pod");
+  }
+
+  if (tenancy_check) {
+    SimOptions options;
+    options.seed = synth.seed;
+    options.reservation_after_s = reservation_after;
+    options.gpu_sharing = gpu_sharing;
+    const SimResult off = simulate(nodes, jobs, options);
+    options.tenancy = true;
+    const SimResult on = simulate(nodes, jobs, options);
+    const bool same = off.placement_digest == on.placement_digest && off.decisions == on.decisions &&
+                      off.placed == on.placed;
+    std::printf("%s\ntenancy off: %lld jobs placed, %lld decisions, placements %016llx\n"
+                "tenancy on, no Queue: %lld jobs placed, %lld decisions, placements %016llx\n%s\n",
+                what.c_str(), static_cast<long long>(off.placed), static_cast<long long>(off.decisions),
+                static_cast<unsigned long long>(off.placement_digest), static_cast<long long>(on.placed),
+                static_cast<long long>(on.decisions), static_cast<unsigned long long>(on.placement_digest),
+                same ? "same placements" : "DIFFERENT placements");
+    return same ? 0 : 1;
   }
 
   std::vector<SimResult> results;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <numeric>
@@ -24,6 +25,7 @@
 #include "scheduler/gang.h"
 #include "scheduler/placement.h"
 #include "scheduler/queue.h"
+#include "scheduler/tenancy/tenancy.h"
 #include "topology/model/topology.h"
 
 namespace muster::bench {
@@ -350,6 +352,22 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
   scheduler::SchedulingQueue queue(
       config, [&now] { return now; },
       [](std::string_view, std::string_view) -> const proto::PodGroup* { return nullptr; });
+  config.tenancy_enabled = options.tenancy;
+  scheduler::tenancy::Tenancy tenancy(config, [](std::string_view) -> const proto::Labels* { return nullptr; });
+  if (options.tenancy) {
+    cache.setPodObserver([&tenancy](std::string_view key, const scheduler::PlacedPod& placed,
+                                    const scheduler::Resources& requests, int32_t gpu_milli, int sign) {
+      tenancy.observe(key, placed, requests, gpu_milli, sign);
+    });
+    queue.setTenancy([&tenancy](const proto::Pod& pod) { return tenancy.queueOf(pod); },
+                     [&tenancy](std::string_view q) { return tenancy.rank(q); });
+  }
+  auto digest = [&result](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      result.placement_digest ^= (v >> (8 * i)) & 0xff;
+      result.placement_digest *= 1099511628211ull;
+    }
+  };
 
   absl::flat_hash_map<std::string, int> job_of_gang;
   std::vector<JobState> state(jobs.size());
@@ -416,12 +434,36 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
   std::vector<int64_t> block_cap(topo.levels[0].size()), rack_cap(topo.levels.back().size());
 
   auto schedulingPass = [&](double t) {
+    if (options.tenancy && tenancy.refreshDue(now, false)) {
+      std::vector<std::pair<std::string, scheduler::tenancy::Request>> pending;
+      queue.forEachPendingGang([&](const std::string& tenant, const scheduler::GangKey&,
+                                   const std::map<std::string, scheduler::PodInfoPtr>& members) {
+        scheduler::tenancy::Request request;
+        for (const auto& [key, member] : members)
+          request += scheduler::tenancy::Request{member->requests, member->gpu_milli};
+        pending.emplace_back(tenant, request);
+      });
+      tenancy.refresh(now, cache, pending, false);
+    }
     while (auto attempt = queue.pop()) {
       ++result.decisions;
       if (auto verdict = scheduler::precheck(*attempt)) {
         ++result.failed_decisions;
         queue.reportUnschedulable(*attempt, *verdict, cache);
         continue;
+      }
+      if (options.tenancy && !attempt->members.empty()) {
+        scheduler::tenancy::Request asked;
+        for (const auto& member : attempt->members)
+          asked += scheduler::tenancy::Request{member->requests, member->gpu_milli};
+        if (auto refusal = tenancy.refuses(tenancy.queueOf(attempt->members.front()->pod()), asked)) {
+          ++result.failed_decisions;
+          Unschedulable verdict;
+          verdict.message = refusal->message;
+          verdict.waiting_for_quota = true;
+          queue.reportUnschedulable(*attempt, verdict, cache);
+          continue;
+        }
       }
       GangRequest request = queue.buildRequest(*attempt);
       auto started = std::chrono::steady_clock::now();
@@ -482,6 +524,9 @@ SimResult simulate(const std::vector<SimNode>& nodes, const std::vector<SimJob>&
       }
       s.top = static_cast<int>(blocks.size());
       s.leaf = static_cast<int>(racks.size());
+      digest(static_cast<uint64_t>(j));
+      digest(static_cast<uint64_t>(std::llround(t * 1000)));
+      for (NodeId id : s.nodes) digest(static_cast<uint64_t>(id));
       queue.reportPlaced(*attempt, placement);
       s.placed_at = t;
       ++running;

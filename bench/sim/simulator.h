@@ -45,6 +45,10 @@ struct SimOptions {
   // Pods asking for part of one GPU (gpu_milli < 1000) ask for that fraction (muster.dev/
   // gpu-fraction) and share GPUs, for every policy; false: they take a whole GPU each.
   bool gpu_sharing = false;
+  // Tenancy on (scheduler/tenancy/), as muster-scheduler wires it: the cache's pod observer, the
+  // queue's order across queues, the limit check before place() and fair share refreshed once a
+  // simulated second. No Queue objects exist, so it must change nothing (--tenancy-check).
+  bool tenancy = false;
 };
 
 // The cluster once the arrived demand equals its capacity (FGD's fill mode).
@@ -101,6 +105,8 @@ struct SimResult {
   int64_t decisions = 0;       // place() (or baseline) calls
   int64_t failed_decisions = 0;
   double decision_wall_ms = 0;  // summed wall time of the decisions (machine-dependent)
+  // Every placement in the order made: (job, simulated time, nodes), hashed (FNV-1a).
+  uint64_t placement_digest = 1469598103934665603ull;
   CapacitySnapshot at_capacity;
 };
 
