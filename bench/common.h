@@ -1,7 +1,7 @@
 #pragma once
 
 // What the in-process benchmarks share: the synthetic cluster's nodes (block / spine / rack / host,
-// 8 GPUs and 8 RDMA NICs each) and percentiles.
+// 8 GPUs and 8 RDMA NICs each), its gangs' pods and percentiles.
 
 #include <algorithm>
 #include <string>
@@ -9,6 +9,7 @@
 
 #include "proto/objects.h"
 #include "proto/quantity.h"
+#include "proto/vocabulary.h"
 
 namespace muster::bench {
 
@@ -38,6 +39,34 @@ inline proto::Node makeNode(int i) {
                           {"preferred.jp/rdma", q("8")}};
   n.status.conditions.push_back({"Ready", "True", "KubeletReady", ""});
   return n;
+}
+
+// A pod of gang `gang` (gang_size members; none when 1) in namespace "bench": `gpus` GPUs and 12
+// cpu per GPU, Running on `node` since `started` when a node is given, else Pending; in `queue`
+// (the muster.dev/queue label) when one is given.
+inline proto::Pod makeGangPod(const std::string& name, int gpus, int32_t priority,
+                              const std::string& gang, int gang_size, const std::string& node = "",
+                              const std::string& started = "", const std::string& queue = "") {
+  proto::Pod p;
+  p.meta.namespace_ = "bench";
+  p.meta.name = name;
+  p.meta.creation_timestamp = started;
+  if (!queue.empty()) p.meta.labels[proto::vocabulary::kQueueLabel] = queue;
+  p.spec.scheduler_name = "muster-scheduler";
+  p.spec.node_name = node;
+  p.spec.priority = priority;
+  if (gang_size > 1) {
+    p.meta.annotations["gang-scheduling.preferred.jp/gang-name"] = gang;
+    p.meta.annotations["gang-scheduling.preferred.jp/gang-size"] = std::to_string(gang_size);
+  }
+  p.status.phase = node.empty() ? "Pending" : "Running";
+  p.status.start_time = started;
+  proto::Container c;
+  c.name = "main";
+  c.resources.requests = {{"cpu", proto::Quantity::fromValue(gpus * 12)},
+                          {"nvidia.com/gpu", proto::Quantity::fromValue(gpus)}};
+  p.spec.containers.push_back(std::move(c));
+  return p;
 }
 
 // The p-quantile (0..1) of v, nearest rank; 0 for none.

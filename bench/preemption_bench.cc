@@ -36,38 +36,14 @@
 
 namespace {
 
-using muster::proto::Quantity;
 using namespace muster::scheduler;
 
 using muster::bench::kLevels;
+using muster::bench::makeGangPod;
 using muster::bench::makeNode;
 using muster::bench::percentile;
 constexpr int kRackLevel = 2;
 
-
-muster::proto::Pod makePod(const std::string& name, int gpus, int32_t priority,
-                           const std::string& gang, int gang_size, const std::string& node = "",
-                           const std::string& started = "") {
-  muster::proto::Pod p;
-  p.meta.namespace_ = "bench";
-  p.meta.name = name;
-  p.meta.creation_timestamp = started;
-  p.spec.scheduler_name = "muster-scheduler";
-  p.spec.node_name = node;
-  p.spec.priority = priority;
-  if (gang_size > 1) {
-    p.meta.annotations["gang-scheduling.preferred.jp/gang-name"] = gang;
-    p.meta.annotations["gang-scheduling.preferred.jp/gang-size"] = std::to_string(gang_size);
-  }
-  p.status.phase = node.empty() ? "Pending" : "Running";
-  p.status.start_time = started;
-  muster::proto::Container c;
-  c.name = "main";
-  c.resources.requests = {{"cpu", Quantity::fromValue(gpus * 12)},
-                          {"nvidia.com/gpu", Quantity::fromValue(gpus)}};
-  p.spec.containers.push_back(std::move(c));
-  return p;
-}
 
 struct Scenario {
   std::string name;
@@ -106,8 +82,8 @@ int main(int argc, char** argv) {
       const std::string started = absl::FormatTime(absl::RFC3339_sec, now - absl::Seconds(age(rng)),
                                                    absl::UTCTimeZone());
       for (int k = 0; k < 4; ++k) {
-        cache.addPod(makePod(gang + "-" + std::to_string(k), 2, prio, gang, 4,
-                             "node-" + std::to_string(base + k), started));
+        cache.addPod(makeGangPod(gang + "-" + std::to_string(k), 2, prio, gang, 4,
+                                 "node-" + std::to_string(base + k), started));
         ++pods;
       }
     }
@@ -133,8 +109,8 @@ int main(int argc, char** argv) {
       req.min_member = s.pods;
       req.required_level = s.required_level;
       for (int i = 0; i < s.pods; ++i)
-        req.members.push_back(*makePodInfo(makePod(absl::StrCat(s.name, "-", d, "-", i), 8, prio,
-                                                   req.key.name, s.pods)));
+        req.members.push_back(*makePodInfo(
+            makeGangPod(absl::StrCat(s.name, "-", d, "-", i), 8, prio, req.key.name, s.pods)));
       PreemptionRequest p;
       p.priority = prio;
       p.now = now;

@@ -76,6 +76,7 @@ using muster::proto::Quantity;
 using namespace muster::scheduler;
 using muster::bench::kLevels;
 using muster::bench::kNodesPerRack;
+using muster::bench::makeGangPod;
 using muster::bench::makeNode;
 using muster::bench::percentile;
 constexpr int kRackLevel = 2;
@@ -85,31 +86,6 @@ constexpr char kGpu[] = "nvidia.com/gpu";
 using Clock = std::chrono::steady_clock;
 double msSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-muster::proto::Pod makePod(const std::string& name, int gpus, int32_t priority,
-                           const std::string& gang, int gang_size, const std::string& queue,
-                           const std::string& node = "", const std::string& started = "") {
-  muster::proto::Pod p;
-  p.meta.namespace_ = "bench";
-  p.meta.name = name;
-  p.meta.creation_timestamp = started;
-  p.meta.labels[muster::proto::vocabulary::kQueueLabel] = queue;
-  p.spec.scheduler_name = "muster-scheduler";
-  p.spec.node_name = node;
-  p.spec.priority = priority;
-  if (gang_size > 1) {
-    p.meta.annotations["gang-scheduling.preferred.jp/gang-name"] = gang;
-    p.meta.annotations["gang-scheduling.preferred.jp/gang-size"] = std::to_string(gang_size);
-  }
-  p.status.phase = node.empty() ? "Pending" : "Running";
-  p.status.start_time = started;
-  muster::proto::Container c;
-  c.name = "main";
-  c.resources.requests = {{"cpu", Quantity::fromValue(gpus * 12)},
-                          {"nvidia.com/gpu", Quantity::fromValue(gpus)}};
-  p.spec.containers.push_back(std::move(c));
-  return p;
 }
 
 tenancy::Request gpuRequest(int gpus) {
@@ -319,7 +295,7 @@ int main(int argc, char** argv) {
   auto place = [&](Running g, const std::string& started) {
     const int size = static_cast<int>(g.pods.size());
     for (auto& [pod, node] : g.pods)
-      cache.addPod(makePod(pod, g.pod_gpus, g.priority, g.name, size, g.queue, node, started));
+      cache.addPod(makeGangPod(pod, g.pod_gpus, g.priority, g.name, size, node, started, g.queue));
     const size_t index = running.size();
     for (auto& [pod, node] : g.pods) gang_of_pod[absl::StrCat("bench/", pod)] = index;
     running.push_back(std::move(g));
@@ -425,7 +401,8 @@ int main(int argc, char** argv) {
       const int32_t prio = 500;
       for (int i = 0; i < s.pods; ++i)
         req.members.push_back(*makePodInfo(
-            makePod(absl::StrCat(req.key.name, "-", i), 8, prio, req.key.name, s.pods, leaf.name)));
+            makeGangPod(absl::StrCat(req.key.name, "-", i), 8, prio, req.key.name, s.pods, "", "",
+                        leaf.name)));
       tenancy::Request asked;
       for (const PodInfoPtr& m : req.members) asked += tenancy::Request{m->requests, m->gpu_milli};
       pending.emplace_back(leaf.name, asked);  // the gang itself is pending too
@@ -612,7 +589,7 @@ int main(int argc, char** argv) {
     const int size = static_cast<int>(g.pods.size());
     const std::string started = absl::FormatTime(absl::RFC3339_sec, now, absl::UTCTimeZone());
     for (auto& [pod, node] : g.pods) {
-      cache.addPod(makePod(pod, g.pod_gpus, g.priority, g.name, size, g.queue, node, started));
+      cache.addPod(makeGangPod(pod, g.pod_gpus, g.priority, g.name, size, node, started, g.queue));
       gang_of_pod[absl::StrCat("bench/", pod)] = i;
     }
     running[i] = std::move(g);
