@@ -6,6 +6,7 @@
 
 #include "jobengine/naming.h"
 #include "proto/codec.h"
+#include "proto/concurrently.h"
 #include "proto/coroutine.h"
 #include "proto/informer.h"
 #include "proto/json.h"
@@ -137,27 +138,14 @@ asio::awaitable<bool> jobSecretUsable(JobApi& api, const proto::ParallelJob& job
 
 asio::awaitable<absl::Status> runAll(asio::strand<asio::any_io_executor> strand,
                                      std::vector<Task> tasks) {
-  struct State {
-    explicit State(asio::strand<asio::any_io_executor> s) : timer(s) {}
-    asio::steady_timer timer;
-    size_t remaining = 0;
-    absl::Status first_error;
+  absl::Status first_error;
+  const size_t all = tasks.size();
+  auto run = [&first_error](const Task& task) -> asio::awaitable<void> {
+    absl::Status s = co_await task();
+    if (!s.ok() && first_error.ok()) first_error = std::move(s);
   };
-  auto state = std::make_shared<State>(strand);
-  state->timer.expires_at(asio::steady_timer::time_point::max());
-  state->remaining = tasks.size();
-  for (auto& task : tasks) {
-    asio::co_spawn(strand, [state, task = std::move(task)]() -> asio::awaitable<void> {
-      absl::Status s = co_await task();
-      if (!s.ok() && state->first_error.ok()) state->first_error = s;
-      if (--state->remaining == 0) state->timer.cancel();
-    }, proto::dieOnException("job engine"));
-  }
-  while (state->remaining > 0) {
-    boost::system::error_code ec;
-    co_await state->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  }
-  co_return state->first_error;
+  co_await proto::forEachConcurrently(std::move(strand), std::move(tasks), all, std::move(run));
+  co_return first_error;
 }
 
 asio::awaitable<BatchResult> createInBatches(

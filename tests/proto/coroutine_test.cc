@@ -1,18 +1,24 @@
 // dieOnException: an exception escaping a spawned coroutine ends the process (never swallowed
-// as asio::detached would), after logging what failed.
+// as asio::detached would), after logging what failed. forEachConcurrently: every item once, at
+// most `limit` at once, and the wait ends after the last.
 #include "proto/coroutine.h"
 
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <csignal>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "proto/asio.h"
+#include "proto/concurrently.h"
 
 namespace muster::proto {
 namespace {
@@ -81,6 +87,50 @@ TEST_CASE("a coroutine that returns normally, with or without a value, is left a
       &err);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("forEachConcurrently runs every item once, at most limit at a time, and returns after "
+          "the last", "[coroutine]") {
+  for (const size_t limit : {size_t{0}, size_t{1}, size_t{3}, size_t{32}}) {
+    CAPTURE(limit);
+    asio::io_context io;
+    auto strand = asio::make_strand(io.get_executor());
+    auto owner = std::make_shared<int>(0);  // captured by value: released once per copy
+    std::vector<int> seen;
+    size_t in_flight = 0, most = 0, done_when_returned = 0;
+    bool returned = false;
+    asio::co_spawn(
+        strand,
+        [&, owner]() -> asio::awaitable<void> {
+          std::vector<int> items(10);
+          for (int i = 0; i < 10; ++i) items[i] = i;
+          auto fn = [&, owner](const int& item) -> asio::awaitable<void> {
+            most = std::max(most, ++in_flight);
+            asio::steady_timer t(co_await asio::this_coro::executor,
+                                 std::chrono::milliseconds(1 + item % 3));
+            co_await t.async_wait(asio::use_awaitable);
+            --in_flight;
+            seen.push_back(item);
+          };
+          co_await forEachConcurrently(strand, std::move(items), limit, std::move(fn));
+          done_when_returned = seen.size();
+          returned = true;
+          // Empty: returns at once.
+          auto none = [](const int&) -> asio::awaitable<void> { co_return; };
+          std::vector<int> empty;
+          co_await forEachConcurrently(strand, std::move(empty), limit, std::move(none));
+        },
+        dieOnException("test"));
+    io.run();
+    REQUIRE(returned);
+    CHECK(done_when_returned == 10);
+    std::sort(seen.begin(), seen.end());
+    CHECK(seen == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+    CHECK(most == std::min<size_t>(std::max<size_t>(limit, 1), 10));
+    CHECK(in_flight == 0);
+    // Every copy of `owner` the coroutines made was released exactly once.
+    CHECK(owner.use_count() == 1);
+  }
 }
 
 }  // namespace
