@@ -77,8 +77,18 @@ start_component() {
   mkdir -p "$dir/logs" "$dir/pids"
   echo "=== $(date -Is) starting $name" >> "$dir/logs/$name.log"
   setsid "$bin" "${args[@]}" >> "$dir/logs/$name.log" 2>&1 < /dev/null &
-  echo $! > "$dir/pids/$name.pid"
-  log "started $name (pid $!)"
+  local pid=$! i
+  echo "$pid" > "$dir/pids/$name.pid"
+  # Until the child has exec'd, /proc/PID/cmdline is this shell's, and is_running (which checks
+  # the binary) would call a component that is still starting gone: on a loaded machine a
+  # wait_healthz right after this once said "kube-controller-manager exited during startup" and
+  # tore the cluster down. Wait (5 s at most) until it runs the binary or has exited.
+  for ((i = 0; i < 100; i++)); do
+    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "/$(basename "$bin") " && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  log "started $name (pid $pid)"
 }
 
 # stop_component DIR NAME [deadline_s]: TERM, wait, KILL. Safe when not running.
